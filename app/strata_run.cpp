@@ -1,0 +1,176 @@
+// strata-run: the headless runner. Trains a project and reports as text or
+// JSON Lines. Exit codes: 0 completed, 1 training failed, 2 bad input,
+// 130 stopped by Ctrl-C (after finishing the current step).
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <thread>
+
+#include "ConsoleReporter.h"
+#include "core/Device.h"
+#include "core/Error.h"
+#include "distribute/Strategy.h"
+#include "project/ProjectFile.h"
+#include "project/RunDirectory.h"
+#include "train/EventJson.h"
+#include "train/Trainer.h"
+
+using namespace strata;
+
+namespace {
+std::atomic<bool> g_interrupted{false};
+
+void on_sigint(int) {
+  g_interrupted = true;
+  std::signal(SIGINT, SIG_DFL);  // a second Ctrl-C ends the process at once
+}
+
+class JsonlPrinter final : public EventSink {
+public:
+  void emit(const Event& e) override {
+    std::fputs((event_to_jsonl(e) + "\n").c_str(), stdout);
+    if (!std::holds_alternative<StepEvent>(e)) std::fflush(stdout);
+  }
+};
+
+void usage(std::FILE* out) {
+  std::fprintf(out,
+               "usage: strata-run PROJECT.strata [options]\n"
+               "       strata-run --list-devices\n\n"
+               "options:\n"
+               "  --epochs N            train N epochs (overrides the project)\n"
+               "  --events text|jsonl   text progress (default) or JSON Lines events on stdout\n"
+               "  --run-dir DIR         write the run folder here (default: PROJECT.runs/<time>)\n"
+               "  --no-run-dir          do not write a run folder\n"
+               "  --strategy NAME       one_device, mirrored, central_storage\n"
+               "  --devices LIST        replica devices, e.g. cpu:0,cpu:1\n"
+               "  --threads N           CPU threads in all, divided among replicas (0 = all cores)\n"
+               "  --batch-size N        global batch size\n"
+               "  --max-steps N         at most N steps per epoch\n"
+               "  --list-devices        print the devices this machine has and exit\n\n"
+               "exit codes: 0 completed, 1 training failed, 2 bad input, 130 stopped by Ctrl-C\n");
+}
+
+int to_int(const std::string& flag, const std::string& v) {
+  try {
+    size_t pos = 0;
+    long long n = std::stoll(v, &pos);
+    if (pos != v.size()) throw 0;
+    return static_cast<int>(n);
+  } catch (...) {
+    throw bad_input(flag + ": expected an integer, got '" + v + "'");
+  }
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string project_path, events = "text", run_dir, strategy, devices;
+  int epochs = 0, threads = -1, batch = 0, max_steps = -1;
+  bool no_run_dir = false;
+  try {
+    for (int i = 1; i < argc; ++i) {
+      std::string a = argv[i];
+      auto value = [&]() -> std::string {
+        if (i + 1 >= argc) throw bad_input(a + ": needs a value");
+        return argv[++i];
+      };
+      if (a == "-h" || a == "--help") {
+        usage(stdout);
+        return 0;
+      } else if (a == "--list-devices") {
+        for (auto& d : list_devices())
+          std::printf("%-7s %s, %.1f GiB host memory\n", d.device.str().c_str(), d.name.c_str(),
+                      static_cast<double>(d.memory_bytes) / (1 << 30));
+        std::printf("(logical CPU devices cpu:0..cpu:%d are accepted; replicas beyond the cores share them)\n",
+                    logical_cpu_device_count() - 1);
+        std::printf("no GPU: this build has no CUDA backend\n");
+        return 0;
+      } else if (a == "--epochs") {
+        epochs = to_int(a, value());
+        if (epochs <= 0) throw bad_input("--epochs: must be positive");
+      } else if (a == "--events") {
+        events = value();
+        if (events != "text" && events != "jsonl") throw bad_input("--events: must be text or jsonl, got '" + events + "'");
+      } else if (a == "--run-dir") {
+        run_dir = value();
+      } else if (a == "--no-run-dir") {
+        no_run_dir = true;
+      } else if (a == "--strategy") {
+        strategy = value();
+      } else if (a == "--devices") {
+        devices = value();
+      } else if (a == "--threads") {
+        threads = to_int(a, value());
+      } else if (a == "--batch-size") {
+        batch = to_int(a, value());
+      } else if (a == "--max-steps") {
+        max_steps = to_int(a, value());
+      } else if (!a.empty() && a[0] == '-') {
+        throw bad_input("unknown option '" + a + "' (see --help)");
+      } else if (project_path.empty()) {
+        project_path = a;
+      } else {
+        throw bad_input("unexpected argument '" + a + "'");
+      }
+    }
+    if (project_path.empty()) {
+      usage(stderr);
+      return 2;
+    }
+
+    RunConfig config = load_project(project_path);
+    if (epochs > 0) config.training.epochs = epochs;
+    if (!strategy.empty()) config.strategy.name = strategy;
+    if (!devices.empty()) {
+      config.strategy.devices.clear();
+      for (auto& d : Device::parse_list(devices)) config.strategy.devices.push_back(d.str());
+    }
+    if (threads >= 0) config.training.threads = threads;
+    if (batch > 0) config.training.batch_size = batch;
+    if (max_steps >= 0) config.training.max_steps_per_epoch = max_steps;
+
+    FanOutSink sink;
+    ConsoleReporter console(stdout);
+    JsonlPrinter jsonl;
+    sink.add(events == "jsonl" ? static_cast<EventSink*>(&jsonl) : &console);
+
+    Trainer trainer(config, sink);
+    trainer.prepare();  // all bad input surfaces here, before any output file exists
+    std::unique_ptr<RunDirectory> dir;
+    if (!no_run_dir) {
+      dir = std::make_unique<RunDirectory>(run_dir.empty() ? RunDirectory::default_for(project_path) : run_dir, config);
+      sink.add(dir.get());
+      if (events == "text") std::printf("run folder: %s\n", dir->path().c_str());
+    }
+
+    std::signal(SIGINT, on_sigint);
+    std::signal(SIGTERM, on_sigint);
+    std::atomic<bool> done{false};
+    // The handler only sets a flag; this thread turns it into a graceful stop.
+    std::thread watcher([&] {
+      while (!done) {
+        if (g_interrupted) {
+          trainer.request_stop();
+          if (events == "text") std::fprintf(stderr, "\ninterrupted: stopping after the current step\n");
+          break;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      }
+    });
+    FinishedEvent fin = trainer.run();
+    done = true;
+    watcher.join();
+    if (fin.status == "completed") return 0;
+    if (fin.status == "stopped") return 130;
+    return 1;
+  } catch (const Error& e) {
+    std::fprintf(stderr, "strata-run: %s\n", e.what());
+    return e.kind() == ErrorKind::BadInput ? 2 : 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "strata-run: internal error: %s\n", e.what());
+    return 1;
+  }
+}

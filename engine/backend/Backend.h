@@ -1,0 +1,81 @@
+#pragma once
+// The narrow compute interface. Every kernel the layers need is here, in terms
+// of raw pointers into a device's memory, so a CUDA implementation plugs in
+// beside the CPU one and nn/ never changes. Matrices are row-major.
+#include <cstdint>
+
+#include "core/Device.h"
+
+namespace strata {
+
+enum class Activation { None, Relu, Tanh, Sigmoid, Softmax };
+
+struct AdamParams {
+  float lr, beta1, beta2, epsilon;
+  int64_t step;  // 1-based, for bias correction
+};
+
+class Backend {
+public:
+  virtual ~Backend() = default;
+  virtual Device device() const = 0;
+  virtual int threads() const = 0;
+
+  // C[m,n] = alpha * op(A) * op(B) + beta * C, op = transpose when the flag is set.
+  virtual void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+                    const float* b, float beta, float* c) = 0;
+  // y[r, :] += bias for every row.
+  virtual void add_bias_rows(float* y, const float* bias, int64_t rows, int64_t cols) = 0;
+  // out[c] = (accumulate ? out[c] : 0) + sum_r x[r, c].
+  virtual void sum_rows(const float* x, int64_t rows, int64_t cols, float* out, bool accumulate) = 0;
+
+  // Element-wise activation, y may alias x. Softmax is per row of `cols`.
+  virtual void activation_forward(Activation act, const float* x, float* y, int64_t rows, int64_t cols) = 0;
+  // dx = dy * act'(.) given the activation's output y (all four derive from y).
+  virtual void activation_backward(Activation act, const float* y, const float* dy, float* dx, int64_t rows,
+                                   int64_t cols) = 0;
+
+  // Per-example loss for integer labels; dlogits (optional) = d loss_i / d logits_i.
+  virtual void sparse_softmax_xent(const float* logits, const int32_t* labels, int64_t rows, int64_t cols,
+                                   float* loss, float* dlogits) = 0;
+  // Same for dense probability targets.
+  virtual void softmax_xent(const float* logits, const float* targets, int64_t rows, int64_t cols, float* loss,
+                            float* dlogits) = 0;
+
+  // y = alpha * x + beta * y (beta = 0 means y is not read).
+  virtual void axpby(int64_t n, float alpha, const float* x, float beta, float* y) = 0;
+  // y = x * mask_scale where a counter-based uniform draw keeps the element.
+  virtual void dropout(int64_t n, float rate, uint64_t key, uint64_t counter, const float* x, float* y,
+                       float* mask) = 0;
+  virtual void mul(int64_t n, const float* a, const float* b, float* y) = 0;
+  // y[r, c] = scale[r] * x[r, c] (per-example loss gradients).
+  virtual void scale_rows(const float* x, const float* scale, int64_t rows, int64_t cols, float* y) = 0;
+  // y = log(clamp(x, eps, 1 - eps)); backward: dx = dy / x inside the clamp, 0 outside.
+  virtual void log_clamp(int64_t n, const float* x, float eps, float* y) = 0;
+  virtual void log_clamp_backward(int64_t n, const float* x, float eps, const float* dy, float* dx) = 0;
+  virtual double sum(int64_t n, const float* x) = 0;
+
+  // Fused optimizer updates, one pass over the parameter.
+  virtual void sgd_update(int64_t n, float* w, const float* g, float* velocity, float lr, float momentum,
+                          bool nesterov) = 0;
+  virtual void adam_update(int64_t n, float* w, const float* g, float* m, float* v, const AdamParams& p) = 0;
+};
+
+// The backend that serves tensors on `device` for the calling thread. CPU
+// replica threads install their own (with their share of cores); other
+// threads get a process-wide one using every core.
+Backend& backend_for(const Device& device);
+Backend& cpu_backend();
+// Installs `b` as this thread's CPU backend until the guard dies.
+class ScopedCpuBackend {
+public:
+  explicit ScopedCpuBackend(Backend* b);
+  ~ScopedCpuBackend();
+  ScopedCpuBackend(const ScopedCpuBackend&) = delete;
+  ScopedCpuBackend& operator=(const ScopedCpuBackend&) = delete;
+
+private:
+  Backend* previous_;
+};
+
+}  // namespace strata

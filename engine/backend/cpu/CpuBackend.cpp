@@ -1,0 +1,322 @@
+#include "backend/cpu/CpuBackend.h"
+
+#include <Eigen/Core>
+#include <algorithm>
+#include <cmath>
+#include <mutex>
+
+#include "core/Denormals.h"
+#include "core/Device.h"
+#include "core/Error.h"
+#include "core/Rng.h"
+
+namespace strata {
+
+namespace {
+using RowMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+using ConstMap = Eigen::Map<const RowMat>;
+using Map = Eigen::Map<RowMat>;
+using ArrMap = Eigen::Map<Eigen::ArrayXf>;
+using ConstArrMap = Eigen::Map<const Eigen::ArrayXf>;
+
+// Element-wise kernels below this size stay on the calling thread: a hand-off
+// costs more than the work.
+constexpr int64_t kElementGrain = 1 << 15;
+
+template <typename Lhs, typename Rhs>
+void gemm_block(Map c, const Lhs& a, const Rhs& b, float alpha, float beta) {
+  if (beta == 0.0f) {
+    c.noalias() = alpha * (a * b);
+  } else {
+    if (beta != 1.0f) c *= beta;
+    c.noalias() += alpha * (a * b);
+  }
+}
+}  // namespace
+
+CpuBackend::CpuBackend(int threads, int device_index) : pool_(threads), device_index_(device_index) {
+  enable_flush_denormals();
+}
+
+void CpuBackend::gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+                      const float* b, float beta, float* c) {
+  if (m == 0 || n == 0) return;
+  if (k == 0) {
+    // An empty product (a replica with no examples): C = beta * C, and C is
+    // not read when beta is 0 (it may hold garbage, even NaN).
+    if (beta == 0.0f) std::fill(c, c + m * n, 0.0f);
+    else axpby(m * n, 0.0f, c, beta, c);
+    return;
+  }
+  ConstMap A(a, trans_a ? k : m, trans_a ? m : k);
+  ConstMap B(b, trans_b ? n : k, trans_b ? k : n);
+  // Split the larger output dimension; each thread owns whole output
+  // elements, so no reduction across threads is needed.
+  const bool split_rows = m >= n;
+  const int64_t extent = split_rows ? m : n;
+  const int64_t flops_per_unit = (split_rows ? n : m) * k;
+  const int64_t grain = std::max<int64_t>(16, (int64_t{1} << 18) / std::max<int64_t>(1, flops_per_unit));
+  pool_.parallel_for(extent, grain, [&](int64_t lo, int64_t hi) {
+    const int64_t len = hi - lo;
+    if (split_rows) {
+      // Rows [lo, hi) of C are contiguous in row-major storage.
+      Map C(c + lo * n, len, n);
+      auto run = [&](const auto& opA, const auto& opB) { gemm_block(C, opA.middleRows(lo, len), opB, alpha, beta); };
+      if (trans_a && trans_b) run(A.transpose(), B.transpose());
+      else if (trans_a) run(A.transpose(), B);
+      else if (trans_b) run(A, B.transpose());
+      else run(A, B);
+    } else {
+      Eigen::Map<RowMat, 0, Eigen::OuterStride<>> Cfull(c + lo, m, len, Eigen::OuterStride<>(n));
+      auto run = [&](const auto& opA, const auto& opB) {
+        const auto blk = opB.middleCols(lo, len);
+        if (beta == 0.0f) {
+          Cfull.noalias() = alpha * (opA * blk);
+        } else {
+          if (beta != 1.0f) Cfull *= beta;
+          Cfull.noalias() += alpha * (opA * blk);
+        }
+      };
+      if (trans_a && trans_b) run(A.transpose(), B.transpose());
+      else if (trans_a) run(A.transpose(), B);
+      else if (trans_b) run(A, B.transpose());
+      else run(A, B);
+    }
+  });
+}
+
+void CpuBackend::add_bias_rows(float* y, const float* bias, int64_t rows, int64_t cols) {
+  pool_.parallel_for(rows, std::max<int64_t>(1, kElementGrain / std::max<int64_t>(1, cols)), [&](int64_t lo, int64_t hi) {
+    Map Y(y + lo * cols, hi - lo, cols);
+    Eigen::Map<const Eigen::RowVectorXf> B(bias, cols);
+    Y.rowwise() += B;
+  });
+}
+
+void CpuBackend::sum_rows(const float* x, int64_t rows, int64_t cols, float* out, bool accumulate) {
+  // Parallel over columns so every output element is summed by one thread in
+  // row order: the same bits whatever the thread count.
+  pool_.parallel_for(cols, std::max<int64_t>(16, kElementGrain / std::max<int64_t>(1, rows)), [&](int64_t lo, int64_t hi) {
+    for (int64_t c = lo; c < hi; ++c)
+      if (!accumulate) out[c] = 0.0f;
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* row = x + r * cols;
+      for (int64_t c = lo; c < hi; ++c) out[c] += row[c];
+    }
+  });
+}
+
+void CpuBackend::activation_forward(Activation act, const float* x, float* y, int64_t rows, int64_t cols) {
+  if (act == Activation::Softmax) {
+    pool_.parallel_for(rows, std::max<int64_t>(1, kElementGrain / std::max<int64_t>(1, cols)), [&](int64_t lo, int64_t hi) {
+      for (int64_t r = lo; r < hi; ++r) {
+        const float* xr = x + r * cols;
+        float* yr = y + r * cols;
+        float mx = *std::max_element(xr, xr + cols);
+        float s = 0.0f;
+        for (int64_t c = 0; c < cols; ++c) s += (yr[c] = std::exp(xr[c] - mx));
+        const float inv = 1.0f / s;
+        for (int64_t c = 0; c < cols; ++c) yr[c] *= inv;
+      }
+    });
+    return;
+  }
+  const int64_t n = rows * cols;
+  pool_.parallel_for(n, kElementGrain, [&](int64_t lo, int64_t hi) {
+    ConstArrMap X(x + lo, hi - lo);
+    ArrMap Y(y + lo, hi - lo);
+    switch (act) {
+      case Activation::None: Y = X; break;
+      case Activation::Relu: Y = X.max(0.0f); break;
+      case Activation::Tanh: Y = X.tanh(); break;
+      case Activation::Sigmoid: Y = X.logistic(); break;
+      case Activation::Softmax: break;
+    }
+  });
+}
+
+void CpuBackend::activation_backward(Activation act, const float* y, const float* dy, float* dx, int64_t rows,
+                                     int64_t cols) {
+  if (act == Activation::Softmax) {
+    // dx = y * (dy - sum(dy * y)) per row.
+    pool_.parallel_for(rows, std::max<int64_t>(1, kElementGrain / std::max<int64_t>(1, cols)), [&](int64_t lo, int64_t hi) {
+      for (int64_t r = lo; r < hi; ++r) {
+        const float* yr = y + r * cols;
+        const float* gr = dy + r * cols;
+        float dot = 0.0f;
+        for (int64_t c = 0; c < cols; ++c) dot += yr[c] * gr[c];
+        float* out = dx + r * cols;
+        for (int64_t c = 0; c < cols; ++c) out[c] = yr[c] * (gr[c] - dot);
+      }
+    });
+    return;
+  }
+  const int64_t n = rows * cols;
+  pool_.parallel_for(n, kElementGrain, [&](int64_t lo, int64_t hi) {
+    ConstArrMap Y(y + lo, hi - lo);
+    ConstArrMap G(dy + lo, hi - lo);
+    ArrMap D(dx + lo, hi - lo);
+    switch (act) {
+      case Activation::None: D = G; break;
+      case Activation::Relu: D = (Y > 0.0f).select(G, 0.0f); break;
+      case Activation::Tanh: D = G * (1.0f - Y.square()); break;
+      case Activation::Sigmoid: D = G * Y * (1.0f - Y); break;
+      case Activation::Softmax: break;
+    }
+  });
+}
+
+void CpuBackend::sparse_softmax_xent(const float* logits, const int32_t* labels, int64_t rows, int64_t cols,
+                                     float* loss, float* dlogits) {
+  for (int64_t r = 0; r < rows; ++r)
+    if (labels[r] < 0 || labels[r] >= cols)
+      throw bad_input("label " + std::to_string(labels[r]) + " out of range for " + std::to_string(cols) + " classes");
+  pool_.parallel_for(rows, std::max<int64_t>(1, kElementGrain / std::max<int64_t>(1, cols)), [&](int64_t lo, int64_t hi) {
+    for (int64_t r = lo; r < hi; ++r) {
+      const float* x = logits + r * cols;
+      const float mx = *std::max_element(x, x + cols);
+      float s = 0.0f;
+      for (int64_t c = 0; c < cols; ++c) s += std::exp(x[c] - mx);
+      const float lse = mx + std::log(s);
+      loss[r] = lse - x[labels[r]];
+      if (dlogits) {
+        float* d = dlogits + r * cols;
+        for (int64_t c = 0; c < cols; ++c) d[c] = std::exp(x[c] - lse);
+        d[labels[r]] -= 1.0f;
+      }
+    }
+  });
+}
+
+void CpuBackend::softmax_xent(const float* logits, const float* targets, int64_t rows, int64_t cols, float* loss,
+                              float* dlogits) {
+  pool_.parallel_for(rows, std::max<int64_t>(1, kElementGrain / std::max<int64_t>(1, cols)), [&](int64_t lo, int64_t hi) {
+    for (int64_t r = lo; r < hi; ++r) {
+      const float* x = logits + r * cols;
+      const float* t = targets + r * cols;
+      const float mx = *std::max_element(x, x + cols);
+      float s = 0.0f, tsum = 0.0f;
+      for (int64_t c = 0; c < cols; ++c) {
+        s += std::exp(x[c] - mx);
+        tsum += t[c];
+      }
+      const float lse = mx + std::log(s);
+      float l = 0.0f;
+      for (int64_t c = 0; c < cols; ++c) l += t[c] * (lse - x[c]);
+      loss[r] = l;
+      if (dlogits) {
+        float* d = dlogits + r * cols;
+        for (int64_t c = 0; c < cols; ++c) d[c] = tsum * std::exp(x[c] - lse) - t[c];
+      }
+    }
+  });
+}
+
+void CpuBackend::axpby(int64_t n, float alpha, const float* x, float beta, float* y) {
+  pool_.parallel_for(n, kElementGrain, [&](int64_t lo, int64_t hi) {
+    ArrMap Y(y + lo, hi - lo);
+    ConstArrMap X(x + lo, hi - lo);
+    if (beta == 0.0f) Y = alpha * X;
+    else Y = alpha * X + beta * Y;
+  });
+}
+
+void CpuBackend::dropout(int64_t n, float rate, uint64_t key, uint64_t counter, const float* x, float* y,
+                         float* mask) {
+  const float scale = rate < 1.0f ? 1.0f / (1.0f - rate) : 0.0f;
+  pool_.parallel_for(n, kElementGrain, [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) {
+      const float m = uniform01(key, counter + static_cast<uint64_t>(i)) >= rate ? scale : 0.0f;
+      mask[i] = m;
+      y[i] = x[i] * m;
+    }
+  });
+}
+
+void CpuBackend::mul(int64_t n, const float* a, const float* b, float* y) {
+  pool_.parallel_for(n, kElementGrain, [&](int64_t lo, int64_t hi) {
+    ArrMap(y + lo, hi - lo) = ConstArrMap(a + lo, hi - lo) * ConstArrMap(b + lo, hi - lo);
+  });
+}
+
+void CpuBackend::scale_rows(const float* x, const float* scale, int64_t rows, int64_t cols, float* y) {
+  pool_.parallel_for(rows, std::max<int64_t>(1, kElementGrain / std::max<int64_t>(1, cols)), [&](int64_t lo, int64_t hi) {
+    for (int64_t r = lo; r < hi; ++r) {
+      const float s = scale[r];
+      for (int64_t c = 0; c < cols; ++c) y[r * cols + c] = s * x[r * cols + c];
+    }
+  });
+}
+
+void CpuBackend::log_clamp(int64_t n, const float* x, float eps, float* y) {
+  pool_.parallel_for(n, kElementGrain, [&](int64_t lo, int64_t hi) {
+    ArrMap(y + lo, hi - lo) = ConstArrMap(x + lo, hi - lo).max(eps).min(1.0f - eps).log();
+  });
+}
+
+void CpuBackend::log_clamp_backward(int64_t n, const float* x, float eps, const float* dy, float* dx) {
+  pool_.parallel_for(n, kElementGrain, [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) dx[i] = (x[i] >= eps && x[i] <= 1.0f - eps) ? dy[i] / x[i] : 0.0f;
+  });
+}
+
+double CpuBackend::sum(int64_t n, const float* x) {
+  double s = 0.0;
+  for (int64_t i = 0; i < n; ++i) s += x[i];
+  return s;
+}
+
+void CpuBackend::sgd_update(int64_t n, float* w, const float* g, float* velocity, float lr, float momentum,
+                            bool nesterov) {
+  // Keras: v = momentum * v - lr * g; w += v (Nesterov: w += momentum * v - lr * g).
+  pool_.parallel_for(n, kElementGrain, [&](int64_t lo, int64_t hi) {
+    ArrMap W(w + lo, hi - lo);
+    ConstArrMap G(g + lo, hi - lo);
+    if (momentum == 0.0f || velocity == nullptr) {
+      W -= lr * G;
+      return;
+    }
+    ArrMap V(velocity + lo, hi - lo);
+    V = momentum * V - lr * G;
+    if (nesterov) W += momentum * V - lr * G;
+    else W += V;
+  });
+}
+
+void CpuBackend::adam_update(int64_t n, float* w, const float* g, float* m, float* v, const AdamParams& p) {
+  // Keras' formulation: the bias correction folds into the step size and
+  // epsilon is added to sqrt(v) uncorrected ("epsilon hat").
+  const double b1t = std::pow(static_cast<double>(p.beta1), static_cast<double>(p.step));
+  const double b2t = std::pow(static_cast<double>(p.beta2), static_cast<double>(p.step));
+  const float alpha = static_cast<float>(p.lr * std::sqrt(1.0 - b2t) / (1.0 - b1t));
+  const float one_b1 = 1.0f - p.beta1, one_b2 = 1.0f - p.beta2;
+  pool_.parallel_for(n, kElementGrain, [&](int64_t lo, int64_t hi) {
+    ArrMap W(w + lo, hi - lo), M(m + lo, hi - lo), V(v + lo, hi - lo);
+    ConstArrMap G(g + lo, hi - lo);
+    M += (G - M) * one_b1;
+    V += (G.square() - V) * one_b2;
+    W -= alpha * M / (V.sqrt() + p.epsilon);
+  });
+}
+
+// ---- backend selection -------------------------------------------------------
+
+namespace {
+thread_local Backend* t_cpu_backend = nullptr;
+}
+
+Backend& cpu_backend() {
+  if (t_cpu_backend) return *t_cpu_backend;
+  static CpuBackend shared(hardware_threads());
+  return shared;
+}
+
+Backend& backend_for(const Device& device) {
+  if (device.kind == DeviceKind::Cpu) return cpu_backend();
+  throw bad_input("device " + device.str() + ": this build has no GPU backend");
+}
+
+ScopedCpuBackend::ScopedCpuBackend(Backend* b) : previous_(t_cpu_backend) { t_cpu_backend = b; }
+ScopedCpuBackend::~ScopedCpuBackend() { t_cpu_backend = previous_; }
+
+}  // namespace strata

@@ -1,0 +1,48 @@
+#pragma once
+#include <memory>
+
+#include "backend/Backend.h"
+#include "core/ThreadPool.h"
+
+namespace strata {
+
+// Eigen kernels on a private thread pool. Eigen's own threading is off
+// (EIGEN_DONT_PARALLELIZE): we split the output ourselves, so a replica thread
+// uses exactly its share of cores and the split, hence the rounding, depends
+// only on the thread count.
+class CpuBackend final : public Backend {
+public:
+  explicit CpuBackend(int threads, int device_index = 0);
+  Device device() const override { return Device{DeviceKind::Cpu, device_index_}; }
+  int threads() const override { return pool_.size(); }
+
+  void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, const float* b,
+            float beta, float* c) override;
+  void add_bias_rows(float* y, const float* bias, int64_t rows, int64_t cols) override;
+  void sum_rows(const float* x, int64_t rows, int64_t cols, float* out, bool accumulate) override;
+  void activation_forward(Activation act, const float* x, float* y, int64_t rows, int64_t cols) override;
+  void activation_backward(Activation act, const float* y, const float* dy, float* dx, int64_t rows,
+                           int64_t cols) override;
+  void sparse_softmax_xent(const float* logits, const int32_t* labels, int64_t rows, int64_t cols, float* loss,
+                           float* dlogits) override;
+  void softmax_xent(const float* logits, const float* targets, int64_t rows, int64_t cols, float* loss,
+                    float* dlogits) override;
+  void axpby(int64_t n, float alpha, const float* x, float beta, float* y) override;
+  void dropout(int64_t n, float rate, uint64_t key, uint64_t counter, const float* x, float* y, float* mask) override;
+  void mul(int64_t n, const float* a, const float* b, float* y) override;
+  void scale_rows(const float* x, const float* scale, int64_t rows, int64_t cols, float* y) override;
+  void log_clamp(int64_t n, const float* x, float eps, float* y) override;
+  void log_clamp_backward(int64_t n, const float* x, float eps, const float* dy, float* dx) override;
+  double sum(int64_t n, const float* x) override;
+  void sgd_update(int64_t n, float* w, const float* g, float* velocity, float lr, float momentum,
+                  bool nesterov) override;
+  void adam_update(int64_t n, float* w, const float* g, float* m, float* v, const AdamParams& p) override;
+
+  ThreadPool& pool() { return pool_; }
+
+private:
+  ThreadPool pool_;
+  int device_index_;
+};
+
+}  // namespace strata

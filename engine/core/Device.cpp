@@ -1,0 +1,87 @@
+#include "core/Device.h"
+
+#include <charconv>
+#include <fstream>
+#include <thread>
+
+#include "core/Error.h"
+
+namespace strata {
+
+Device Device::parse(const std::string& text) {
+  auto colon = text.find(':');
+  std::string kind = text.substr(0, colon);
+  Device d;
+  if (kind == "cpu" || kind == "CPU") {
+    d.kind = DeviceKind::Cpu;
+  } else if (kind == "gpu" || kind == "GPU" || kind == "cuda") {
+    d.kind = DeviceKind::Gpu;
+  } else {
+    throw bad_input("device '" + text + "': unknown kind (expected cpu:N or gpu:N)");
+  }
+  if (colon == std::string::npos) return d;
+  std::string idx = text.substr(colon + 1);
+  int value = -1;
+  auto [ptr, ec] = std::from_chars(idx.data(), idx.data() + idx.size(), value);
+  if (idx.empty() || ec != std::errc() || ptr != idx.data() + idx.size() || value < 0)
+    throw bad_input("device '" + text + "': index must be a non-negative integer");
+  d.index = value;
+  return d;
+}
+
+std::vector<Device> Device::parse_list(const std::string& text) {
+  std::vector<Device> out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    auto comma = text.find(',', start);
+    std::string part = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (part.empty()) throw bad_input("device list '" + text + "': empty entry");
+    out.push_back(parse(part));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+int hardware_threads() {
+  unsigned n = std::thread::hardware_concurrency();
+  return n == 0 ? 1 : static_cast<int>(n);
+}
+
+namespace {
+std::string cpu_model_name() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      auto colon = line.find(':');
+      if (colon != std::string::npos) return line.substr(line.find_first_not_of(' ', colon + 1));
+    }
+  }
+  return "CPU";
+}
+
+int64_t total_memory_bytes() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  int64_t kb = 0;
+  while (in >> key >> kb) {
+    if (key == "MemTotal:") return kb * 1024;
+    in.ignore(1 << 10, '\n');
+  }
+  return 0;
+}
+}  // namespace
+
+std::vector<DeviceInfo> list_devices() {
+  // One logical CPU device per hardware thread: that is the most CPU replicas
+  // that can each own a core. GPUs are added by the CUDA backend when built.
+  std::vector<DeviceInfo> out;
+  const int n = hardware_threads();
+  const std::string name = cpu_model_name();
+  const int64_t mem = total_memory_bytes();
+  for (int i = 0; i < n; ++i) out.push_back({Device{DeviceKind::Cpu, i}, name, mem, 1});
+  return out;
+}
+
+}  // namespace strata

@@ -1,0 +1,39 @@
+#pragma once
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace strata {
+
+// A fixed set of worker threads for data-parallel kernels. parallel_for splits
+// [0, n) into at most size() contiguous ranges; the calling thread runs the
+// first range itself. The split depends only on n and the thread count, so
+// results are reproducible for a fixed thread count.
+class ThreadPool {
+public:
+  explicit ThreadPool(int threads);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int size() const { return static_cast<int>(workers_.size()) + 1; }
+  // grain: the least work per range worth a thread hand-off.
+  void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
+
+private:
+  void worker_loop(int index);
+
+  std::vector<std::thread> workers_;
+  std::mutex mutex_;
+  std::condition_variable start_cv_, done_cv_;
+  const std::function<void(int64_t, int64_t)>* job_ = nullptr;
+  std::vector<std::pair<int64_t, int64_t>> ranges_;
+  uint64_t generation_ = 0;
+  int pending_ = 0;
+  bool stop_ = false;
+};
+
+}  // namespace strata

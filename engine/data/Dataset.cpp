@@ -1,0 +1,143 @@
+#include "data/Dataset.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/Error.h"
+
+namespace strata {
+
+Dataset Dataset::from_uint8(Shape example_shape, std::vector<uint8_t> pixels, std::vector<int32_t> labels,
+                            int num_classes) {
+  Dataset d;
+  if (static_cast<int64_t>(pixels.size()) != example_shape.numel() * static_cast<int64_t>(labels.size()))
+    throw bad_input("dataset: " + std::to_string(pixels.size()) + " pixels for " + std::to_string(labels.size()) +
+                    " examples of shape " + example_shape.str());
+  d.example_shape_ = std::move(example_shape);
+  d.pixels_ = std::move(pixels);
+  d.labels_ = std::move(labels);
+  d.num_classes_ = num_classes;
+  d.scale_ = 1.0f / 255.0f;
+  return d;
+}
+
+Dataset Dataset::from_float(Shape example_shape, std::vector<float> values, std::vector<int32_t> labels,
+                            int num_classes) {
+  Dataset d;
+  if (static_cast<int64_t>(values.size()) != example_shape.numel() * static_cast<int64_t>(labels.size()))
+    throw bad_input("dataset: " + std::to_string(values.size()) + " values for " + std::to_string(labels.size()) +
+                    " examples of shape " + example_shape.str());
+  d.example_shape_ = std::move(example_shape);
+  d.values_ = std::move(values);
+  d.labels_ = std::move(labels);
+  d.num_classes_ = num_classes;
+  return d;
+}
+
+Dataset Dataset::from_tensors(const Tensor& features, const Tensor& labels) {
+  if (features.shape().rank() < 1 || labels.numel() != features.shape()[0])
+    throw bad_input("from_tensors: " + std::to_string(labels.numel()) + " labels for features " + features.shape().str());
+  std::vector<int32_t> l(static_cast<size_t>(labels.numel()));
+  for (int64_t i = 0; i < labels.numel(); ++i)
+    l[static_cast<size_t>(i)] = labels.dtype() == DType::Int32 ? labels.ints()[i] : static_cast<int32_t>(labels.data()[i]);
+  int classes = 0;
+  for (auto v : l) classes = std::max(classes, v + 1);
+  std::vector<int64_t> dims(features.shape().dims().begin() + 1, features.shape().dims().end());
+  return from_float(Shape(dims), std::vector<float>(features.data(), features.data() + features.numel()), std::move(l),
+                    classes);
+}
+
+std::span<const uint8_t> Dataset::pixels(int64_t index) const {
+  const auto n = static_cast<size_t>(example_shape_.numel());
+  if (pixels_.empty()) return {};
+  return {pixels_.data() + static_cast<size_t>(index) * n, n};
+}
+
+Batch Dataset::gather(std::span<const int64_t> indices) const {
+  const int64_t n = static_cast<int64_t>(indices.size());
+  const int64_t d = example_shape_.numel();
+  std::vector<int64_t> dims{n};
+  for (auto x : example_shape_.dims()) dims.push_back(x);
+  Batch b;
+  b.features = Tensor::empty(Shape(dims));
+  b.labels = Tensor::empty(Shape{n}, DType::Int32);
+  b.global_batch_size = n;
+  float* out = b.features.data();
+  for (int64_t r = 0; r < n; ++r) {
+    const int64_t i = indices[static_cast<size_t>(r)];
+    if (i < 0 || i >= size()) throw runtime_error("dataset index " + std::to_string(i) + " out of range");
+    float* row = out + r * d;
+    if (!pixels_.empty()) {
+      const uint8_t* src = pixels_.data() + i * d;
+      for (int64_t k = 0; k < d; ++k) row[k] = static_cast<float>(src[k]) * scale_;
+    } else {
+      const float* src = values_.data() + i * d;
+      for (int64_t k = 0; k < d; ++k) row[k] = src[k] * scale_;
+    }
+    if (!mean_.empty())
+      for (int64_t k = 0; k < d; ++k) row[k] = (row[k] - mean_[static_cast<size_t>(k)]) * inv_std_[static_cast<size_t>(k)];
+    b.labels.ints()[r] = labels_[static_cast<size_t>(i)];
+  }
+  return b;
+}
+
+Batch Dataset::range(int64_t begin, int64_t end) const {
+  std::vector<int64_t> idx;
+  for (int64_t i = begin; i < end; ++i) idx.push_back(i);
+  return gather(idx);
+}
+
+void Dataset::standardize_from(const Dataset& ref) {
+  const int64_t d = example_shape_.numel();
+  std::vector<double> sum(static_cast<size_t>(d), 0.0), sq(static_cast<size_t>(d), 0.0);
+  const int64_t n = ref.size();
+  for (int64_t start = 0; start < n; start += 4096) {
+    Batch b = ref.range(start, std::min(n, start + 4096));
+    for (int64_t r = 0; r < b.size(); ++r)
+      for (int64_t k = 0; k < d; ++k) {
+        const double v = b.features.data()[r * d + k];
+        sum[static_cast<size_t>(k)] += v;
+        sq[static_cast<size_t>(k)] += v * v;
+      }
+  }
+  mean_.assign(static_cast<size_t>(d), 0.0f);
+  inv_std_.assign(static_cast<size_t>(d), 1.0f);
+  if (n == 0) return;
+  for (size_t k = 0; k < static_cast<size_t>(d); ++k) {
+    const double m = sum[k] / static_cast<double>(n);
+    const double var = std::max(0.0, sq[k] / static_cast<double>(n) - m * m);
+    mean_[k] = static_cast<float>(m);
+    // Constant columns keep scale 1 instead of dividing by zero.
+    inv_std_[k] = var > 1e-12 ? static_cast<float>(1.0 / std::sqrt(var)) : 1.0f;
+  }
+}
+
+Dataset Dataset::subset(int64_t begin, int64_t end) const {
+  begin = std::clamp<int64_t>(begin, 0, size());
+  end = std::clamp<int64_t>(end, begin, size());
+  Dataset d = *this;
+  const auto per = static_cast<size_t>(example_shape_.numel());
+  d.labels_.assign(labels_.begin() + begin, labels_.begin() + end);
+  if (!pixels_.empty())
+    d.pixels_.assign(pixels_.begin() + static_cast<std::ptrdiff_t>(begin * static_cast<int64_t>(per)),
+                     pixels_.begin() + static_cast<std::ptrdiff_t>(end * static_cast<int64_t>(per)));
+  else
+    d.values_.assign(values_.begin() + static_cast<std::ptrdiff_t>(begin * static_cast<int64_t>(per)),
+                     values_.begin() + static_cast<std::ptrdiff_t>(end * static_cast<int64_t>(per)));
+  return d;
+}
+
+std::pair<Dataset, Dataset> Dataset::split(double fraction) const {
+  if (!(fraction >= 0.0 && fraction < 1.0)) throw bad_input("validation_split must be in [0, 1)");
+  const int64_t keep = size() - static_cast<int64_t>(std::floor(static_cast<double>(size()) * fraction));
+  return {subset(0, keep), subset(keep, size())};
+}
+
+std::vector<int64_t> Dataset::class_counts() const {
+  std::vector<int64_t> counts(static_cast<size_t>(std::max(num_classes_, 0)), 0);
+  for (auto l : labels_)
+    if (l >= 0 && l < num_classes_) counts[static_cast<size_t>(l)]++;
+  return counts;
+}
+
+}  // namespace strata

@@ -1,0 +1,63 @@
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "data/Batch.h"
+
+namespace strata {
+
+// An in-memory labelled dataset. Images stay uint8 (a quarter of the memory)
+// and become floats only per batch; numeric tables are held as floats.
+// Normalisation is applied when a batch is gathered: x' = (x * scale - mean) / std.
+class Dataset {
+public:
+  static Dataset from_uint8(Shape example_shape, std::vector<uint8_t> pixels, std::vector<int32_t> labels,
+                            int num_classes);
+  static Dataset from_float(Shape example_shape, std::vector<float> values, std::vector<int32_t> labels,
+                            int num_classes);
+  // A dataset from tensors, as tf.data.Dataset.from_tensor_slices((x, y)).
+  static Dataset from_tensors(const Tensor& features, const Tensor& labels);
+
+  int64_t size() const { return static_cast<int64_t>(labels_.size()); }
+  const Shape& example_shape() const { return example_shape_; }
+  int num_classes() const { return num_classes_; }
+  bool is_uint8() const { return !pixels_.empty() || values_.empty(); }
+  std::span<const int32_t> labels() const { return labels_; }
+  // Raw uint8 example (images only), for previews.
+  std::span<const uint8_t> pixels(int64_t index) const;
+
+  // Batch of the given examples, features converted and normalised.
+  Batch gather(std::span<const int64_t> indices) const;
+  // Examples [begin, end).
+  Batch range(int64_t begin, int64_t end) const;
+
+  // Per-feature standardisation from this dataset's statistics (CSV features).
+  void standardize_from(const Dataset& reference);
+  void set_scale(float scale) { scale_ = scale; }
+  // Splits off the last `fraction` of examples (Keras' validation_split).
+  std::pair<Dataset, Dataset> split(double fraction) const;
+  // Examples [begin, end) as a new dataset (worker shards, subsets).
+  Dataset subset(int64_t begin, int64_t end) const;
+  std::vector<int64_t> class_counts() const;
+
+private:
+  Shape example_shape_;
+  std::vector<uint8_t> pixels_;
+  std::vector<float> values_;
+  std::vector<int32_t> labels_;
+  std::vector<float> mean_, inv_std_;  // per feature, empty = none
+  float scale_ = 1.0f;
+  int num_classes_ = 0;
+};
+
+// Train and optional test split of one source.
+struct DatasetSplits {
+  Dataset train;
+  std::shared_ptr<Dataset> test;  // null when the source has no test split
+  std::string description;
+};
+
+}  // namespace strata

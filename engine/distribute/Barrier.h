@@ -1,0 +1,28 @@
+#pragma once
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+
+namespace strata {
+
+// A reusable barrier for replica threads that can be aborted: when one
+// replica fails, the others waiting in a collective wake with an error
+// instead of hanging forever.
+class Barrier {
+public:
+  explicit Barrier(int parties) : parties_(parties) {}
+  // Throws Error(Aborted) if abort() was called.
+  void arrive_and_wait();
+  void abort();
+  void reset();
+
+private:
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  int parties_;
+  int waiting_ = 0;
+  uint64_t generation_ = 0;
+  bool aborted_ = false;
+};
+
+}  // namespace strata

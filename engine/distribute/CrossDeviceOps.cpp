@@ -1,0 +1,35 @@
+#include "distribute/CrossDeviceOps.h"
+
+#include <algorithm>
+
+#include "core/Error.h"
+#include "distribute/InProcessAllReduce.h"
+#include "distribute/ReduceToOneDevice.h"
+
+namespace strata {
+
+std::vector<std::unique_ptr<CrossDeviceOps>> all_cross_device_ops() {
+  std::vector<std::unique_ptr<CrossDeviceOps>> ops;
+  ops.push_back(std::make_unique<InProcessAllReduce>());
+  ops.push_back(std::make_unique<ReduceToOneDevice>());
+  std::stable_sort(ops.begin(), ops.end(), [](auto& a, auto& b) { return a->priority() > b->priority(); });
+  return ops;
+}
+
+std::unique_ptr<CrossDeviceOps> select_cross_device_ops(const std::vector<Device>& devices, const std::string& name) {
+  std::string names;
+  for (auto& op : all_cross_device_ops()) {
+    names += (names.empty() ? "" : ", ") + op->name();
+    std::string why;
+    const bool ok = op->enabled(devices, &why);
+    if (name == "auto" && ok) return std::move(op);
+    if (op->name() == name) {
+      if (!ok) throw bad_input("cross_device_ops '" + name + "' is not available: " + why);
+      return std::move(op);
+    }
+  }
+  if (name == "auto") throw bad_input("no cross-device all-reduce is available for these devices");
+  throw bad_input("cross_device_ops '" + name + "' does not exist (choose auto, " + names + ")");
+}
+
+}  // namespace strata

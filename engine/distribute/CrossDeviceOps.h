@@ -1,0 +1,42 @@
+#pragma once
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/Device.h"
+#include "distribute/Barrier.h"
+
+namespace strata {
+
+// Shared state of the replicas of one process taking part in a collective:
+// each replica publishes its buffer, then all meet at the barrier.
+struct ReplicaGroup {
+  explicit ReplicaGroup(int n) : size(n), barrier(n), buffers(static_cast<size_t>(n)) {}
+  int size;
+  Barrier barrier;
+  std::vector<float*> buffers;
+};
+
+// *How* replicas combine a buffer (the *what* - which gradients, packed into
+// which buckets - is ReplicaContext's). Every replica of the group calls
+// all_reduce_sum with its own buffer of equal length; on return each buffer
+// holds the element-wise sum, bit-identical on every replica.
+class CrossDeviceOps {
+public:
+  virtual ~CrossDeviceOps() = default;
+  virtual std::string name() const = 0;
+  // Higher wins when several are enabled for the same devices.
+  virtual int priority() const = 0;
+  // Whether this implementation can serve these replica devices, and if not why.
+  virtual bool enabled(const std::vector<Device>& devices, std::string* why_not) const = 0;
+  virtual void all_reduce_sum(ReplicaGroup& group, int replica, std::span<float> buffer) = 0;
+};
+
+// Every implementation this build has, best first.
+std::vector<std::unique_ptr<CrossDeviceOps>> all_cross_device_ops();
+// The highest-priority enabled implementation, or the one named ("auto" =
+// choose). A named one that is not enabled is a bad_input error saying why.
+std::unique_ptr<CrossDeviceOps> select_cross_device_ops(const std::vector<Device>& devices, const std::string& name = "auto");
+
+}  // namespace strata

@@ -1,0 +1,72 @@
+#include "distribute/DistributedDataset.h"
+
+#include <algorithm>
+
+#include "core/Error.h"
+
+namespace strata {
+
+PerReplica<Batch> split_batch(const Batch& global, int replicas) {
+  const int64_t total = global.size();
+  std::vector<Batch> parts;
+  int64_t begin = 0;
+  for (int r = 0; r < replicas; ++r) {
+    const int64_t len = total / replicas + (r < total % replicas ? 1 : 0);
+    Batch b;
+    b.features = global.features.slice_rows(begin, begin + len);
+    b.labels = global.labels.slice_rows(begin, begin + len);
+    b.global_batch_size = total;
+    parts.push_back(std::move(b));
+    begin += len;
+  }
+  return PerReplica<Batch>(std::move(parts));
+}
+
+DistributedDataset::DistributedDataset(std::shared_ptr<BatchPipeline> global, int replicas)
+    : global_(std::move(global)), replicas_(replicas) {
+  if (global_->options().batch_size < replicas)
+    throw bad_input("global batch " + std::to_string(global_->options().batch_size) + " is smaller than the " +
+                    std::to_string(replicas) + " replicas: every replica needs at least one example");
+}
+
+DistributedDataset::DistributedDataset(std::vector<std::shared_ptr<BatchPipeline>> per_replica)
+    : per_replica_(std::move(per_replica)), replicas_(static_cast<int>(per_replica_.size())) {}
+
+int64_t DistributedDataset::steps_per_epoch() const {
+  if (global_) return global_->steps_per_epoch();
+  // Every replica must take part in every step: stop with the shortest.
+  int64_t steps = INT64_MAX;
+  for (auto& p : per_replica_) steps = std::min(steps, p->steps_per_epoch());
+  return per_replica_.empty() ? 0 : steps;
+}
+
+void DistributedDataset::begin_epoch(int64_t epoch, int64_t first_step) {
+  next_epoch_ = epoch + 1;
+  if (global_) global_->begin_epoch(epoch, first_step);
+  for (auto& p : per_replica_) p->begin_epoch(epoch, first_step);
+}
+
+std::optional<PerReplica<Batch>> DistributedDataset::next() {
+  if (global_) {
+    auto b = global_->next();
+    if (!b) return std::nullopt;
+    return split_batch(*b, replicas_);
+  }
+  std::vector<Batch> parts;
+  int64_t total = 0;
+  for (auto& p : per_replica_) {
+    auto b = p->next();
+    if (!b) return std::nullopt;
+    total += b->size();
+    parts.push_back(std::move(*b));
+  }
+  for (auto& b : parts) b.global_batch_size = total;
+  return PerReplica<Batch>(std::move(parts));
+}
+
+DistributedDataset::Iterator DistributedDataset::begin() {
+  begin_epoch(next_epoch_);
+  return Iterator(this);
+}
+
+}  // namespace strata

@@ -1,0 +1,61 @@
+#pragma once
+#include <functional>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "data/BatchPipeline.h"
+#include "distribute/InputContext.h"
+#include "distribute/PerReplica.h"
+
+namespace strata {
+
+// Splits a global batch over n replicas: sizes differ by at most one, the
+// first (B mod n) replicas take the extra example; nothing is duplicated or
+// padded, and a replica may get zero examples of a tiny last batch (it still
+// joins the step's collectives with zero gradients, so nothing hangs).
+PerReplica<Batch> split_batch(const Batch& global, int replicas);
+
+// strategy.distribute(dataset): iterating yields one PerReplica<Batch> per
+// step. Either one pipeline of global batches that is split, or one pipeline
+// per replica built by an input function (distribute_datasets_from_function).
+class DistributedDataset {
+public:
+  DistributedDataset(std::shared_ptr<BatchPipeline> global, int replicas);
+  explicit DistributedDataset(std::vector<std::shared_ptr<BatchPipeline>> per_replica);
+
+  int num_replicas() const { return replicas_; }
+  int64_t steps_per_epoch() const;
+  // Starts an epoch (optionally mid-way, for resume).
+  void begin_epoch(int64_t epoch, int64_t first_step = 0);
+  std::optional<PerReplica<Batch>> next();
+
+  // Range-for: each loop over the dataset is the next epoch, as iterating a
+  // tf.distribute.DistributedDataset again reshuffles.
+  class Iterator {
+  public:
+    Iterator() = default;
+    explicit Iterator(DistributedDataset* ds) : ds_(ds) { advance(); }
+    const PerReplica<Batch>& operator*() const { return *current_; }
+    Iterator& operator++() {
+      advance();
+      return *this;
+    }
+    bool operator!=(const Iterator& o) const { return current_.has_value() != o.current_.has_value(); }
+
+  private:
+    void advance() { current_ = ds_->next(); }
+    DistributedDataset* ds_ = nullptr;
+    std::optional<PerReplica<Batch>> current_;
+  };
+  Iterator begin();
+  Iterator end() { return Iterator(); }
+
+private:
+  std::shared_ptr<BatchPipeline> global_;
+  std::vector<std::shared_ptr<BatchPipeline>> per_replica_;
+  int replicas_;
+  int64_t next_epoch_ = 0;
+};
+
+}  // namespace strata

@@ -1,0 +1,44 @@
+#include "distribute/InProcessAllReduce.h"
+
+#include <cstring>
+
+namespace strata {
+
+bool InProcessAllReduce::enabled(const std::vector<Device>& devices, std::string* why_not) const {
+  for (auto& d : devices)
+    if (d.kind != DeviceKind::Cpu) {
+      if (why_not) *why_not = "in_process all-reduce serves host (cpu) replicas only, not " + d.str();
+      return false;
+    }
+  return true;
+}
+
+void InProcessAllReduce::all_reduce_sum(ReplicaGroup& group, int replica, std::span<float> buffer) {
+  const int n = group.size;
+  if (n == 1) return;
+  const size_t len = buffer.size();
+  auto chunk_begin = [&](int c) { return len * static_cast<size_t>(c) / static_cast<size_t>(n); };
+  group.buffers[static_cast<size_t>(replica)] = buffer.data();
+  group.barrier.arrive_and_wait();  // all buffers published
+
+  // Reduce-scatter: this replica owns chunk `replica`. It reads that chunk of
+  // every buffer and writes only its own; other replicas write other chunks.
+  const size_t lo = chunk_begin(replica), hi = chunk_begin(replica + 1);
+  float* mine = buffer.data();
+  for (size_t i = lo; i < hi; ++i) {
+    float acc = group.buffers[0][i];
+    for (int r = 1; r < n; ++r) acc += group.buffers[static_cast<size_t>(r)][i];
+    mine[i] = acc;
+  }
+  group.barrier.arrive_and_wait();  // every chunk reduced at its owner
+
+  // All-gather: copy the reduced chunks owned by the others.
+  for (int c = 0; c < n; ++c) {
+    if (c == replica) continue;
+    const size_t clo = chunk_begin(c), chi = chunk_begin(c + 1);
+    std::memcpy(mine + clo, group.buffers[static_cast<size_t>(c)] + clo, (chi - clo) * sizeof(float));
+  }
+  group.barrier.arrive_and_wait();  // nobody still reads our buffer
+}
+
+}  // namespace strata

@@ -1,0 +1,5 @@
+#pragma once
+
+namespace strata {
+enum class ReduceOp { Sum, Mean };
+}

@@ -1,0 +1,25 @@
+#include "distribute/ReduceToOneDevice.h"
+
+#include <cstring>
+
+namespace strata {
+
+void ReduceToOneDevice::all_reduce_sum(ReplicaGroup& group, int replica, std::span<float> buffer) {
+  const int n = group.size;
+  if (n == 1) return;
+  group.buffers[static_cast<size_t>(replica)] = buffer.data();
+  group.barrier.arrive_and_wait();
+  if (replica == 0) {
+    float* out = buffer.data();
+    for (size_t i = 0; i < buffer.size(); ++i) {
+      float acc = out[i];
+      for (int r = 1; r < n; ++r) acc += group.buffers[static_cast<size_t>(r)][i];
+      out[i] = acc;
+    }
+  }
+  group.barrier.arrive_and_wait();
+  if (replica != 0) std::memcpy(buffer.data(), group.buffers[0], buffer.size() * sizeof(float));
+  group.barrier.arrive_and_wait();
+}
+
+}  // namespace strata

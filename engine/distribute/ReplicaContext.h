@@ -1,0 +1,48 @@
+#pragma once
+#include <vector>
+
+#include "core/Tensor.h"
+#include "distribute/CrossDeviceOps.h"
+#include "distribute/ReduceOp.h"
+#include "nn/ReplicaSync.h"
+
+namespace strata {
+
+// The context a replica function runs in (tf.distribute.ReplicaContext).
+// all_reduce packs many small tensors into fusion buffers (horovod's tensor
+// fusion) so one collective moves many gradients.
+class ReplicaContext final : public ReplicaSync {
+public:
+  ReplicaContext(int replica_id, ReplicaGroup& group, CrossDeviceOps& ops, bool variables_shared, size_t fusion_bytes,
+                 Device device);
+
+  int replica_id_in_sync_group() const override { return replica_id_; }
+  int num_replicas_in_sync() const override { return group_.size; }
+  const Device& device() const { return device_; }
+
+  // In place, on every replica: each tensor becomes the sum (or mean) of that
+  // tensor over all replicas. Must be called by every replica with tensors of
+  // the same shapes in the same order.
+  void all_reduce(ReduceOp op, std::vector<Tensor>& tensors);
+  Tensor all_reduce(ReduceOp op, const Tensor& tensor);
+  void all_reduce_sum(std::vector<Tensor>& tensors) override { all_reduce(ReduceOp::Sum, tensors); }
+  bool variables_shared() const override { return variables_shared_; }
+  void barrier() override { group_.barrier.arrive_and_wait(); }
+
+  // Collectives issued and bytes moved so far (benchmarks, timeline).
+  int64_t collectives() const { return collectives_; }
+
+private:
+  void reduce_buffer(std::span<float> data);
+
+  int replica_id_;
+  ReplicaGroup& group_;
+  CrossDeviceOps& ops_;
+  bool variables_shared_;
+  size_t fusion_bytes_;
+  Device device_;
+  std::vector<float> fusion_;
+  int64_t collectives_ = 0;
+};
+
+}  // namespace strata

@@ -1,0 +1,90 @@
+#include "distribute/ReplicaPool.h"
+
+#include "core/Denormals.h"
+#include "core/Error.h"
+#include "nn/Variable.h"
+
+namespace strata {
+
+ReplicaPool::ReplicaPool(std::vector<Device> devices, int threads_per_replica, std::unique_ptr<CrossDeviceOps> ops,
+                         bool variables_shared, size_t fusion_bytes)
+    : devices_(std::move(devices)), ops_(std::move(ops)), group_(static_cast<int>(devices_.size())) {
+  const int n = size();
+  errors_.resize(static_cast<size_t>(n));
+  for (int r = 0; r < n; ++r) {
+    backends_.push_back(std::make_unique<CpuBackend>(threads_per_replica, devices_[static_cast<size_t>(r)].index));
+    contexts_.push_back(std::make_unique<ReplicaContext>(r, group_, *ops_, variables_shared, fusion_bytes,
+                                                         devices_[static_cast<size_t>(r)]));
+  }
+  for (int r = 0; r < n; ++r) threads_.emplace_back([this, r] { loop(r); });
+}
+
+ReplicaPool::~ReplicaPool() {
+  {
+    std::lock_guard lock(mutex_);
+    stop_ = true;
+  }
+  start_cv_.notify_all();
+  for (auto& t : threads_) t.join();
+}
+
+void ReplicaPool::loop(int replica) {
+  enable_flush_denormals();
+  ScopedCpuBackend backend(backends_[static_cast<size_t>(replica)].get());
+  CurrentReplicaScope current(replica);
+  uint64_t seen = 0;
+  for (;;) {
+    const std::function<void(ReplicaContext&)>* job;
+    {
+      std::unique_lock lock(mutex_);
+      start_cv_.wait(lock, [&] { return stop_ || generation_ != seen; });
+      if (stop_) return;
+      seen = generation_;
+      job = job_;
+    }
+    try {
+      (*job)(*contexts_[static_cast<size_t>(replica)]);
+    } catch (...) {
+      errors_[static_cast<size_t>(replica)] = std::current_exception();
+      group_.barrier.abort();  // wake replicas waiting for us in a collective
+    }
+    std::lock_guard lock(mutex_);
+    if (--pending_ == 0) done_cv_.notify_all();
+  }
+}
+
+void ReplicaPool::run(const std::function<void(ReplicaContext&)>& fn) {
+  {
+    std::lock_guard lock(mutex_);
+    job_ = &fn;
+    pending_ = size();
+    ++generation_;
+  }
+  start_cv_.notify_all();
+  std::unique_lock lock(mutex_);
+  done_cv_.wait(lock, [&] { return pending_ == 0; });
+  job_ = nullptr;
+  // Prefer the error that caused the abort over the Aborted it triggered.
+  std::exception_ptr first, aborted;
+  for (auto& e : errors_) {
+    if (!e) continue;
+    try {
+      std::rethrow_exception(e);
+    } catch (const Error& err) {
+      if (err.kind() == ErrorKind::Aborted) {
+        if (!aborted) aborted = e;
+        continue;
+      }
+      if (!first) first = e;
+    } catch (...) {
+      if (!first) first = e;
+    }
+  }
+  for (auto& e : errors_) e = nullptr;
+  if (first || aborted) {
+    group_.barrier.reset();
+    std::rethrow_exception(first ? first : aborted);
+  }
+}
+
+}  // namespace strata

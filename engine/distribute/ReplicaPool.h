@@ -1,0 +1,52 @@
+#pragma once
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "backend/cpu/CpuBackend.h"
+#include "distribute/CrossDeviceOps.h"
+#include "distribute/ReplicaContext.h"
+
+namespace strata {
+
+// One long-lived thread per replica, each with its own CPU backend holding
+// its share of the cores, so a step costs two hand-offs, not N thread starts.
+// run() executes fn on every replica and returns when all are done; if one
+// throws, the group's barrier is aborted so no replica hangs in a collective,
+// and the first real error is rethrown.
+class ReplicaPool {
+public:
+  ReplicaPool(std::vector<Device> devices, int threads_per_replica, std::unique_ptr<CrossDeviceOps> ops,
+              bool variables_shared, size_t fusion_bytes);
+  ~ReplicaPool();
+  ReplicaPool(const ReplicaPool&) = delete;
+  ReplicaPool& operator=(const ReplicaPool&) = delete;
+
+  int size() const { return static_cast<int>(devices_.size()); }
+  const std::vector<Device>& devices() const { return devices_; }
+  const CrossDeviceOps& cross_device_ops() const { return *ops_; }
+  void run(const std::function<void(ReplicaContext&)>& fn);
+
+private:
+  void loop(int replica);
+
+  std::vector<Device> devices_;
+  std::unique_ptr<CrossDeviceOps> ops_;
+  ReplicaGroup group_;
+  std::vector<std::unique_ptr<CpuBackend>> backends_;
+  std::vector<std::unique_ptr<ReplicaContext>> contexts_;
+  std::vector<std::thread> threads_;
+
+  std::mutex mutex_;
+  std::condition_variable start_cv_, done_cv_;
+  const std::function<void(ReplicaContext&)>* job_ = nullptr;
+  uint64_t generation_ = 0;
+  int pending_ = 0;
+  bool stop_ = false;
+  std::vector<std::exception_ptr> errors_;
+};
+
+}  // namespace strata

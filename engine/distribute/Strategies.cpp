@@ -1,0 +1,59 @@
+#include "distribute/Strategies.h"
+
+#include <algorithm>
+
+#include "core/Error.h"
+#include "distribute/ReduceToOneDevice.h"
+
+namespace strata {
+
+namespace {
+std::vector<Device> default_cpu_replicas() {
+  std::vector<Device> d;
+  const int n = std::max(1, std::min(hardware_threads(), 8));
+  for (int i = 0; i < n; ++i) d.push_back(Device{DeviceKind::Cpu, i});
+  return d;
+}
+
+std::vector<Device> parse_all(std::initializer_list<const char*> names) {
+  std::vector<Device> d;
+  for (auto* n : names) d.push_back(Device::parse(n));
+  return d;
+}
+}  // namespace
+
+OneDeviceStrategy::OneDeviceStrategy(Device device, const StrategyOptions& options)
+    : Strategy(validate_devices({device}, "one_device"), options, std::make_unique<ReduceToOneDevice>(), false, 1) {}
+
+MirroredStrategy::MirroredStrategy(std::vector<Device> devices, const StrategyOptions& options)
+    : Strategy(validate_devices(devices.empty() ? default_cpu_replicas() : devices, "mirrored"), options,
+               select_cross_device_ops(devices.empty() ? default_cpu_replicas() : devices, options.cross_device_ops),
+               false, static_cast<int>(devices.empty() ? default_cpu_replicas().size() : devices.size())) {}
+
+MirroredStrategy::MirroredStrategy(std::initializer_list<const char*> devices, const StrategyOptions& options)
+    : MirroredStrategy(parse_all(devices), options) {}
+
+CentralStorageStrategy::CentralStorageStrategy(std::vector<Device> devices, const StrategyOptions& options)
+    : Strategy(validate_devices(devices.empty() ? default_cpu_replicas() : devices, "central_storage"), options,
+               std::make_unique<ReduceToOneDevice>(), true, 1) {}
+
+std::vector<std::string> strategy_names() {
+  return {"one_device", "mirrored", "central_storage", "multi_worker_mirrored", "parameter_server"};
+}
+
+std::unique_ptr<Strategy> make_strategy(const std::string& name, const StrategyOptions& options) {
+  if (name == "one_device") {
+    if (options.devices.size() > 1)
+      throw bad_input("one_device: takes exactly one device, got " + std::to_string(options.devices.size()));
+    return std::make_unique<OneDeviceStrategy>(options.devices.empty() ? Device{} : options.devices.front(), options);
+  }
+  if (name == "mirrored") return std::make_unique<MirroredStrategy>(options.devices, options);
+  if (name == "central_storage") return std::make_unique<CentralStorageStrategy>(options.devices, options);
+  if (name == "multi_worker_mirrored" || name == "parameter_server")
+    throw bad_input("strategy '" + name + "' is not available in this build yet");
+  std::string all;
+  for (auto& n : strategy_names()) all += (all.empty() ? "" : ", ") + n;
+  throw bad_input("strategy '" + name + "' does not exist (choose one of " + all + ")");
+}
+
+}  // namespace strata

@@ -1,0 +1,90 @@
+#include "distribute/Strategy.h"
+
+#include <algorithm>
+#include <set>
+
+#include "core/Error.h"
+
+namespace strata {
+
+int logical_cpu_device_count() { return std::max(hardware_threads(), 8); }
+
+std::vector<Device> Strategy::validate_devices(std::vector<Device> devices, const std::string& strategy) {
+  if (devices.empty()) throw bad_input(strategy + ": needs at least one device (zero replicas)");
+  std::set<std::pair<int, int>> seen;
+  for (auto& d : devices) {
+    if (d.kind == DeviceKind::Gpu) throw bad_input(strategy + ": device " + d.str() + " is not available: this build has no GPU backend");
+    if (d.index >= logical_cpu_device_count())
+      throw bad_input(strategy + ": device " + d.str() + " does not exist (this machine has cpu:0 to cpu:" +
+                      std::to_string(logical_cpu_device_count() - 1) + ")");
+    if (!seen.insert({static_cast<int>(d.kind), d.index}).second)
+      throw bad_input(strategy + ": device " + d.str() + " is listed twice");
+  }
+  return devices;
+}
+
+Strategy::Strategy(std::vector<Device> devices, const StrategyOptions& options, std::unique_ptr<CrossDeviceOps> ops,
+                   bool variables_shared, int variable_components)
+    : variable_components_(variable_components) {
+  const int total = options.threads > 0 ? options.threads : hardware_threads();
+  const int n = static_cast<int>(devices.size());
+  threads_per_replica_ = std::max(1, total / n);
+  pool_ = std::make_unique<ReplicaPool>(std::move(devices), threads_per_replica_, std::move(ops), variables_shared,
+                                        options.fusion_bytes);
+}
+
+Tensor Strategy::reduce(ReduceOp op, const PerReplica<Tensor>& values, std::optional<int> axis) const {
+  if (values.num_replicas() == 0) throw runtime_error("reduce: no values");
+  if (!axis) {
+    const Shape shape = values[0].shape();
+    Tensor out = Tensor::zeros(shape);
+    for (auto& v : values) {
+      if (v.shape() != shape) throw runtime_error("reduce: replica values differ in shape: " + v.shape().str() + " vs " + shape.str());
+      for (int64_t i = 0; i < out.numel(); ++i) out.data()[i] += v.data()[i];
+    }
+    if (op == ReduceOp::Mean)
+      for (auto& x : out.span()) x /= static_cast<float>(values.num_replicas());
+    return out;
+  }
+  // Reduce along `axis` within each value, then across replicas.
+  const int ax = *axis;
+  Shape shape = values[0].shape();
+  if (ax < 0 || ax >= shape.rank()) throw runtime_error("reduce: axis " + std::to_string(ax) + " out of range for " + shape.str());
+  std::vector<int64_t> dims = shape.dims();
+  dims.erase(dims.begin() + ax);
+  Tensor out = Tensor::zeros(Shape(dims));
+  int64_t count = 0;
+  for (auto& v : values) {
+    const auto& d = v.shape().dims();
+    int64_t outer = 1, inner = 1;
+    for (int i = 0; i < ax; ++i) outer *= d[static_cast<size_t>(i)];
+    for (int i = ax + 1; i < v.shape().rank(); ++i) inner *= d[static_cast<size_t>(i)];
+    const int64_t len = d[static_cast<size_t>(ax)];
+    if (outer * inner != out.numel()) throw runtime_error("reduce: replica values differ in shape beyond axis");
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t k = 0; k < len; ++k)
+        for (int64_t i = 0; i < inner; ++i) out.data()[o * inner + i] += v.data()[(o * len + k) * inner + i];
+    count += len;
+  }
+  if (op == ReduceOp::Mean && count > 0)
+    for (auto& x : out.span()) x /= static_cast<float>(count);
+  return out;
+}
+
+DistributedDataset Strategy::distribute(std::shared_ptr<BatchPipeline> global_batches) const {
+  return DistributedDataset(std::move(global_batches), num_replicas_in_sync());
+}
+
+DistributedDataset Strategy::distribute_datasets_from_function(
+    const std::function<std::shared_ptr<BatchPipeline>(const InputContext&)>& fn) const {
+  std::vector<std::shared_ptr<BatchPipeline>> pipelines;
+  for (int r = 0; r < num_replicas_in_sync(); ++r) {
+    // One input pipeline per replica in one process (TF has one per worker
+    // and lets it serve several replicas; per replica is the simplest exact split).
+    InputContext ctx{num_replicas_in_sync(), r, num_replicas_in_sync()};
+    pipelines.push_back(fn(ctx));
+  }
+  return DistributedDataset(std::move(pipelines));
+}
+
+}  // namespace strata

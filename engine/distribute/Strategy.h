@@ -1,0 +1,94 @@
+#pragma once
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "data/BatchPipeline.h"
+#include "distribute/DistributedDataset.h"
+#include "distribute/PerReplica.h"
+#include "distribute/ReduceOp.h"
+#include "distribute/ReplicaPool.h"
+#include "nn/Variable.h"
+
+namespace strata {
+
+struct StrategyOptions {
+  std::vector<Device> devices;          // empty: the strategy's default
+  int threads = 0;                      // CPU threads in all, divided among replicas (0 = every core)
+  std::string cross_device_ops = "auto";
+  size_t fusion_bytes = 4u << 20;       // gradient bucket size for all-reduce
+};
+
+// While alive, variables created on this thread are mirrored as the strategy
+// requires (tf.distribute.Strategy.scope()).
+class StrategyScope {
+public:
+  explicit StrategyScope(int components) : scope_(components) {}
+
+private:
+  VariableComponentsScope scope_;
+};
+
+// The tf.distribute.Strategy API. Subclasses differ in where variables live
+// (one component or one per replica) and which cross-device ops they use;
+// running, reducing and distributing data are shared here.
+class Strategy {
+public:
+  virtual ~Strategy() = default;
+  virtual std::string name() const = 0;
+
+  int num_replicas_in_sync() const { return pool_->size(); }
+  const std::vector<Device>& devices() const { return pool_->devices(); }
+  const CrossDeviceOps& cross_device_ops() const { return pool_->cross_device_ops(); }
+  int threads_per_replica() const { return threads_per_replica_; }
+  StrategyScope scope() const { return StrategyScope(variable_components_); }
+
+  // Runs fn(ctx, inputs[r]) on every replica r in parallel.
+  template <typename F>
+  auto run(F&& fn, const PerReplica<Batch>& inputs) {
+    using R = std::invoke_result_t<F, ReplicaContext&, const Batch&>;
+    if (inputs.num_replicas() != num_replicas_in_sync())
+      throw runtime_error("strategy.run: " + std::to_string(inputs.num_replicas()) + " inputs for " +
+                          std::to_string(num_replicas_in_sync()) + " replicas");
+    std::vector<std::optional<R>> out(static_cast<size_t>(num_replicas_in_sync()));
+    run_replicas([&](ReplicaContext& ctx) {
+      const int r = ctx.replica_id_in_sync_group();
+      out[static_cast<size_t>(r)] = fn(ctx, inputs[r]);
+    });
+    std::vector<R> values;
+    for (auto& v : out) values.push_back(std::move(*v));
+    return PerReplica<R>(std::move(values));
+  }
+
+  // Runs fn(ctx) on every replica (no inputs); for functions returning void.
+  void run_replicas(const std::function<void(ReplicaContext&)>& fn) { pool_->run(fn); }
+
+  // Sum or mean across replicas; with an axis, also across that axis of each
+  // value (Mean then divides by the total count along it, as TF does).
+  Tensor reduce(ReduceOp op, const PerReplica<Tensor>& values, std::optional<int> axis = std::nullopt) const;
+  std::vector<Tensor> experimental_local_results(const PerReplica<Tensor>& values) const { return values.values(); }
+
+  DistributedDataset distribute(std::shared_ptr<BatchPipeline> global_batches) const;
+  DistributedDataset distribute_datasets_from_function(
+      const std::function<std::shared_ptr<BatchPipeline>(const InputContext&)>& fn) const;
+
+protected:
+  Strategy(std::vector<Device> devices, const StrategyOptions& options, std::unique_ptr<CrossDeviceOps> ops,
+           bool variables_shared, int variable_components);
+  // Checks a replica device list: non-empty, known devices, no repeats.
+  static std::vector<Device> validate_devices(std::vector<Device> devices, const std::string& strategy);
+
+private:
+  std::unique_ptr<ReplicaPool> pool_;
+  int threads_per_replica_;
+  int variable_components_;
+};
+
+// Logical CPU devices: at least one per core, at least 8 so small machines can
+// still test replica counts (extra replicas then share cores).
+int logical_cpu_device_count();
+
+}  // namespace strata

@@ -1,0 +1,35 @@
+#include "nn/ActivationLayer.h"
+
+#include <nlohmann/json.hpp>
+
+#include "nn/Dense.h"
+#include "nn/GradientTape.h"
+
+namespace strata::nn {
+
+std::string ActivationLayer::type() const { return activation_name(activation_); }
+
+Json ActivationLayer::config() const { return Json{{"type", type()}}; }
+
+Tensor apply_activation(Activation act, const Tensor& x) {
+  if (act == Activation::None) return x;
+  const int64_t cols = x.shape().rank() == 0 ? 1 : x.shape()[x.shape().rank() - 1];
+  const int64_t rows = cols == 0 ? 0 : x.numel() / cols;
+  Tensor y = Tensor::empty(x.shape());
+  backend_for(x.device()).activation_forward(act, x.data(), y.data(), rows, cols);
+  record_op({x}, y, [y, act, rows, cols](const Tensor& g, const std::vector<bool>&) {
+    Tensor dx = Tensor::empty(g.shape());
+    backend_for(g.device()).activation_backward(act, y.data(), g.data(), dx.data(), rows, cols);
+    return std::vector<Tensor>{dx};
+  });
+  return y;
+}
+
+Tensor ActivationLayer::call(const Tensor& x, bool) { return apply_activation(activation_, x); }
+
+LayerPtr ReLU() { return std::make_shared<ActivationLayer>(Activation::Relu); }
+LayerPtr Tanh() { return std::make_shared<ActivationLayer>(Activation::Tanh); }
+LayerPtr Sigmoid() { return std::make_shared<ActivationLayer>(Activation::Sigmoid); }
+LayerPtr Softmax() { return std::make_shared<ActivationLayer>(Activation::Softmax); }
+
+}  // namespace strata::nn

@@ -1,0 +1,42 @@
+#include "nn/Dropout.h"
+
+#include <nlohmann/json.hpp>
+
+#include "backend/Backend.h"
+#include "core/Error.h"
+#include "core/Rng.h"
+#include "nn/GradientTape.h"
+
+namespace strata::nn {
+
+DropoutLayer::DropoutLayer(float rate) : rate_(rate) {
+  if (!(rate >= 0.0f && rate < 1.0f)) throw bad_input("Dropout: rate must be in [0, 1), got " + std::to_string(rate));
+}
+
+Json DropoutLayer::config() const { return Json{{"type", "dropout"}, {"rate", rate_}}; }
+
+Tensor DropoutLayer::call(const Tensor& x, bool training) {
+  if (!training || rate_ == 0.0f) return x;
+  // Each replica calls once per step; the key mixes in the replica so
+  // replicas draw different masks for their different examples.
+  const int replica = current_replica();
+  uint64_t call;
+  {
+    std::lock_guard lock(mutex_);
+    call = calls_[replica]++;
+  }
+  const uint64_t key = hash_combine(seed(), (call << 16) ^ static_cast<uint64_t>(replica));
+  Tensor y = Tensor::empty(x.shape());
+  Tensor mask = Tensor::empty(x.shape());
+  backend_for(x.device()).dropout(x.numel(), rate_, key, 0, x.data(), y.data(), mask.data());
+  record_op({x}, y, [mask](const Tensor& g, const std::vector<bool>&) {
+    Tensor dx = Tensor::empty(g.shape());
+    backend_for(g.device()).mul(g.numel(), g.data(), mask.data(), dx.data());
+    return std::vector<Tensor>{dx};
+  });
+  return y;
+}
+
+LayerPtr Dropout(float rate) { return std::make_shared<DropoutLayer>(rate); }
+
+}  // namespace strata::nn

@@ -1,0 +1,97 @@
+#include "nn/GradientTape.h"
+
+#include <unordered_set>
+
+#include "backend/Backend.h"
+#include "core/Error.h"
+#include "nn/Variable.h"
+
+namespace strata {
+
+namespace {
+thread_local GradientTape* t_active = nullptr;
+}
+
+GradientTape::GradientTape() : outer_(t_active) { t_active = this; }
+
+GradientTape::~GradientTape() {
+  if (recording_) t_active = outer_;
+}
+
+GradientTape* GradientTape::active() { return t_active; }
+
+void GradientTape::record(std::vector<Tensor> inputs, const Tensor& output, Backward backward) {
+  Node node;
+  node.inputs.reserve(inputs.size());
+  for (auto& t : inputs) node.inputs.push_back(t.id());
+  node.output = output.id();
+  node.backward = std::move(backward);
+  nodes_.push_back(std::move(node));
+}
+
+void record_op(std::vector<Tensor> inputs, const Tensor& output, GradientTape::Backward backward) {
+  if (auto* tape = GradientTape::active()) tape->record(std::move(inputs), output, std::move(backward));
+}
+
+std::vector<Tensor> GradientTape::gradient(const Tensor& target, const std::vector<Variable*>& sources) {
+  std::vector<Tensor> values;
+  values.reserve(sources.size());
+  for (auto* v : sources) values.push_back(v->value());
+  return gradient(target, values);
+}
+
+std::vector<Tensor> GradientTape::gradient(const Tensor& target, const std::vector<Tensor>& sources) {
+  if (recording_) {
+    recording_ = false;
+    t_active = outer_;
+  }
+  // Forward pass over the record: which tensors depend on a source. Only
+  // those need a gradient, so e.g. the first layer never computes d input.
+  std::unordered_set<uint64_t> depends;
+  for (auto& s : sources) depends.insert(s.id());
+  std::vector<char> live(nodes_.size(), 0);
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    for (auto in : nodes_[i].inputs)
+      if (depends.count(in)) {
+        live[i] = 1;
+        depends.insert(nodes_[i].output);
+        break;
+      }
+  }
+
+  std::unordered_map<uint64_t, Tensor> grads;
+  grads[target.id()] = Tensor::full(target.shape(), 1.0f);
+  Backend& be = cpu_backend();
+  for (size_t i = nodes_.size(); i-- > 0;) {
+    if (!live[i]) continue;
+    auto it = grads.find(nodes_[i].output);
+    if (it == grads.end()) continue;
+    Tensor g = it->second;
+    grads.erase(it);
+    std::vector<bool> needed;
+    for (auto in : nodes_[i].inputs) needed.push_back(depends.count(in) > 0);
+    std::vector<Tensor> in_grads = nodes_[i].backward(g, needed);
+    for (size_t k = 0; k < nodes_[i].inputs.size() && k < in_grads.size(); ++k) {
+      if (!needed[k] || !in_grads[k].defined()) continue;
+      auto [slot, inserted] = grads.try_emplace(nodes_[i].inputs[k], in_grads[k]);
+      if (!inserted) {
+        // Fan-out: sum the contributions. Copy first so we never write into a
+        // tensor an op may still hold.
+        Tensor sum = slot->second.clone();
+        be.axpby(sum.numel(), 1.0f, in_grads[k].data(), 1.0f, sum.data());
+        slot->second = sum;
+      }
+    }
+  }
+  nodes_.clear();
+
+  std::vector<Tensor> out;
+  out.reserve(sources.size());
+  for (auto& s : sources) {
+    auto it = grads.find(s.id());
+    out.push_back(it != grads.end() ? it->second : Tensor::zeros(s.shape()));
+  }
+  return out;
+}
+
+}  // namespace strata

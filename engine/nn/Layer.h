@@ -1,0 +1,54 @@
+#pragma once
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "core/Tensor.h"
+#include "nn/Variable.h"
+#include "nn/json_fwd.h"
+
+namespace strata::nn {
+
+// A Keras-style layer. Shapes passed to build/output_shape exclude the batch
+// dimension. Variables are created in build(), which Sequential calls once;
+// the number of mirrored components is fixed when the layer is constructed
+// (inside or outside a strategy's scope), never by the thread that builds it.
+class Layer {
+public:
+  Layer();
+  virtual ~Layer() = default;
+
+  virtual std::string type() const = 0;
+  virtual Shape output_shape(const Shape& input) const = 0;
+  // The layer's settings as project-file JSON ({"type": ..., ...}).
+  virtual Json config() const = 0;
+  virtual Tensor call(const Tensor& x, bool training) = 0;
+
+  void build(const Shape& input);
+  bool built() const { return built_; }
+  std::vector<Variable*> trainable_variables();
+  int64_t param_count() const;
+  // Variables that are state but not trained (batch-norm moving statistics).
+  std::vector<Variable*> non_trainable_variables();
+  const std::string& name() const { return name_; }
+  void set_name(std::string n) { name_ = std::move(n); }
+
+protected:
+  // Creates the layer's variables; only called from build().
+  virtual void create_variables(const Shape& input) { (void)input; }
+  Variable* add_variable(const std::string& suffix, Tensor initial, bool trainable = true);
+  uint64_t seed() const { return seed_; }
+
+private:
+  std::vector<std::unique_ptr<Variable>> variables_;
+  std::vector<bool> trainable_;
+  std::string name_;
+  uint64_t seed_;
+  int components_;
+  bool built_ = false;
+};
+
+using LayerPtr = std::shared_ptr<Layer>;
+
+}  // namespace strata::nn

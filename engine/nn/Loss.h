@@ -1,0 +1,73 @@
+#pragma once
+#include <string>
+
+#include "core/Tensor.h"
+
+namespace strata::nn {
+
+// Keras' loss reductions. Under a distribution strategy use None and
+// compute_average_loss, so the loss is scaled by the *global* batch.
+enum class Reduction { None, Sum, Mean };
+
+class Loss {
+public:
+  explicit Loss(Reduction reduction) : reduction_(reduction) {}
+  virtual ~Loss() = default;
+  virtual std::string type() const = 0;
+  // Per-example losses reduced as configured; recorded on the active tape.
+  Tensor operator()(const Tensor& targets, const Tensor& predictions) const;
+  Reduction reduction() const { return reduction_; }
+
+protected:
+  // Per-example losses, shape (batch,), recorded on the tape.
+  virtual Tensor per_example(const Tensor& targets, const Tensor& predictions) const = 0;
+
+private:
+  Reduction reduction_;
+};
+
+// Integer class labels; predictions are logits (from_logits) or probabilities.
+class SparseCategoricalCrossentropy final : public Loss {
+public:
+  explicit SparseCategoricalCrossentropy(bool from_logits = false, Reduction reduction = Reduction::Mean)
+      : Loss(reduction), from_logits_(from_logits) {}
+  std::string type() const override { return "sparse_categorical_crossentropy"; }
+
+protected:
+  Tensor per_example(const Tensor& targets, const Tensor& predictions) const override;
+
+private:
+  bool from_logits_;
+};
+
+// One-hot (or soft) float targets.
+class CategoricalCrossentropy final : public Loss {
+public:
+  explicit CategoricalCrossentropy(bool from_logits = false, Reduction reduction = Reduction::Mean)
+      : Loss(reduction), from_logits_(from_logits) {}
+  std::string type() const override { return "categorical_crossentropy"; }
+
+protected:
+  Tensor per_example(const Tensor& targets, const Tensor& predictions) const override;
+
+private:
+  bool from_logits_;
+};
+
+// Mean over the last axis of (target - prediction)^2, per example.
+class MeanSquaredError final : public Loss {
+public:
+  explicit MeanSquaredError(Reduction reduction = Reduction::Mean) : Loss(reduction) {}
+  std::string type() const override { return "mean_squared_error"; }
+
+protected:
+  Tensor per_example(const Tensor& targets, const Tensor& predictions) const override;
+};
+
+// sum(per_example_loss) / global_batch_size: each replica's share of the
+// global mean, so summing over replicas gives the mean over the global batch.
+Tensor compute_average_loss(const Tensor& per_example_loss, int64_t global_batch_size);
+// Sum of all elements / divisor, as a recorded op.
+Tensor sum_scaled(const Tensor& x, float scale);
+
+}  // namespace strata::nn

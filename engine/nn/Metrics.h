@@ -1,0 +1,28 @@
+#pragma once
+#include <cstdint>
+
+#include "core/Tensor.h"
+
+namespace strata::nn {
+
+// Number of rows whose arg-max equals the integer label (host tensors).
+int64_t count_correct(const Tensor& predictions, const Tensor& labels);
+
+// Running sparse categorical accuracy, as keras.metrics.SparseCategoricalAccuracy.
+class SparseCategoricalAccuracy {
+public:
+  void update(const Tensor& labels, const Tensor& predictions);
+  void add(int64_t correct, int64_t total) {
+    correct_ += correct;
+    total_ += total;
+  }
+  double result() const { return total_ ? static_cast<double>(correct_) / static_cast<double>(total_) : 0.0; }
+  void reset() { correct_ = total_ = 0; }
+  int64_t correct() const { return correct_; }
+  int64_t total() const { return total_; }
+
+private:
+  int64_t correct_ = 0, total_ = 0;
+};
+
+}  // namespace strata::nn

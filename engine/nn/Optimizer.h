@@ -1,0 +1,87 @@
+#pragma once
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "nn/ReplicaSync.h"
+#include "nn/Variable.h"
+#include "nn/json_fwd.h"
+
+namespace strata::nn {
+
+// Base for SGD and Adam. Slot variables (momenta) are created on first use
+// with as many components as the variable they belong to, so under Mirrored
+// every replica updates its own copy with the same all-reduced gradient.
+class Optimizer {
+public:
+  explicit Optimizer(float learning_rate);
+  virtual ~Optimizer() = default;
+  virtual std::string type() const = 0;
+  virtual Json config() const = 0;
+
+  // Outside a strategy (or on one device): apply as given.
+  void apply_gradients(const std::vector<Tensor>& grads, const std::vector<Variable*>& vars);
+  // Inside strategy.run: all-reduce (sum) the gradients across replicas first,
+  // once per step, then update this replica's copy.
+  void apply_gradients(ReplicaSync& ctx, std::vector<Tensor> grads, const std::vector<Variable*>& vars);
+
+  float learning_rate() const { return learning_rate_; }
+  void set_learning_rate(float lr) { learning_rate_ = lr; }
+  // Updates applied so far (replica 0's count).
+  int64_t iterations() const;
+  // Slot state for checkpoints: name -> variable (e.g. "dense/kernel/m").
+  std::vector<std::pair<std::string, Variable*>> slot_variables();
+  std::vector<int64_t>& iteration_counts() { return iterations_; }
+
+protected:
+  // Updates component `replica` of `var`; step is 1-based.
+  virtual void update(Variable& var, int replica, const Tensor& grad, int64_t step) = 0;
+  virtual std::vector<std::string> slot_names() const = 0;
+  Tensor& slot(Variable& var, const std::string& name, int replica);
+
+private:
+  void ensure_slots(const std::vector<Variable*>& vars);
+  void apply_local(const std::vector<Tensor>& grads, const std::vector<Variable*>& vars, int replica);
+
+  float learning_rate_;
+  std::mutex mutex_;
+  std::map<const Variable*, std::map<std::string, std::unique_ptr<Variable>>> slots_;
+  std::vector<const Variable*> slot_order_;
+  std::vector<int64_t> iterations_;
+};
+
+class SGD final : public Optimizer {
+public:
+  explicit SGD(float learning_rate = 0.01f, float momentum = 0.0f, bool nesterov = false);
+  std::string type() const override { return "sgd"; }
+  Json config() const override;
+  float momentum() const { return momentum_; }
+  bool nesterov() const { return nesterov_; }
+
+protected:
+  void update(Variable& var, int replica, const Tensor& grad, int64_t step) override;
+  std::vector<std::string> slot_names() const override;
+
+private:
+  float momentum_;
+  bool nesterov_;
+};
+
+// Keras defaults: lr 0.001, beta_1 0.9, beta_2 0.999, epsilon 1e-7.
+class Adam final : public Optimizer {
+public:
+  explicit Adam(float learning_rate = 0.001f, float beta_1 = 0.9f, float beta_2 = 0.999f, float epsilon = 1e-7f);
+  std::string type() const override { return "adam"; }
+  Json config() const override;
+
+protected:
+  void update(Variable& var, int replica, const Tensor& grad, int64_t step) override;
+  std::vector<std::string> slot_names() const override { return {"m", "v"}; }
+
+private:
+  float beta_1_, beta_2_, epsilon_;
+};
+
+}  // namespace strata::nn

@@ -1,0 +1,25 @@
+#pragma once
+#include <vector>
+
+#include "core/Tensor.h"
+
+namespace strata {
+
+// What an optimizer needs from a distribution strategy inside a replica:
+// the cross-replica sum of the gradients and whether replicas share one copy
+// of each variable. nn/ defines it so optimizers do not depend on distribute/;
+// ReplicaContext implements it.
+class ReplicaSync {
+public:
+  virtual ~ReplicaSync() = default;
+  virtual int replica_id_in_sync_group() const = 0;
+  virtual int num_replicas_in_sync() const = 0;
+  // In-place sum over replicas of each tensor, packed into fusion buffers.
+  virtual void all_reduce_sum(std::vector<Tensor>& tensors) = 0;
+  // True when variables have one component that all replicas read
+  // (CentralStorage): one replica applies the update between two barriers.
+  virtual bool variables_shared() const = 0;
+  virtual void barrier() = 0;
+};
+
+}  // namespace strata

@@ -1,0 +1,6 @@
+#pragma once
+#include <nlohmann/json_fwd.hpp>
+
+namespace strata {
+using Json = nlohmann::json;
+}

@@ -1,0 +1,108 @@
+#pragma once
+// The engine's one typed event stream (DESIGN §4; schema in docs/events.md).
+// The same events feed the dashboard in-process, print as JSON Lines from
+// `strata-run --events jsonl`, and are stored in every run folder.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace strata {
+
+struct RunStartedEvent {
+  std::string project;
+  std::string strategy;
+  std::vector<std::string> devices;  // one per replica, in replica order
+  int replicas = 1;
+  int64_t global_batch = 0;
+  std::vector<int64_t> per_replica_batch;
+  int64_t steps_per_epoch = 0;
+  int epochs = 0;
+  std::string dataset;
+  int64_t train_examples = 0;
+  int64_t validation_examples = 0;
+  int64_t params = 0;
+  std::string cross_device_ops;
+  int threads_per_replica = 1;
+};
+
+struct StepEvent {
+  int64_t step = 0;        // 1-based, counted over the whole run
+  int epoch = 0;           // 1-based
+  int64_t epoch_step = 0;  // 1-based within the epoch
+  double time = 0;         // seconds since the run started
+  // Each replica's mean loss over its own examples, in replica order.
+  std::vector<double> replica_losses;
+  double loss = 0;  // reduced: mean over the global batch
+  double lr = 0;
+  double samples_per_sec = 0;
+};
+
+struct EpochEvent {
+  int epoch = 0;
+  double loss = 0, accuracy = 0;
+  std::optional<double> val_loss, val_accuracy;
+  double time = 0;
+  double samples_per_sec = 0;
+};
+
+struct DeviceStat {
+  std::string device;
+  std::optional<double> utilization;  // 0..1
+  std::optional<int64_t> memory_used, memory_total;
+};
+
+struct DeviceStatsEvent {
+  double time = 0;
+  std::vector<DeviceStat> devices;
+};
+
+struct LogEvent {
+  std::string level = "info";  // info, warning, error
+  std::string message;
+  double time = 0;
+};
+
+struct CheckpointEvent {
+  std::string path;
+  int64_t step = 0;
+  int epoch = 0;
+  double time = 0;
+};
+
+struct FinishedEvent {
+  std::string status = "completed";  // completed, stopped, failed
+  std::string message;
+  double time = 0;
+  int64_t steps = 0;
+  int epochs_completed = 0;
+};
+
+using Event = std::variant<RunStartedEvent, StepEvent, EpochEvent, DeviceStatsEvent, LogEvent, CheckpointEvent,
+                           FinishedEvent>;
+
+// The "type" tag of an event.
+const char* event_type(const Event& e);
+
+// Where events go. emit() is called on the training thread and must not
+// block on a UI: queue and return.
+class EventSink {
+public:
+  virtual ~EventSink() = default;
+  virtual void emit(const Event& event) = 0;
+};
+
+// Forwards to several sinks (run folder + console + dashboard).
+class FanOutSink final : public EventSink {
+public:
+  void add(EventSink* sink) { sinks_.push_back(sink); }
+  void emit(const Event& event) override {
+    for (auto* s : sinks_) s->emit(event);
+  }
+
+private:
+  std::vector<EventSink*> sinks_;
+};
+
+}  // namespace strata

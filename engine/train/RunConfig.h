@@ -1,0 +1,66 @@
+#pragma once
+// Everything a training run needs, independent of the file it came from.
+// project/ reads and validates *.strata files into this; the Trainer runs it.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace strata {
+
+struct DatasetConfig {
+  std::string kind = "fashion_mnist";  // fashion_mnist, idx, csv, synthetic
+  std::string path;                    // fashion_mnist: directory (empty = auto)
+  std::string train_images, train_labels, test_images, test_labels;  // idx
+  std::string train_csv, test_csv;                                    // csv
+  int label_column = -1;
+  std::string header = "auto";  // auto, yes, no
+  int64_t synthetic_examples = 2048;
+  int64_t synthetic_features = 20;
+  int synthetic_classes = 4;
+  double validation_split = 0.0;  // fraction of train held out (else the test split validates)
+  bool standardize = false;       // per-feature mean/std from the train split
+};
+
+struct OptimizerConfig {
+  std::string type = "adam";  // adam, sgd
+  float learning_rate = 0.001f;
+  float momentum = 0.0f;
+  bool nesterov = false;
+  float beta_1 = 0.9f, beta_2 = 0.999f, epsilon = 1e-7f;
+};
+
+struct TrainingConfig {
+  int epochs = 10;
+  int64_t batch_size = 128;  // global batch
+  OptimizerConfig optimizer;
+  std::string loss = "sparse_categorical_crossentropy";
+  bool from_logits = true;
+  uint64_t seed = 42;
+  bool shuffle = true;
+  bool drop_remainder = false;
+  int threads = 0;                // CPU threads in all (0 = every core)
+  int prefetch = 2;
+  int64_t max_steps_per_epoch = 0;  // 0 = the whole dataset
+};
+
+struct StrategyConfig {
+  std::string name = "one_device";
+  std::vector<std::string> devices;  // empty = the strategy's default
+  std::string cross_device_ops = "auto";
+  int64_t fusion_bytes = 4 << 20;
+};
+
+struct RunConfig {
+  std::string name = "untitled";
+  // Directory that relative dataset paths are relative to (the project
+  // file's); not saved.
+  std::string base_dir;
+  DatasetConfig dataset;
+  std::vector<nlohmann::json> layers;
+  TrainingConfig training;
+  StrategyConfig strategy;
+};
+
+}  // namespace strata

@@ -1,0 +1,262 @@
+#include "train/Trainer.h"
+
+#include <chrono>
+#include <cmath>
+
+#include "core/Error.h"
+#include "core/Rng.h"
+#include "distribute/Strategies.h"
+#include "nn/GradientTape.h"
+#include "nn/LayerFactory.h"
+#include "nn/Metrics.h"
+
+namespace strata {
+
+namespace {
+double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+}  // namespace
+
+std::unique_ptr<nn::Sequential> make_model(const RunConfig& config) {
+  if (config.layers.empty()) throw bad_input("model.layers: the model has no layers");
+  auto model = std::make_unique<nn::Sequential>();
+  for (size_t i = 0; i < config.layers.size(); ++i)
+    model->add(nn::make_layer(config.layers[i], "model.layers[" + std::to_string(i) + "]"));
+  return model;
+}
+
+std::unique_ptr<nn::Optimizer> make_optimizer(const OptimizerConfig& c) {
+  if (c.type == "adam") return std::make_unique<nn::Adam>(c.learning_rate, c.beta_1, c.beta_2, c.epsilon);
+  if (c.type == "sgd") return std::make_unique<nn::SGD>(c.learning_rate, c.momentum, c.nesterov);
+  throw bad_input("training.optimizer.type: unknown optimizer '" + c.type + "' (choose adam or sgd)");
+}
+
+std::unique_ptr<nn::Loss> make_loss(const TrainingConfig& c) {
+  // Reduction None: the step scales by the global batch (compute_average_loss).
+  if (c.loss == "sparse_categorical_crossentropy")
+    return std::make_unique<nn::SparseCategoricalCrossentropy>(c.from_logits, nn::Reduction::None);
+  throw bad_input("training.loss: '" + c.loss + "' is not supported for labelled classification data "
+                  "(use sparse_categorical_crossentropy)");
+}
+
+Trainer::Trainer(RunConfig config, EventSink& sink) : config_(std::move(config)), sink_(sink) {}
+Trainer::~Trainer() = default;
+
+void Trainer::prepare() {
+  const TrainingConfig& t = config_.training;
+  if (t.epochs <= 0) throw bad_input("training.epochs: must be a positive integer, got " + std::to_string(t.epochs));
+  if (t.batch_size <= 0) throw bad_input("training.batch_size: must be a positive integer, got " + std::to_string(t.batch_size));
+
+  StrategyOptions so;
+  for (auto& d : config_.strategy.devices) so.devices.push_back(Device::parse(d));
+  so.threads = t.threads;
+  so.cross_device_ops = config_.strategy.cross_device_ops;
+  so.fusion_bytes = static_cast<size_t>(config_.strategy.fusion_bytes);
+  strategy_ = make_strategy(config_.strategy.name, so);
+  if (t.batch_size < strategy_->num_replicas_in_sync())
+    throw bad_input("training.batch_size: global batch " + std::to_string(t.batch_size) + " is smaller than the " +
+                    std::to_string(strategy_->num_replicas_in_sync()) + " replicas");
+
+  data_ = load_data(config_.dataset, t.seed, config_.base_dir);
+  set_global_seed(t.seed);
+  {
+    auto scope = strategy_->scope();  // variables created here are mirrored
+    model_ = make_model(config_);
+    model_->build(data_.train->example_shape());
+    optimizer_ = make_optimizer(t.optimizer);
+  }
+  loss_ = make_loss(t);
+  trainable_ = model_->trainable_variables();
+  const auto out = model_->summary(data_.train->example_shape()).back().output_shape;
+  if (out.rank() != 1 || out[0] < data_.train->num_classes())
+    throw bad_input("model: the last layer gives " + out.str() + " outputs per example but the dataset has " +
+                    std::to_string(data_.train->num_classes()) + " classes");
+
+  PipelineOptions po;
+  po.batch_size = t.batch_size;
+  po.shuffle = t.shuffle;
+  po.seed = t.seed;
+  po.drop_remainder = t.drop_remainder;
+  po.prefetch = t.prefetch;
+  pipeline_ = std::make_shared<BatchPipeline>(data_.train, po);
+}
+
+Trainer::StepResult Trainer::train_step(ReplicaContext& ctx, const Batch& in) {
+  GradientTape tape;
+  Tensor logits = (*model_)(in.features, true, tape);
+  Tensor per_example = (*loss_)(in.labels, logits);
+  Tensor loss = nn::compute_average_loss(per_example, in.global_batch_size);
+  std::vector<Tensor> grads = tape.gradient(loss, trainable_);
+  optimizer_->apply_gradients(ctx, std::move(grads), trainable_);
+
+  StepResult r;
+  r.scaled_loss = loss.item();
+  r.examples = in.size();
+  r.local_loss = r.examples ? r.scaled_loss * static_cast<double>(in.global_batch_size) / static_cast<double>(r.examples) : 0.0;
+  r.correct = r.examples ? nn::count_correct(logits, in.labels) : 0;
+  return r;
+}
+
+Trainer::Evaluation Trainer::evaluate(const Dataset& dataset) {
+  Evaluation e;
+  const int64_t n = dataset.size();
+  const int64_t batch = std::max<int64_t>(config_.training.batch_size, 256);
+  double loss_sum = 0;
+  int64_t correct = 0;
+  for (int64_t start = 0; start < n; start += batch) {
+    Batch global = dataset.range(start, std::min(n, start + batch));
+    auto parts = split_batch(global, strategy_->num_replicas_in_sync());
+    auto results = strategy_->run(
+        [&](ReplicaContext&, const Batch& in) {
+          std::pair<double, int64_t> out{0.0, 0};
+          if (in.size() == 0) return out;
+          Tensor logits = (*model_)(in.features, false);
+          Tensor per_example = (*loss_)(in.labels, logits);
+          out.first = backend_for(per_example.device()).sum(per_example.numel(), per_example.data());
+          out.second = nn::count_correct(logits, in.labels);
+          return out;
+        },
+        parts);
+    for (auto& [l, c] : results) {
+      loss_sum += l;
+      correct += c;
+    }
+  }
+  e.examples = n;
+  e.loss = n ? loss_sum / static_cast<double>(n) : 0.0;
+  e.accuracy = n ? static_cast<double>(correct) / static_cast<double>(n) : 0.0;
+  return e;
+}
+
+void Trainer::pause() { paused_ = true; }
+
+void Trainer::resume() {
+  {
+    std::lock_guard lock(pause_mutex_);
+    paused_ = false;
+  }
+  pause_cv_.notify_all();
+}
+
+void Trainer::wait_while_paused() {
+  if (!paused_) return;
+  const double t0 = now_seconds();
+  sink_.emit(LogEvent{"info", "paused", elapsed()});
+  std::unique_lock lock(pause_mutex_);
+  pause_cv_.wait(lock, [&] { return !paused_ || stop_; });
+  // Paused time does not count towards the run's wall time or samples/s.
+  paused_seconds_ += now_seconds() - t0;
+  lock.unlock();
+  if (!stop_) sink_.emit(LogEvent{"info", "resumed", elapsed()});
+}
+
+double Trainer::elapsed() const { return now_seconds() - start_time_ - paused_seconds_; }
+
+FinishedEvent Trainer::run() {
+  if (!strategy_) prepare();
+  start_time_ = now_seconds();
+  const TrainingConfig& t = config_.training;
+  DistributedDataset dist = strategy_->distribute(pipeline_);
+  int64_t steps_per_epoch = dist.steps_per_epoch();
+  if (t.max_steps_per_epoch > 0) steps_per_epoch = std::min(steps_per_epoch, t.max_steps_per_epoch);
+  if (steps_per_epoch == 0) throw bad_input("training: the dataset gives no full batch (drop_remainder with too few examples)");
+
+  RunStartedEvent started;
+  started.project = config_.name;
+  started.strategy = strategy_->name();
+  for (auto& d : strategy_->devices()) started.devices.push_back(d.str());
+  started.replicas = strategy_->num_replicas_in_sync();
+  started.global_batch = t.batch_size;
+  for (int r = 0; r < started.replicas; ++r)
+    started.per_replica_batch.push_back(t.batch_size / started.replicas + (r < t.batch_size % started.replicas ? 1 : 0));
+  started.steps_per_epoch = steps_per_epoch;
+  started.epochs = t.epochs;
+  started.dataset = data_.description;
+  started.train_examples = data_.train->size();
+  started.validation_examples = data_.validation ? data_.validation->size() : 0;
+  started.params = model_->param_count();
+  started.cross_device_ops = strategy_->num_replicas_in_sync() > 1 ? strategy_->cross_device_ops().name() : "none";
+  started.threads_per_replica = strategy_->threads_per_replica();
+  sink_.emit(started);
+
+  FinishedEvent fin;
+  int64_t step = 0;
+  try {
+    for (int epoch = 1; epoch <= t.epochs; ++epoch) {
+      dist.begin_epoch(epoch - 1);
+      double loss_sum = 0;
+      int64_t correct = 0, seen = 0, epoch_steps = 0;
+      const double epoch_start = elapsed();
+      while (epoch_steps < steps_per_epoch) {
+        wait_while_paused();
+        if (stop_) break;
+        auto inputs = dist.next();
+        if (!inputs) break;
+        auto results = strategy_->run([this](ReplicaContext& ctx, const Batch& in) { return train_step(ctx, in); }, *inputs);
+        ++step;
+        ++epoch_steps;
+        StepEvent ev;
+        ev.step = step;
+        ev.epoch = epoch;
+        ev.epoch_step = epoch_steps;
+        ev.loss = 0;
+        int64_t batch = 0;
+        for (auto& r : results) {
+          ev.replica_losses.push_back(r.local_loss);
+          ev.loss += r.scaled_loss;
+          correct += r.correct;
+          batch += r.examples;
+        }
+        seen += batch;
+        loss_sum += ev.loss * static_cast<double>(batch);
+        ev.time = elapsed();
+        ev.lr = optimizer_->learning_rate();
+        ev.samples_per_sec = static_cast<double>(seen) / std::max(1e-9, ev.time - epoch_start);
+        sink_.emit(ev);
+        if (!std::isfinite(ev.loss)) {
+          fin.status = "failed";
+          fin.message = "loss became " + std::string(std::isnan(ev.loss) ? "NaN" : "infinite") + " at step " +
+                        std::to_string(step) + " (epoch " + std::to_string(epoch) + "): training diverged; try a lower learning rate";
+          fin.steps = step;
+          fin.time = elapsed();
+          sink_.emit(LogEvent{"error", fin.message, fin.time});
+          sink_.emit(fin);
+          return fin;
+        }
+      }
+      if (stop_) {
+        fin.status = "stopped";
+        fin.message = "stopped by request after step " + std::to_string(step) + " (epoch " + std::to_string(epoch) + ")";
+        break;
+      }
+      EpochEvent ee;
+      ee.epoch = epoch;
+      ee.loss = seen ? loss_sum / static_cast<double>(seen) : 0.0;
+      ee.accuracy = seen ? static_cast<double>(correct) / static_cast<double>(seen) : 0.0;
+      ee.samples_per_sec = static_cast<double>(seen) / std::max(1e-9, elapsed() - epoch_start);
+      if (data_.validation && data_.validation->size() > 0) {
+        Evaluation v = evaluate(*data_.validation);
+        ee.val_loss = v.loss;
+        ee.val_accuracy = v.accuracy;
+      }
+      ee.time = elapsed();
+      sink_.emit(ee);
+      fin.epochs_completed = epoch;
+    }
+  } catch (const Error& e) {
+    fin.status = "failed";
+    fin.message = e.what();
+  } catch (const std::exception& e) {
+    fin.status = "failed";
+    fin.message = std::string("internal error: ") + e.what();
+  }
+  if (fin.status == "completed") fin.message = "completed " + std::to_string(fin.epochs_completed) + " epochs";
+  fin.steps = step;
+  fin.time = elapsed();
+  if (fin.status == "failed") sink_.emit(LogEvent{"error", fin.message, fin.time});
+  sink_.emit(fin);
+  return fin;
+}
+
+}  // namespace strata

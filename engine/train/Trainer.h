@@ -1,0 +1,84 @@
+#pragma once
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+
+#include "distribute/Strategy.h"
+#include "nn/Loss.h"
+#include "nn/Optimizer.h"
+#include "nn/Sequential.h"
+#include "train/DataSource.h"
+#include "train/Events.h"
+#include "train/RunConfig.h"
+
+namespace strata {
+
+// The training loop behind the dashboard and strata-run, written on the
+// public strategy API (scope, distribute, run, reduce) exactly as a library
+// user would. prepare() loads data and builds strategy, model and optimizer
+// (bad_input on any problem, before anything runs); run() trains, emitting
+// events, and returns the finished event. stop/pause are safe from any thread
+// and take effect between steps.
+class Trainer {
+public:
+  Trainer(RunConfig config, EventSink& sink);
+  ~Trainer();
+
+  void prepare();
+  FinishedEvent run();
+
+  void request_stop() { stop_ = true; resume(); }
+  void pause();
+  void resume();
+  bool paused() const { return paused_; }
+
+  // Available after prepare().
+  Strategy& strategy() { return *strategy_; }
+  nn::Sequential& model() { return *model_; }
+  nn::Optimizer& optimizer() { return *optimizer_; }
+  const LoadedData& data() const { return data_; }
+  const RunConfig& config() const { return config_; }
+
+  struct Evaluation {
+    double loss = 0, accuracy = 0;
+    int64_t examples = 0;
+  };
+  // Loss and accuracy on a dataset, computed across the replicas.
+  Evaluation evaluate(const Dataset& dataset);
+
+private:
+  struct StepResult {
+    double scaled_loss = 0;  // this replica's share of the global mean
+    double local_loss = 0;   // mean over this replica's own examples
+    int64_t correct = 0, examples = 0;
+  };
+  StepResult train_step(ReplicaContext& ctx, const Batch& in);
+  void wait_while_paused();
+  double elapsed() const;
+
+  RunConfig config_;
+  EventSink& sink_;
+  LoadedData data_;
+  std::unique_ptr<Strategy> strategy_;
+  std::unique_ptr<nn::Sequential> model_;
+  std::unique_ptr<nn::Optimizer> optimizer_;
+  std::unique_ptr<nn::Loss> loss_;
+  std::vector<Variable*> trainable_;
+  std::shared_ptr<BatchPipeline> pipeline_;
+
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> paused_{false};
+  std::mutex pause_mutex_;
+  std::condition_variable pause_cv_;
+  double start_time_ = 0;
+  double paused_seconds_ = 0;
+};
+
+// Builds the configured model (unbuilt), optimizer and loss; bad_input on
+// unknown types. Shared by the Trainer and tools such as evaluation.
+std::unique_ptr<nn::Sequential> make_model(const RunConfig& config);
+std::unique_ptr<nn::Optimizer> make_optimizer(const OptimizerConfig& config);
+std::unique_ptr<nn::Loss> make_loss(const TrainingConfig& config);
+
+}  // namespace strata
