@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -67,7 +68,8 @@ int to_int(const std::string& flag, const std::string& v) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string project_path, events = "text", run_dir, strategy, devices;
+  std::string project_path, events = "text", run_dir, strategy;
+  std::optional<std::string> devices;  // given but empty = zero replicas, an error
   int epochs = 0, threads = -1, batch = 0, max_steps = -1;
   bool no_run_dir = false;
   try {
@@ -124,9 +126,9 @@ int main(int argc, char** argv) {
     RunConfig config = load_project(project_path);
     if (epochs > 0) config.training.epochs = epochs;
     if (!strategy.empty()) config.strategy.name = strategy;
-    if (!devices.empty()) {
+    if (devices) {
       config.strategy.devices.clear();
-      for (auto& d : Device::parse_list(devices)) config.strategy.devices.push_back(d.str());
+      for (auto& d : Device::parse_list(*devices)) config.strategy.devices.push_back(d.str());
     }
     if (threads >= 0) config.training.threads = threads;
     if (batch > 0) config.training.batch_size = batch;

@@ -30,6 +30,8 @@ Device Device::parse(const std::string& text) {
 }
 
 std::vector<Device> Device::parse_list(const std::string& text) {
+  if (text.find_first_not_of(" ,") == std::string::npos)
+    throw bad_input("device list '" + text + "' is empty: zero replicas (give e.g. cpu:0,cpu:1)");
   std::vector<Device> out;
   size_t start = 0;
   while (start <= text.size()) {

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/Error.h"
+#include "data/BatchPipeline.h"
 
 namespace strata {
 
@@ -131,6 +132,28 @@ std::pair<Dataset, Dataset> Dataset::split(double fraction) const {
   if (!(fraction >= 0.0 && fraction < 1.0)) throw bad_input("validation_split must be in [0, 1)");
   const int64_t keep = size() - static_cast<int64_t>(std::floor(static_cast<double>(size()) * fraction));
   return {subset(0, keep), subset(keep, size())};
+}
+
+Dataset Dataset::shuffle(int64_t buffer_size, uint64_t seed) const& { return Dataset(*this).shuffle(buffer_size, seed); }
+
+Dataset Dataset::shuffle(int64_t buffer_size, uint64_t seed) && {
+  if (buffer_size <= 0) throw bad_input("shuffle: buffer size must be positive");
+  shuffle_ = true;
+  shuffle_seed_ = seed;
+  return std::move(*this);
+}
+
+std::shared_ptr<BatchPipeline> Dataset::batch(int64_t batch_size, bool drop_remainder) const& {
+  return Dataset(*this).batch(batch_size, drop_remainder);
+}
+
+std::shared_ptr<BatchPipeline> Dataset::batch(int64_t batch_size, bool drop_remainder) && {
+  PipelineOptions o;
+  o.batch_size = batch_size;
+  o.shuffle = shuffle_;
+  o.seed = shuffle_seed_;
+  o.drop_remainder = drop_remainder;
+  return std::make_shared<BatchPipeline>(std::make_shared<const Dataset>(std::move(*this)), o);
 }
 
 std::vector<int64_t> Dataset::class_counts() const {

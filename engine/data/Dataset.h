@@ -9,6 +9,8 @@
 
 namespace strata {
 
+class BatchPipeline;
+
 // An in-memory labelled dataset. Images stay uint8 (a quarter of the memory)
 // and become floats only per batch; numeric tables are held as floats.
 // Normalisation is applied when a batch is gathered: x' = (x * scale - mean) / std.
@@ -43,6 +45,14 @@ public:
   Dataset subset(int64_t begin, int64_t end) const;
   std::vector<int64_t> class_counts() const;
 
+  // tf.data style chaining: Dataset::from_tensors(x, y).shuffle(n, seed).batch(64).
+  // shuffle() records a seeded full reshuffle every epoch (the buffer size is
+  // accepted for familiarity; the shuffle is always uniform over the dataset).
+  Dataset shuffle(int64_t buffer_size, uint64_t seed) const&;
+  Dataset shuffle(int64_t buffer_size, uint64_t seed) &&;
+  std::shared_ptr<BatchPipeline> batch(int64_t batch_size, bool drop_remainder = false) const&;
+  std::shared_ptr<BatchPipeline> batch(int64_t batch_size, bool drop_remainder = false) &&;
+
 private:
   Shape example_shape_;
   std::vector<uint8_t> pixels_;
@@ -51,6 +61,8 @@ private:
   std::vector<float> mean_, inv_std_;  // per feature, empty = none
   float scale_ = 1.0f;
   int num_classes_ = 0;
+  bool shuffle_ = false;
+  uint64_t shuffle_seed_ = 0;
 };
 
 // Train and optional test split of one source.

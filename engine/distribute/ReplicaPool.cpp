@@ -32,6 +32,7 @@ void ReplicaPool::loop(int replica) {
   enable_flush_denormals();
   ScopedCpuBackend backend(backends_[static_cast<size_t>(replica)].get());
   CurrentReplicaScope current(replica);
+  ReplicaSync::Scope sync(contexts_[static_cast<size_t>(replica)].get());
   uint64_t seen = 0;
   for (;;) {
     const std::function<void(ReplicaContext&)>* job;

@@ -46,17 +46,22 @@ public:
   int threads_per_replica() const { return threads_per_replica_; }
   StrategyScope scope() const { return StrategyScope(variable_components_); }
 
-  // Runs fn(ctx, inputs[r]) on every replica r in parallel.
+  // Runs fn(ctx, inputs[r]) - or fn(inputs[r]) - on every replica r in parallel.
   template <typename F>
   auto run(F&& fn, const PerReplica<Batch>& inputs) {
-    using R = std::invoke_result_t<F, ReplicaContext&, const Batch&>;
+    constexpr bool with_ctx = std::is_invocable_v<F, ReplicaContext&, const Batch&>;
+    auto call = [&fn](ReplicaContext& ctx, const Batch& b) {
+      if constexpr (with_ctx) return fn(ctx, b);
+      else return fn(b);
+    };
+    using R = std::invoke_result_t<decltype(call), ReplicaContext&, const Batch&>;
     if (inputs.num_replicas() != num_replicas_in_sync())
       throw runtime_error("strategy.run: " + std::to_string(inputs.num_replicas()) + " inputs for " +
                           std::to_string(num_replicas_in_sync()) + " replicas");
     std::vector<std::optional<R>> out(static_cast<size_t>(num_replicas_in_sync()));
     run_replicas([&](ReplicaContext& ctx) {
       const int r = ctx.replica_id_in_sync_group();
-      out[static_cast<size_t>(r)] = fn(ctx, inputs[r]);
+      out[static_cast<size_t>(r)] = call(ctx, inputs[r]);
     });
     std::vector<R> values;
     for (auto& v : out) values.push_back(std::move(*v));

@@ -49,6 +49,10 @@ void Optimizer::apply_local(const std::vector<Tensor>& grads, const std::vector<
 }
 
 void Optimizer::apply_gradients(const std::vector<Tensor>& grads, const std::vector<Variable*>& vars) {
+  if (ReplicaSync* ctx = ReplicaSync::current()) {
+    apply_gradients(*ctx, grads, vars);
+    return;
+  }
   apply_local(grads, vars, current_replica());
 }
 

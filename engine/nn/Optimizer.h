@@ -21,7 +21,8 @@ public:
   virtual std::string type() const = 0;
   virtual Json config() const = 0;
 
-  // Outside a strategy (or on one device): apply as given.
+  // Inside strategy.run this uses the calling replica's context (as Keras
+  // does); outside any strategy it applies the gradients as given.
   void apply_gradients(const std::vector<Tensor>& grads, const std::vector<Variable*>& vars);
   // Inside strategy.run: all-reduce (sum) the gradients across replicas first,
   // once per step, then update this replica's copy.

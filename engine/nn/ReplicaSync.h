@@ -20,6 +20,20 @@ public:
   // (CentralStorage): one replica applies the update between two barriers.
   virtual bool variables_shared() const = 0;
   virtual void barrier() = 0;
+
+  // The replica context of the calling thread inside strategy.run (as TF's
+  // implicit tf.distribute.get_replica_context()), or nullptr outside it.
+  static ReplicaSync* current();
+  class Scope {
+  public:
+    explicit Scope(ReplicaSync* sync);
+    ~Scope();
+    Scope(const Scope&) = delete;
+    Scope& operator=(const Scope&) = delete;
+
+  private:
+    ReplicaSync* previous_;
+  };
 };
 
 }  // namespace strata

@@ -38,7 +38,7 @@ std::vector<LayerSummary> Sequential::summary(const Shape& input_shape) const {
 }
 
 void Sequential::build(const Shape& input_shape) {
-  std::lock_guard lock(build_mutex_);
+  std::lock_guard lock(*build_mutex_);
   if (built_) {
     if (input_shape != input_shape_)
       throw bad_input("model was built for input " + input_shape_.str() + ", called with " + input_shape.str());

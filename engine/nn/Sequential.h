@@ -1,5 +1,6 @@
 #pragma once
 #include <initializer_list>
+#include <memory>
 #include <mutex>
 #include <vector>
 
@@ -46,7 +47,8 @@ public:
 
 private:
   std::vector<LayerPtr> layers_;
-  std::mutex build_mutex_;
+  // Behind a pointer so a Sequential can be moved (before it is used).
+  std::unique_ptr<std::mutex> build_mutex_ = std::make_unique<std::mutex>();
   Shape input_shape_;
   bool built_ = false;
 };

@@ -1,10 +1,12 @@
 #include "nn/Variable.h"
 
 #include "core/Error.h"
+#include "nn/ReplicaSync.h"
 
 namespace strata {
 
 namespace {
+thread_local ReplicaSync* t_sync = nullptr;
 thread_local int t_components = 1;
 thread_local int t_replica = 0;
 }  // namespace
@@ -33,6 +35,10 @@ void Variable::assign(const Tensor& value) {
 int variable_components() { return t_components; }
 VariableComponentsScope::VariableComponentsScope(int components) : previous_(t_components) { t_components = components; }
 VariableComponentsScope::~VariableComponentsScope() { t_components = previous_; }
+
+ReplicaSync* ReplicaSync::current() { return t_sync; }
+ReplicaSync::Scope::Scope(ReplicaSync* sync) : previous_(t_sync) { t_sync = sync; }
+ReplicaSync::Scope::~Scope() { t_sync = previous_; }
 
 int current_replica() { return t_replica; }
 CurrentReplicaScope::CurrentReplicaScope(int replica) : previous_(t_replica) { t_replica = replica; }

@@ -1,0 +1,287 @@
+// Strategies against OneDevice on the same global batches, replica
+// consistency, collectives, data distribution and bad configurations.
+#include <QtTest>
+
+#include <atomic>
+#include <cstring>
+#include <set>
+
+#include "StrategyTestUtil.h"
+#include "core/Error.h"
+
+using namespace strata;
+using namespace strata::test;
+
+class TestStrategies : public QObject {
+  Q_OBJECT
+
+private:
+  Dataset data_ = make_synthetic(250, 5, 3, 5);  // 250 = 8 batches of 30 + a partial 10
+
+  void compare(const QString& opt, int64_t batch, const std::function<std::unique_ptr<Strategy>()>& make) {
+    OneDeviceStrategy one;
+    Setup ref = make_setup(one, opt.toStdString());
+    auto expected = train(one, ref, data_, batch, 24, false, nullptr);
+
+    auto strategy = make();
+    Setup s = make_setup(*strategy, opt.toStdString());
+    bool identical = false;
+    auto got = train(*strategy, s, data_, batch, 24, true, &identical);
+    QVERIFY2(identical, "replica weights diverged");
+    const double diff = max_relative_difference(expected, got);
+    QVERIFY2(diff <= 1e-5, qPrintable(QString("max relative difference %1").arg(diff)));
+    qDebug("%s, %d replicas: relative difference %.3g", strategy->name().c_str(), strategy->num_replicas_in_sync(), diff);
+  }
+
+private slots:
+  void mirrored_matches_one_device_data() {
+    QTest::addColumn<int>("replicas");
+    QTest::addColumn<QString>("optimizer");
+    QTest::addColumn<int>("batch");
+    for (int r : {1, 2, 3, 4})
+      for (const char* o : {"sgd", "adam"})
+        for (int b : {30, 32})  // 30 over 4 replicas is uneven; 250 % 30 leaves a partial last batch
+          QTest::newRow(qPrintable(QString("%1 replicas %2 batch %3").arg(r).arg(o).arg(b))) << r << QString(o) << b;
+  }
+  void mirrored_matches_one_device() {
+    QFETCH(int, replicas);
+    QFETCH(QString, optimizer);
+    QFETCH(int, batch);
+    compare(optimizer, batch, [&] { return std::make_unique<MirroredStrategy>(cpus(replicas)); });
+  }
+
+  void mirrored_reduce_to_one_device_matches() {
+    StrategyOptions o;
+    o.cross_device_ops = "reduce_to_one_device";
+    compare("adam", 30, [&] { return std::make_unique<MirroredStrategy>(cpus(3), o); });
+  }
+
+  void tiny_fusion_buffers_match() {
+    StrategyOptions o;
+    o.fusion_bytes = 64;  // forces many buckets and the in-place path
+    compare("adam", 30, [&] { return std::make_unique<MirroredStrategy>(cpus(2), o); });
+  }
+
+  void central_storage_matches_one_device() {
+    compare("sgd", 30, [&] { return std::make_unique<CentralStorageStrategy>(cpus(3)); });
+    compare("adam", 32, [&] { return std::make_unique<CentralStorageStrategy>(cpus(2)); });
+  }
+
+  void variables_are_mirrored_in_scope() {
+    MirroredStrategy m(cpus(3));
+    Setup s = make_setup(m, "sgd");
+    for (auto* v : s.model->trainable_variables()) {
+      QCOMPARE(v->num_components(), 3);
+      for (int r = 1; r < 3; ++r)
+        QVERIFY(std::memcmp(v->component(0).data(), v->component(r).data(), static_cast<size_t>(v->component(0).numel()) * 4) == 0);
+    }
+    CentralStorageStrategy c(cpus(2));
+    Setup cs = make_setup(c, "sgd");
+    for (auto* v : cs.model->trainable_variables()) QCOMPARE(v->num_components(), 1);
+  }
+
+  void reduce_is_exact_on_integers() {
+    MirroredStrategy m(cpus(4));
+    std::vector<Tensor> values;
+    for (int r = 0; r < 4; ++r) values.push_back(Tensor::from(Shape{2, 3}, std::vector<float>{1.f * r, 2, 3, 4, 5, 6.f + r}));
+    PerReplica<Tensor> pr(values);
+    Tensor sum = m.reduce(ReduceOp::Sum, pr);
+    QCOMPARE(sum.data()[0], 6.0f);
+    QCOMPARE(sum.data()[5], 30.0f);
+    Tensor mean = m.reduce(ReduceOp::Mean, pr);
+    QCOMPARE(mean.data()[0], 1.5f);
+    Tensor along = m.reduce(ReduceOp::Sum, pr, 0);  // also over axis 0
+    QCOMPARE(along.shape(), (Shape{3}));
+    QCOMPARE(along.data()[0], 6.0f + 4 * 4);
+    Tensor along_mean = m.reduce(ReduceOp::Mean, pr, 0);
+    QCOMPARE(along_mean.data()[1], (4 * 2 + 4 * 5) / 8.0f);
+    QCOMPARE(m.experimental_local_results(pr).size(), size_t{4});
+  }
+
+  void all_reduce_is_exact_on_integers_data() {
+    QTest::addColumn<QString>("ops");
+    QTest::newRow("in_process") << "in_process";
+    QTest::newRow("reduce_to_one_device") << "reduce_to_one_device";
+  }
+  void all_reduce_is_exact_on_integers() {
+    QFETCH(QString, ops);
+    StrategyOptions o;
+    o.cross_device_ops = ops.toStdString();
+    o.fusion_bytes = 256;
+    MirroredStrategy m(cpus(3), o);
+    std::atomic<int> bad{0};
+    m.run_replicas([&](ReplicaContext& ctx) {
+      const int r = ctx.replica_id_in_sync_group();
+      // Several sizes: smaller than, equal to and larger than a bucket.
+      std::vector<Tensor> ts;
+      for (int64_t n : {1, 7, 64, 1000, 3}) {
+        Tensor t = Tensor::empty(Shape{n});
+        for (int64_t i = 0; i < n; ++i) t.data()[i] = static_cast<float>(i * (r + 1));
+        ts.push_back(t);
+      }
+      ctx.all_reduce(ReduceOp::Sum, ts);
+      for (auto& t : ts)
+        for (int64_t i = 0; i < t.numel(); ++i)
+          if (t.data()[i] != static_cast<float>(i * 6)) ++bad;
+      Tensor mean = ctx.all_reduce(ReduceOp::Mean, Tensor::full(Shape{5}, static_cast<float>(3 * r)));
+      for (auto v : mean.span())
+        if (v != 3.0f) ++bad;
+    });
+    QCOMPARE(bad.load(), 0);
+  }
+
+  void split_covers_every_example_once() {
+    Batch b = data_.range(0, 10);
+    for (int replicas : {1, 3, 4, 10, 11}) {
+      auto parts = split_batch(b, replicas);
+      int64_t total = 0, smallest = 1 << 30, largest = 0;
+      for (auto& p : parts) {
+        total += p.size();
+        smallest = std::min(smallest, p.size());
+        largest = std::max(largest, p.size());
+        QCOMPARE(p.global_batch_size, int64_t{10});
+      }
+      QCOMPARE(total, int64_t{10});
+      QVERIFY(largest - smallest <= 1);
+      // Contiguous slices in order: replica r's first label is the next one.
+      int64_t at = 0;
+      for (auto& p : parts)
+        for (int64_t i = 0; i < p.size(); ++i) QCOMPARE(p.labels.ints()[i], b.labels.ints()[at++]);
+    }
+  }
+
+  void distributed_epoch_has_no_duplicates_or_losses() {
+    // Tag each example with its index as its single feature.
+    std::vector<float> x(103);
+    std::vector<int32_t> y(103, 0);
+    for (int i = 0; i < 103; ++i) x[static_cast<size_t>(i)] = static_cast<float>(i);
+    y[0] = 1;
+    auto ds = std::make_shared<const Dataset>(Dataset::from_float(Shape{1}, x, y, 2));
+    MirroredStrategy m(cpus(3));
+    PipelineOptions po;
+    po.batch_size = 20;
+    auto dist = m.distribute(std::make_shared<BatchPipeline>(ds, po));
+    std::multiset<int> seen;
+    std::vector<std::set<int>> per_replica(3);
+    int steps = 0;
+    for (const auto& inputs : dist) {
+      ++steps;
+      for (int r = 0; r < 3; ++r)
+        for (int64_t i = 0; i < inputs[r].size(); ++i) {
+          const int id = static_cast<int>(inputs[r].features.data()[i]);
+          seen.insert(id);
+          per_replica[static_cast<size_t>(r)].insert(id);
+        }
+    }
+    QCOMPARE(steps, 6);
+    QCOMPARE(static_cast<int>(seen.size()), 103);
+    QCOMPARE(static_cast<int>(std::set<int>(seen.begin(), seen.end()).size()), 103);
+    for (auto& a : per_replica)
+      for (auto& b : per_replica)
+        if (&a != &b)
+          for (int id : a) QVERIFY(!b.count(id));  // replicas see different data
+
+    // drop_remainder drops the partial batch on every replica alike.
+    po.drop_remainder = true;
+    auto dropped = m.distribute(std::make_shared<BatchPipeline>(ds, po));
+    QCOMPARE(dropped.steps_per_epoch(), int64_t{5});
+  }
+
+  void tiny_last_batch_does_not_hang() {
+    // 9 examples, batch 8, 4 replicas: the last step has 1 example, so three
+    // replicas have none; they must still join the all-reduce.
+    auto tiny = make_synthetic(9, 5, 3, 1);
+    MirroredStrategy m(cpus(4));
+    Setup s = make_setup(m, "adam");
+    OneDeviceStrategy one;
+    Setup r = make_setup(one, "adam");
+    bool identical = false;
+    auto got = train(m, s, tiny, 8, 6, true, &identical);
+    auto expected = train(one, r, tiny, 8, 6, false, nullptr);
+    QVERIFY(identical);
+    QVERIFY(max_relative_difference(expected, got) <= 1e-5);
+  }
+
+  void distribute_from_function_gives_input_context() {
+    MirroredStrategy m(cpus(2));
+    std::vector<InputContext> contexts;
+    auto dist = m.distribute_datasets_from_function([&](const InputContext& ctx) {
+      contexts.push_back(ctx);
+      const int64_t per = ctx.get_per_replica_batch_size(16);
+      auto shard = std::make_shared<const Dataset>(data_.subset(ctx.input_pipeline_id * 100, (ctx.input_pipeline_id + 1) * 100));
+      PipelineOptions po;
+      po.batch_size = per;
+      return std::make_shared<BatchPipeline>(shard, po);
+    });
+    QCOMPARE(contexts.size(), size_t{2});
+    QCOMPARE(contexts[1].input_pipeline_id, 1);
+    QCOMPARE(contexts[0].num_replicas_in_sync, 2);
+    dist.begin_epoch(0);
+    auto first = dist.next();
+    QVERIFY(first.has_value());
+    QCOMPARE((*first)[0].size(), int64_t{8});
+    QCOMPARE((*first)[1].global_batch_size, int64_t{16});
+    QCOMPARE(dist.steps_per_epoch(), int64_t{13});
+    QVERIFY_EXCEPTION_THROWN(contexts[0].get_per_replica_batch_size(15), Error);
+  }
+
+  void failing_replica_does_not_hang_others() {
+    MirroredStrategy m(cpus(3));
+    bool threw = false;
+    try {
+      m.run_replicas([&](ReplicaContext& ctx) {
+        if (ctx.replica_id_in_sync_group() == 1) throw bad_input("replica 1 failed");
+        std::vector<Tensor> t{Tensor::zeros(Shape{10})};
+        ctx.all_reduce(ReduceOp::Sum, t);  // would wait forever for replica 1
+      });
+    } catch (const Error& e) {
+      threw = true;
+      QCOMPARE(QString(e.what()), QString("replica 1 failed"));
+    }
+    QVERIFY(threw);
+    // The strategy is usable again afterwards.
+    std::atomic<int> ok{0};
+    m.run_replicas([&](ReplicaContext& ctx) {
+      Tensor t = ctx.all_reduce(ReduceOp::Sum, Tensor::full(Shape{4}, 1.0f));
+      if (t.data()[3] == 3.0f) ++ok;
+    });
+    QCOMPARE(ok.load(), 3);
+  }
+
+  void bad_configurations_are_clear_errors() {
+    auto expect = [](const std::function<void()>& fn, const QString& needle) {
+      try {
+        fn();
+        QFAIL(qPrintable("no error; expected one mentioning " + needle));
+      } catch (const Error& e) {
+        QCOMPARE(e.kind(), ErrorKind::BadInput);
+        QVERIFY2(QString(e.what()).contains(needle), e.what());
+      }
+    };
+    expect([] { Device::parse_list(""); }, "zero replicas");
+    expect([] { MirroredStrategy m(std::vector<Device>{Device{DeviceKind::Cpu, 999}}); }, "cpu:999 does not exist");
+    expect([] { MirroredStrategy m({"cpu:0", "cpu:0"}); }, "listed twice");
+    expect([] { MirroredStrategy m({"tpu:0"}); }, "unknown kind");
+    expect([] { make_strategy("hyperdrive", {}); }, "does not exist");
+    expect([] { make_strategy("mirrored", StrategyOptions{{}, 0, "carrier_pigeon", 1024}); }, "carrier_pigeon");
+    expect([&] {
+      MirroredStrategy m(cpus(4));
+      PipelineOptions po;
+      po.batch_size = 3;
+      m.distribute(std::make_shared<BatchPipeline>(std::make_shared<const Dataset>(data_), po));
+    }, "smaller than the 4 replicas");
+    expect([] { OneDeviceStrategy o(Device{DeviceKind::Gpu, 0}); }, "gpu:0");
+  }
+
+  void cores_are_divided_among_replicas() {
+    StrategyOptions o;
+    o.threads = 8;
+    MirroredStrategy m(cpus(4), o);
+    QCOMPARE(m.threads_per_replica(), 2);
+    MirroredStrategy few(cpus(4), StrategyOptions{{}, 2, "auto", 1024});
+    QCOMPARE(few.threads_per_replica(), 1);
+  }
+};
+
+QTEST_GUILESS_MAIN(TestStrategies)
+#include "test_strategies.moc"

@@ -1,0 +1,407 @@
+#include "ChartView.h"
+
+#include <QFile>
+#include <QFileDialog>
+#include <QMenu>
+#include <QTextStream>
+#include <QVBoxLayout>
+#include <algorithm>
+#include <cmath>
+#include <qcustomplot.h>
+
+namespace strata::ui {
+
+struct ChartView::Series {
+  QString name;
+  Style style;
+  std::vector<double> x[3];  // indexed by XAxisMode
+  std::vector<double> y;
+  std::vector<double> smoothed;  // as far as plotted, when smoothing is on
+  QCPGraph* raw = nullptr;
+  QCPGraph* smooth = nullptr;
+  EmaSmoother ema;
+  size_t plotted = 0;
+  bool visible = true;
+};
+
+struct ChartView::Marker {
+  XPoint x;
+  QCPItemStraightLine* line = nullptr;
+  QCPItemText* label = nullptr;
+};
+
+namespace {
+const char* kXLabels[] = {"step", "epoch", "wall time (s)"};
+}
+
+ChartView::ChartView(const QString& title, const QString& y_label, QWidget* parent)
+    : QWidget(parent), title_(title), plot_(new QCustomPlot(this)) {
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(0, 0, 0, 0);
+  layout->addWidget(plot_);
+  setMinimumSize(240, 160);
+
+  plot_->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
+  plot_->plotLayout()->insertRow(0);
+  QFont title_font = font();
+  title_font.setBold(true);
+  plot_->plotLayout()->addElement(0, 0, new QCPTextElement(plot_, title, title_font));
+  plot_->xAxis->setLabel(kXLabels[0]);
+  plot_->yAxis->setLabel(y_label);
+  plot_->legend->setVisible(true);
+  QFont legend_font = font();
+  legend_font.setPointSizeF(legend_font.pointSizeF() * 0.85);
+  plot_->legend->setFont(legend_font);
+  plot_->legend->setBrush(QColor(255, 255, 255, 200));
+  // The reduced loss lives on its own layer so overlays added later never
+  // cover it; the crosshair lives on the buffered "overlay" layer so moving
+  // it repaints only that layer, not a million points.
+  plot_->addLayer("top", plot_->layer("main"), QCustomPlot::limAbove);
+
+  cross_line_ = new QCPItemStraightLine(plot_);
+  cross_line_->setLayer("overlay");
+  cross_line_->setPen(QPen(QColor(90, 90, 90), 1, Qt::DashLine));
+  for (auto* p : {cross_line_->point1, cross_line_->point2}) {
+    p->setTypeX(QCPItemPosition::ptPlotCoords);
+    p->setTypeY(QCPItemPosition::ptAxisRectRatio);
+  }
+  cross_line_->setVisible(false);
+  cross_text_ = new QCPItemText(plot_);
+  cross_text_->setLayer("overlay");
+  cross_text_->position->setType(QCPItemPosition::ptAxisRectRatio);
+  cross_text_->position->setCoords(0.01, 0.02);
+  cross_text_->setPositionAlignment(Qt::AlignLeft | Qt::AlignTop);
+  cross_text_->setTextAlignment(Qt::AlignLeft);
+  cross_text_->setBrush(QColor(255, 255, 240, 220));
+  cross_text_->setPen(QPen(QColor(160, 160, 160)));
+  cross_text_->setPadding(QMargins(4, 2, 4, 2));
+  cross_text_->setVisible(false);
+
+  connect(plot_, &QCustomPlot::mouseMove, this, &ChartView::onMouseMove);
+  connect(plot_, &QCustomPlot::mouseWheel, this, [this] { user_view_ = true; });
+  connect(plot_, &QCustomPlot::mouseDoubleClick, this, [this] { resetView(); });
+  connect(plot_, &QCustomPlot::legendClick, this, &ChartView::onLegendClick);
+  plot_->setContextMenuPolicy(Qt::CustomContextMenu);
+  connect(plot_, &QWidget::customContextMenuRequested, this, &ChartView::showContextMenu);
+}
+
+ChartView::~ChartView() = default;
+
+int ChartView::addSeries(const QString& name, const Style& style) {
+  auto s = std::make_unique<Series>();
+  s->name = name;
+  s->style = style;
+  s->raw = plot_->addGraph();
+  s->smooth = plot_->addGraph();
+  s->raw->setName(name);
+  s->smooth->setName(name);
+  if (style.on_top) {
+    s->raw->setLayer("top");
+    s->smooth->setLayer("top");
+  }
+  s->ema = EmaSmoother(smoothing_);
+  series_.push_back(std::move(s));
+  applyPens(*series_.back());
+  return static_cast<int>(series_.size()) - 1;
+}
+
+void ChartView::removeSeries(const QString& prefix) {
+  for (auto it = series_.begin(); it != series_.end();) {
+    if ((*it)->name.startsWith(prefix)) {
+      plot_->removeGraph((*it)->raw);
+      plot_->removeGraph((*it)->smooth);
+      it = series_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  flush();
+}
+
+void ChartView::clear() {
+  for (auto& s : series_) {
+    plot_->removeGraph(s->raw);
+    plot_->removeGraph(s->smooth);
+  }
+  series_.clear();
+  for (auto& m : markers_) {
+    plot_->removeItem(m->line);
+    plot_->removeItem(m->label);
+  }
+  markers_.clear();
+  user_view_ = false;
+  plot_->replot(QCustomPlot::rpQueuedReplot);
+}
+
+void ChartView::append(int series, const XPoint& x, double y) {
+  Series& s = *series_.at(static_cast<size_t>(series));
+  s.x[0].push_back(x.step);
+  s.x[1].push_back(x.epoch);
+  s.x[2].push_back(x.time);
+  s.y.push_back(y);
+}
+
+void ChartView::appendMany(int series, std::span<const double> step, std::span<const double> epoch,
+                           std::span<const double> time, std::span<const double> y) {
+  Series& s = *series_.at(static_cast<size_t>(series));
+  s.x[0].insert(s.x[0].end(), step.begin(), step.end());
+  s.x[1].insert(s.x[1].end(), epoch.begin(), epoch.end());
+  s.x[2].insert(s.x[2].end(), time.begin(), time.end());
+  s.y.insert(s.y.end(), y.begin(), y.end());
+}
+
+void ChartView::flush() {
+  const bool smoothing = smoothing_ > 0.0;
+  for (auto& sp : series_) {
+    Series& s = *sp;
+    const size_t n = s.y.size();
+    if (s.plotted >= n) continue;
+    const auto& xs = s.x[static_cast<int>(mode_)];
+    QVector<double> keys(static_cast<qsizetype>(n - s.plotted)), values(keys.size()), smooth;
+    const bool smooth_this = smoothing && s.style.smoothable;
+    if (smooth_this) smooth.resize(keys.size());
+    for (size_t i = s.plotted; i < n; ++i) {
+      const auto k = static_cast<qsizetype>(i - s.plotted);
+      keys[k] = xs[i];
+      // An infinite value would blow the axis range up; it becomes a gap and
+      // the divergence marker says what happened.
+      values[k] = std::isfinite(s.y[i]) ? s.y[i] : qQNaN();
+      if (smooth_this) {
+        const double v = s.ema.push(s.y[i]);
+        s.smoothed.push_back(v);
+        smooth[k] = std::isfinite(v) ? v : qQNaN();
+      }
+    }
+    s.raw->addData(keys, values, true);
+    if (smooth_this) s.smooth->addData(keys, smooth, true);
+    s.plotted = n;
+  }
+  if (!user_view_) {
+    plot_->rescaleAxes(true);
+    if (!log_) {
+      const QCPRange r = plot_->yAxis->range();
+      const double pad = std::max(r.size() * 0.05, 1e-9);
+      plot_->yAxis->setRange(r.lower - pad, r.upper + pad);
+    }
+  }
+  plot_->replot(QCustomPlot::rpQueuedReplot);
+}
+
+void ChartView::rebuild() {
+  for (auto& s : series_) {
+    s->raw->data()->clear();
+    s->smooth->data()->clear();
+    s->smoothed.clear();
+    s->ema = EmaSmoother(smoothing_);
+    s->plotted = 0;
+    applyPens(*s);
+  }
+  for (auto& m : markers_) placeMarker(*m);
+  flush();
+}
+
+void ChartView::applyPens(Series& s) {
+  const bool smoothing = smoothing_ > 0.0 && s.style.smoothable;
+  QPen pen(s.style.color, s.style.width, s.style.pen);
+  if (smoothing) {
+    QColor faint = s.style.color;
+    faint.setAlpha(55);
+    s.raw->setPen(QPen(faint, std::max(1.0, s.style.width * 0.7), s.style.pen));
+    s.smooth->setPen(pen);
+  } else {
+    s.raw->setPen(pen);
+  }
+  if (s.style.points)
+    s.raw->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, s.style.color, Qt::white, 6));
+  s.raw->setVisible(s.visible);
+  s.smooth->setVisible(s.visible && smoothing);
+  // The legend shows whichever line carries the series' meaning: the
+  // smoothed one when smoothing is on. Rebuilt whole so the order stays
+  // the order series were added.
+  plot_->legend->clearItems();
+  for (auto& other : series_) {
+    QCPGraph* shown = smoothing_ > 0.0 && other->style.smoothable ? other->smooth : other->raw;
+    shown->addToLegend();
+    if (auto* item = plot_->legend->itemWithPlottable(shown))
+      item->setTextColor(other->visible ? Qt::black : QColor(170, 170, 170));
+  }
+}
+
+void ChartView::setXMode(XAxisMode mode) {
+  if (mode == mode_) return;
+  mode_ = mode;
+  plot_->xAxis->setLabel(kXLabels[static_cast<int>(mode)]);
+  user_view_ = false;
+  rebuild();
+}
+
+void ChartView::setSmoothing(double weight) {
+  weight = std::clamp(weight, 0.0, 0.999);
+  if (weight == smoothing_) return;
+  smoothing_ = weight;
+  rebuild();
+}
+
+void ChartView::setLogScale(bool on) {
+  if (on == log_) return;
+  log_ = on;
+  if (on) {
+    plot_->yAxis->setScaleType(QCPAxis::stLogarithmic);
+    plot_->yAxis->setTicker(QSharedPointer<QCPAxisTickerLog>::create());
+  } else {
+    plot_->yAxis->setScaleType(QCPAxis::stLinear);
+    plot_->yAxis->setTicker(QSharedPointer<QCPAxisTicker>::create());
+  }
+  user_view_ = false;
+  flush();
+}
+
+void ChartView::resetView() {
+  user_view_ = false;
+  flush();
+}
+
+double ChartView::xOf(const XPoint& p) const {
+  return mode_ == XAxisMode::Step ? p.step : mode_ == XAxisMode::Epoch ? p.epoch : p.time;
+}
+
+void ChartView::placeMarker(Marker& m) {
+  const double x = xOf(m.x);
+  m.line->point1->setCoords(x, 0);
+  m.line->point2->setCoords(x, 1);
+  m.label->position->setCoords(x, 0.12);
+}
+
+void ChartView::addMarker(const XPoint& x, const QString& text, const QColor& color) {
+  auto m = std::make_unique<Marker>();
+  m->x = x;
+  m->line = new QCPItemStraightLine(plot_);
+  m->line->setLayer("top");
+  m->line->setPen(QPen(color, 2));
+  for (auto* p : {m->line->point1, m->line->point2}) {
+    p->setTypeX(QCPItemPosition::ptPlotCoords);
+    p->setTypeY(QCPItemPosition::ptAxisRectRatio);
+  }
+  m->label = new QCPItemText(plot_);
+  m->label->setLayer("top");
+  m->label->position->setTypeX(QCPItemPosition::ptPlotCoords);
+  m->label->position->setTypeY(QCPItemPosition::ptAxisRectRatio);
+  m->label->setPositionAlignment(Qt::AlignRight | Qt::AlignTop);
+  m->label->setText(text);
+  m->label->setColor(color);
+  m->label->setBrush(QColor(255, 255, 255, 220));
+  m->label->setPen(QPen(color));
+  m->label->setPadding(QMargins(4, 2, 4, 2));
+  placeMarker(*m);
+  markers_.push_back(std::move(m));
+  plot_->replot(QCustomPlot::rpQueuedReplot);
+}
+
+int ChartView::seriesIndex(const QString& name) const {
+  for (size_t i = 0; i < series_.size(); ++i)
+    if (series_[i]->name == name) return static_cast<int>(i);
+  return -1;
+}
+
+QString ChartView::seriesName(int series) const { return series_.at(static_cast<size_t>(series))->name; }
+
+int ChartView::pointCount(int series) const {
+  return series_.at(static_cast<size_t>(series))->raw->data()->size();
+}
+
+void ChartView::setSeriesVisible(int series, bool visible) {
+  Series& s = *series_.at(static_cast<size_t>(series));
+  s.visible = visible;
+  applyPens(s);
+  plot_->replot(QCustomPlot::rpQueuedReplot);
+}
+
+bool ChartView::seriesVisible(int series) const { return series_.at(static_cast<size_t>(series))->visible; }
+
+QString ChartView::readoutAt(double x) const {
+  QStringList lines;
+  lines << QStringLiteral("%1 %2").arg(QString::fromLatin1(kXLabels[static_cast<int>(mode_)])).arg(x, 0, 'g', 6);
+  for (const auto& sp : series_) {
+    const Series& s = *sp;
+    if (!s.visible || s.plotted == 0) continue;
+    const auto& xs = s.x[static_cast<int>(mode_)];
+    const auto end = xs.begin() + static_cast<std::ptrdiff_t>(s.plotted);
+    auto it = std::lower_bound(xs.begin(), end, x);
+    if (it == end) --it;
+    if (it != xs.begin() && std::abs(*(it - 1) - x) < std::abs(*it - x)) --it;
+    const auto i = static_cast<size_t>(it - xs.begin());
+    QString value = QString::number(s.y[i], 'g', 5);
+    if (i < s.smoothed.size()) value = QString::number(s.smoothed[i], 'g', 5) + " (raw " + value + ")";
+    lines << s.name + ": " + value;
+  }
+  return lines.join('\n');
+}
+
+void ChartView::onMouseMove(QMouseEvent* event) {
+  if (event->buttons() & Qt::LeftButton) user_view_ = true;  // dragging pans
+  const double x = plot_->xAxis->pixelToCoord(event->pos().x());
+  const bool inside = plot_->axisRect()->rect().contains(event->pos());
+  cross_line_->setVisible(inside);
+  cross_text_->setVisible(inside);
+  if (inside) {
+    cross_line_->point1->setCoords(x, 0);
+    cross_line_->point2->setCoords(x, 1);
+    cross_text_->setText(readoutAt(x));
+  }
+  plot_->layer("overlay")->replot();
+}
+
+void ChartView::onLegendClick(QCPLegend*, QCPAbstractLegendItem* item, QMouseEvent*) {
+  auto* pli = qobject_cast<QCPPlottableLegendItem*>(item);
+  if (!pli) return;
+  for (size_t i = 0; i < series_.size(); ++i) {
+    if (series_[i]->raw == pli->plottable() || series_[i]->smooth == pli->plottable()) {
+      setSeriesVisible(static_cast<int>(i), !series_[i]->visible);
+      return;
+    }
+  }
+}
+
+bool ChartView::exportPng(const QString& path) { return plot_->savePng(path, 0, 0, 1.0); }
+bool ChartView::exportPdf(const QString& path) { return plot_->savePdf(path); }
+
+bool ChartView::exportCsv(const QString& path) const {
+  QFile file(path);
+  if (!file.open(QIODevice::WriteOnly | QIODevice::Truncate | QIODevice::Text)) return false;
+  QTextStream out(&file);
+  // Long format: series have different x points (per step vs per epoch).
+  out << "series,step,epoch,time,value,smoothed\n";
+  for (const auto& s : series_) {
+    QString name = s->name;
+    name.replace('"', "\"\"");
+    for (size_t i = 0; i < s->y.size(); ++i) {
+      out << '"' << name << "\"," << s->x[0][i] << ',' << s->x[1][i] << ',' << s->x[2][i] << ','
+          << QString::number(s->y[i], 'g', 10) << ',';
+      if (i < s->smoothed.size()) out << QString::number(s->smoothed[i], 'g', 10);
+      out << '\n';
+    }
+  }
+  return out.status() == QTextStream::Ok;
+}
+
+void ChartView::exportWithDialog(const QString& kind) {
+  const QString filter = kind == "png" ? tr("PNG image (*.png)") : kind == "pdf" ? tr("PDF (*.pdf)") : tr("CSV (*.csv)");
+  QString path = QFileDialog::getSaveFileName(this, tr("Export %1").arg(title_), title_ + "." + kind, filter);
+  if (path.isEmpty()) return;
+  if (kind == "png") exportPng(path);
+  else if (kind == "pdf") exportPdf(path);
+  else exportCsv(path);
+}
+
+void ChartView::showContextMenu(const QPoint& pos) {
+  QMenu menu(this);
+  menu.addAction(tr("Reset view"), this, &ChartView::resetView);
+  menu.addAction(log_ ? tr("Linear scale") : tr("Log scale"), this, [this] { setLogScale(!log_); });
+  menu.addSeparator();
+  menu.addAction(tr("Export PNG…"), this, [this] { exportWithDialog("png"); });
+  menu.addAction(tr("Export PDF…"), this, [this] { exportWithDialog("pdf"); });
+  menu.addAction(tr("Export CSV…"), this, [this] { exportWithDialog("csv"); });
+  menu.exec(plot_->mapToGlobal(pos));
+}
+
+}  // namespace strata::ui

@@ -1,0 +1,110 @@
+#pragma once
+#include <QColor>
+#include <QWidget>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "Smoothing.h"
+
+class QCustomPlot;
+class QCPGraph;
+class QCPItemStraightLine;
+class QCPItemText;
+class QCPAbstractLegendItem;
+class QCPLegend;
+class QMouseEvent;
+
+namespace strata::ui {
+
+enum class XAxisMode { Step = 0, Epoch = 1, Time = 2 };
+
+// Where a point sits on each of the three x axes; the chart keeps all three
+// so switching the axis never needs the events again.
+struct XPoint {
+  double step = 0, epoch = 0, time = 0;
+};
+
+// One QCustomPlot with everything the dashboard's charts share: series kept
+// as columns and appended in sorted batches, TensorBoard-style smoothing with
+// the raw line faint behind, log scale, mouse zoom/pan with reset, a
+// crosshair that reads out every series, legend clicks that hide series,
+// divergence markers and PNG/PDF/CSV export.
+class ChartView : public QWidget {
+  Q_OBJECT
+public:
+  struct Style {
+    QColor color = Qt::black;
+    double width = 1.5;
+    Qt::PenStyle pen = Qt::SolidLine;
+    bool points = false;      // draw a circle at every point (per-epoch series)
+    bool smoothable = true;   // smoothing applies (per-step series)
+    bool on_top = false;      // drawn above every other series (the reduced loss)
+  };
+
+  ChartView(const QString& title, const QString& y_label, QWidget* parent = nullptr);
+  ~ChartView() override;
+
+  int addSeries(const QString& name, const Style& style);
+  // Removes series whose name starts with `prefix` (run overlays).
+  void removeSeries(const QString& prefix);
+  void clear();
+  // Points must arrive in increasing x; they reach the plot at flush().
+  void append(int series, const XPoint& x, double y);
+  void appendMany(int series, std::span<const double> step, std::span<const double> epoch,
+                  std::span<const double> time, std::span<const double> y);
+  // Hands new points to the graphs, follows the data unless the user zoomed
+  // or panned, and asks for one queued replot.
+  void flush();
+
+  void setXMode(XAxisMode mode);
+  XAxisMode xMode() const { return mode_; }
+  void setSmoothing(double weight);
+  void setLogScale(bool on);
+  bool logScale() const { return log_; }
+  void resetView();
+  // A vertical line with a label, e.g. where the loss became NaN.
+  void addMarker(const XPoint& x, const QString& text, const QColor& color = Qt::red);
+  int markerCount() const { return static_cast<int>(markers_.size()); }
+
+  bool exportPng(const QString& path);
+  bool exportPdf(const QString& path);
+  bool exportCsv(const QString& path) const;
+
+  int seriesCount() const { return static_cast<int>(series_.size()); }
+  int seriesIndex(const QString& name) const;  // -1 if absent
+  QString seriesName(int series) const;
+  int pointCount(int series) const;  // points in the plotted graph
+  void setSeriesVisible(int series, bool visible);
+  bool seriesVisible(int series) const;
+  // The crosshair's text for an x coordinate: every visible series' value
+  // at the nearest point.
+  QString readoutAt(double x) const;
+  QCustomPlot* plot() const { return plot_; }
+  bool followingData() const { return !user_view_; }
+
+private:
+  struct Series;
+  struct Marker;
+  void applyPens(Series& s);
+  void rebuild();
+  void placeMarker(Marker& m);
+  void onMouseMove(QMouseEvent* event);
+  void onLegendClick(QCPLegend* legend, QCPAbstractLegendItem* item, QMouseEvent* event);
+  void showContextMenu(const QPoint& pos);
+  void exportWithDialog(const QString& kind);
+  double xOf(const XPoint& p) const;
+
+  QString title_;
+  QCustomPlot* plot_;
+  QCPItemStraightLine* cross_line_;
+  QCPItemText* cross_text_;
+  std::vector<std::unique_ptr<Series>> series_;
+  std::vector<std::unique_ptr<Marker>> markers_;
+  XAxisMode mode_ = XAxisMode::Step;
+  double smoothing_ = 0.0;
+  bool log_ = false;
+  bool user_view_ = false;  // the user zoomed or panned: stop following data
+};
+
+}  // namespace strata::ui

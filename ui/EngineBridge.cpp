@@ -1,0 +1,120 @@
+#include "EngineBridge.h"
+
+#include "core/Error.h"
+#include "project/RunDirectory.h"
+#include "train/Trainer.h"
+
+namespace strata::ui {
+
+namespace {
+// Forwards to the UI queue and, once prepare() succeeded, to the run folder.
+class BridgeSink final : public EventSink {
+public:
+  BridgeSink(EventQueue& queue, std::unique_ptr<RunDirectory>& dir) : queue_(queue), dir_(dir) {}
+  void emit(const Event& e) override {
+    if (dir_) dir_->emit(e);
+    queue_.emit(e);
+  }
+
+private:
+  EventQueue& queue_;
+  std::unique_ptr<RunDirectory>& dir_;
+};
+}  // namespace
+
+EngineBridge::EngineBridge(QObject* parent) : QObject(parent) {
+  timer_.setInterval(33);
+  connect(&timer_, &QTimer::timeout, this, &EngineBridge::drain);
+}
+
+EngineBridge::~EngineBridge() {
+  // Never leave a training thread behind: stop after the current step.
+  if (trainer_) trainer_->request_stop();
+  if (thread_.joinable()) thread_.join();
+}
+
+void EngineBridge::start(const RunConfig& config, const std::string& run_dir) {
+  if (running_) return;
+  finishThread();
+  queue_.take();
+  prepare_failed_ = false;
+  prepare_error_.clear();
+  run_dir_.reset();
+  auto sink = std::make_shared<BridgeSink>(queue_, run_dir_);
+  trainer_ = std::make_unique<Trainer>(config, *sink);
+  running_ = true;
+  paused_ = false;
+  Trainer* trainer = trainer_.get();
+  thread_ = std::thread([this, trainer, sink, config, run_dir] {
+    try {
+      trainer->prepare();
+      // As strata-run does: the folder is created only once the config is
+      // known to be good, so a bad project leaves nothing behind.
+      if (!run_dir.empty()) run_dir_ = std::make_unique<RunDirectory>(run_dir, config);
+    } catch (const std::exception& e) {
+      prepare_error_ = e.what();
+      prepare_failed_ = true;
+      FinishedEvent f;
+      f.status = "failed";
+      f.message = e.what();
+      queue_.emit(f);
+      return;
+    }
+    trainer->run();
+  });
+  timer_.start();
+  emit runningChanged(true);
+}
+
+void EngineBridge::pause() {
+  if (!running_ || paused_ || !trainer_) return;
+  trainer_->pause();
+  paused_ = true;
+  emit pausedChanged(true);
+}
+
+void EngineBridge::resume() {
+  if (!running_ || !paused_ || !trainer_) return;
+  trainer_->resume();
+  paused_ = false;
+  emit pausedChanged(false);
+}
+
+void EngineBridge::stop() {
+  if (!running_ || !trainer_) return;
+  trainer_->request_stop();  // also releases a pause
+}
+
+void EngineBridge::finishThread() {
+  if (thread_.joinable()) thread_.join();
+  trainer_.reset();
+  run_dir_.reset();  // flushes events.jsonl
+}
+
+void EngineBridge::drain() {
+  std::vector<Event> batch = queue_.take();
+  if (batch.empty()) return;
+  bool finished = false;
+  for (const auto& e : batch) finished = finished || std::holds_alternative<FinishedEvent>(e);
+  if (finished) {
+    // The finished event is the trainer's last act; joining now waits only
+    // for run() to return. Stop the timer first so a modal dialog raised by
+    // a receiver cannot re-enter drain().
+    timer_.stop();
+    finishThread();
+    running_ = false;
+    if (paused_) {
+      paused_ = false;
+      emit pausedChanged(false);
+    }
+  }
+  if (finished && prepare_failed_) {
+    emit runningChanged(false);
+    emit prepareFailed(QString::fromStdString(prepare_error_));
+    return;
+  }
+  emit events(batch);
+  if (finished) emit runningChanged(false);
+}
+
+}  // namespace strata::ui

@@ -1,0 +1,71 @@
+#pragma once
+#include <QObject>
+#include <QTimer>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "EventQueue.h"
+#include "train/RunConfig.h"
+
+namespace strata {
+class Trainer;
+class RunDirectory;
+}  // namespace strata
+
+namespace strata::ui {
+
+// Runs a Trainer on a background std::thread and hands its events to the UI
+// thread in batches (DESIGN §4): the trainer writes to an EventQueue, a
+// ~30 Hz QTimer swaps the queue out and emits one `events` signal per tick,
+// so however fast steps arrive the event loop sees at most 30 deliveries a
+// second and the training thread never waits for a repaint.
+class EngineBridge : public QObject {
+  Q_OBJECT
+public:
+  explicit EngineBridge(QObject* parent = nullptr);
+  ~EngineBridge() override;
+
+  // Starts training `config`; run_dir empty = no run folder. Data loading and
+  // model building (Trainer::prepare) happen on the training thread too, so
+  // a large dataset does not freeze the window; their errors arrive as
+  // `prepareFailed`.
+  void start(const RunConfig& config, const std::string& run_dir);
+  void pause();
+  void resume();
+  // Finishes the current step, then the trainer reports "stopped".
+  void stop();
+  bool running() const { return running_; }
+  bool paused() const { return paused_; }
+  // Drain interval; the default gives ~30 updates a second.
+  void setInterval(int ms) { timer_.setInterval(ms); }
+  // Processes what is queued now, without waiting for the timer (tests).
+  void drainNow() { drain(); }
+  size_t peakQueue() const { return queue_.peak_size(); }
+
+signals:
+  // Events in the order the trainer emitted them.
+  void events(const std::vector<strata::Event>& batch);
+  void prepareFailed(const QString& message);
+  void runningChanged(bool running);
+  void pausedChanged(bool paused);
+
+private:
+  void drain();
+  void finishThread();
+
+  EventQueue queue_;
+  QTimer timer_;
+  std::unique_ptr<Trainer> trainer_;
+  std::unique_ptr<RunDirectory> run_dir_;
+  std::thread thread_;
+  bool running_ = false;
+  bool paused_ = false;
+  // Written by the training thread before it emits its last event; read
+  // after the queue shows that event, so the queue's lock orders the access.
+  std::string prepare_error_;
+  bool prepare_failed_ = false;
+};
+
+}  // namespace strata::ui

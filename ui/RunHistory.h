@@ -1,0 +1,25 @@
+#pragma once
+#include <string>
+#include <vector>
+
+#include "RunSeries.h"
+
+namespace strata::ui {
+
+// A finished (or interrupted) run stored beside a project, as written by
+// RunDirectory: "<dir>/<stem>.runs/<stamp>/events.jsonl". Qt-free.
+struct RunRecord {
+  std::string dir;    // the run folder
+  std::string name;   // its folder name (the time stamp)
+  std::string summary;  // "mirrored x2 · completed · 3 epochs · loss 0.123"
+};
+
+// "<dir>/<stem>.runs" for a project path.
+std::string runs_folder_for(const std::string& project_path);
+// Every run folder holding an events.jsonl, newest first.
+std::vector<RunRecord> list_runs(const std::string& project_path);
+// Reads a run's events.jsonl; malformed lines are skipped and counted (a run
+// killed mid-write may end with half a line).
+RunSeries load_run(const std::string& run_dir, int* bad_lines = nullptr);
+
+}  // namespace strata::ui

@@ -1,0 +1,30 @@
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "train/Events.h"
+
+namespace strata::ui {
+
+// One run's metrics as columns, built from its events. The live run and the
+// runs reloaded from a project's history share this, so charts and CSV export
+// see the same data whichever way it arrived. Qt-free.
+struct RunSeries {
+  std::string label;  // shown in legends ("live", run folder name)
+  std::optional<RunStartedEvent> started;
+  // Per step, all the same length.
+  std::vector<double> step, epoch_pos, time, loss, lr, samples_per_sec;
+  std::vector<std::vector<double>> replica_loss;  // [replica][step]
+  std::vector<EpochEvent> epochs;
+  std::optional<FinishedEvent> finished;
+  // Index of the first non-finite reduced loss, if any.
+  std::optional<size_t> diverged_at;
+
+  void add(const Event& event);
+  size_t replicas() const { return replica_loss.size(); }
+  // Fractional epoch of a step: epoch 1, half way = 0.5; the x axis "epoch".
+  double epoch_position(const StepEvent& s) const;
+};
+
+}  // namespace strata::ui
