@@ -44,11 +44,13 @@ strata_resolve(UI ${_ui_found} "${_ui_reason}")
 find_package(MPI QUIET COMPONENTS CXX)
 strata_resolve(MPI "${MPI_CXX_FOUND}" "MPI not found (apt install libopenmpi-dev openmpi-bin)")
 
+# The CUDA backend (engine/backend/cuda) is not written yet: report what the
+# machine has without pretending a GPU build exists.
 include(CheckLanguage)
 check_language(CUDA)
 if(CMAKE_CUDA_COMPILER)
-  set(_cuda_found ON)
+  set(_cuda_reason "nvcc found (${CMAKE_CUDA_COMPILER}) but the CUDA backend is not implemented yet")
 else()
-  set(_cuda_found OFF)
+  set(_cuda_reason "no CUDA compiler found (nvcc)")
 endif()
-strata_resolve(CUDA ${_cuda_found} "no CUDA compiler found (nvcc)")
+strata_resolve(CUDA OFF "${_cuda_reason}")

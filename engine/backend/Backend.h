@@ -10,6 +10,14 @@ namespace strata {
 
 enum class Activation { None, Relu, Tanh, Sigmoid, Softmax };
 
+// A 2-D window over NHWC images: convolution patches and pooling windows.
+// Padding is given explicitly (TF "same" puts the odd pixel after).
+struct Window2D {
+  int64_t batch, height, width, channels;  // input
+  int64_t kernel_h, kernel_w, stride_h, stride_w, pad_top, pad_left;
+  int64_t out_h, out_w;
+};
+
 struct AdamParams {
   float lr, beta1, beta2, epsilon;
   int64_t step;  // 1-based, for bias correction
@@ -54,6 +62,34 @@ public:
   virtual void log_clamp(int64_t n, const float* x, float eps, float* y) = 0;
   virtual void log_clamp_backward(int64_t n, const float* x, float eps, const float* dy, float* dx) = 0;
   virtual double sum(int64_t n, const float* x) = 0;
+
+  // ---- images (NHWC) --------------------------------------------------------
+  // col[(n, oy, ox), (ky, kx, c)] = x[n, oy*s - pad + ky, ox*s - pad + kx, c] (0 outside).
+  virtual void im2col(const Window2D& w, const float* x, float* col) = 0;
+  // dx = 0, then the adjoint of im2col: every patch element adds into its pixel.
+  virtual void col2im(const Window2D& w, const float* col, float* dx) = 0;
+  // Max over each window per channel; argmax holds the flat input index (for backward).
+  virtual void max_pool(const Window2D& w, const float* x, float* y, int32_t* argmax) = 0;
+  virtual void max_pool_backward(const Window2D& w, const float* dy, const int32_t* argmax, float* dx) = 0;
+  // Mean over the window's pixels that lie inside the image (TF's "same" averaging).
+  virtual void avg_pool(const Window2D& w, const float* x, float* y) = 0;
+  virtual void avg_pool_backward(const Window2D& w, const float* dy, float* dx) = 0;
+
+  // ---- batch normalisation over rows of a (rows, channels) view -------------
+  // sum[c] = sum_r x[r,c], sumsq[c] = sum_r x[r,c]^2 (accumulated in double).
+  virtual void channel_sums(const float* x, int64_t rows, int64_t channels, float* sum, float* sumsq) = 0;
+  // y = (x - mean) * inv_std * gamma + beta.
+  virtual void batch_norm_apply(const float* x, int64_t rows, int64_t channels, const float* mean, const float* inv_std,
+                                const float* gamma, const float* beta, float* y) = 0;
+  // sum_dy[c] = sum_r dy, sum_dy_xhat[c] = sum_r dy * (x - mean) * inv_std.
+  virtual void batch_norm_backward_reduce(const float* dy, const float* x, int64_t rows, int64_t channels,
+                                          const float* mean, const float* inv_std, float* sum_dy,
+                                          float* sum_dy_xhat) = 0;
+  // dx = gamma * inv_std / count * (count * dy - sum_dy - xhat * sum_dy_xhat), with
+  // count the number of rows over all replicas (synchronised statistics).
+  virtual void batch_norm_backward_apply(const float* dy, const float* x, int64_t rows, int64_t channels,
+                                         const float* mean, const float* inv_std, const float* gamma,
+                                         const float* sum_dy, const float* sum_dy_xhat, double count, float* dx) = 0;
 
   // Fused optimizer updates, one pass over the parameter.
   virtual void sgd_update(int64_t n, float* w, const float* g, float* velocity, float lr, float momentum,

@@ -34,6 +34,20 @@ public:
   void log_clamp(int64_t n, const float* x, float eps, float* y) override;
   void log_clamp_backward(int64_t n, const float* x, float eps, const float* dy, float* dx) override;
   double sum(int64_t n, const float* x) override;
+  void im2col(const Window2D& w, const float* x, float* col) override;
+  void col2im(const Window2D& w, const float* col, float* dx) override;
+  void max_pool(const Window2D& w, const float* x, float* y, int32_t* argmax) override;
+  void max_pool_backward(const Window2D& w, const float* dy, const int32_t* argmax, float* dx) override;
+  void avg_pool(const Window2D& w, const float* x, float* y) override;
+  void avg_pool_backward(const Window2D& w, const float* dy, float* dx) override;
+  void channel_sums(const float* x, int64_t rows, int64_t channels, float* sum, float* sumsq) override;
+  void batch_norm_apply(const float* x, int64_t rows, int64_t channels, const float* mean, const float* inv_std,
+                        const float* gamma, const float* beta, float* y) override;
+  void batch_norm_backward_reduce(const float* dy, const float* x, int64_t rows, int64_t channels, const float* mean,
+                                  const float* inv_std, float* sum_dy, float* sum_dy_xhat) override;
+  void batch_norm_backward_apply(const float* dy, const float* x, int64_t rows, int64_t channels, const float* mean,
+                                 const float* inv_std, const float* gamma, const float* sum_dy,
+                                 const float* sum_dy_xhat, double count, float* dx) override;
   void sgd_update(int64_t n, float* w, const float* g, float* velocity, float lr, float momentum,
                   bool nesterov) override;
   void adam_update(int64_t n, float* w, const float* g, float* m, float* v, const AdamParams& p) override;

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# One-step set-up for a fresh Debian 12 machine.
+#   ./bootstrap.sh run    install what is missing, build, open the dashboard on the
+#                         Fashion-MNIST MLP example (headless runner without a display)
+#   ./bootstrap.sh test   install what is missing, build, run the whole test suite
+set -euo pipefail
+cd "$(dirname "$0")"
+mode="${1:-run}"
+
+packages=(build-essential cmake ninja-build pkg-config
+          qt6-base-dev libqcustomplot-dev libeigen3-dev nlohmann-json3-dev zlib1g-dev
+          dataset-fashion-mnist xvfb xauth)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "bootstrap: installing ${missing[*]}"
+  sudo_cmd=()
+  [ "$(id -u)" -ne 0 ] && sudo_cmd=(sudo)
+  "${sudo_cmd[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+cmake --preset release
+cmake --build --preset release
+
+case "$mode" in
+  run)
+    example=resources/examples/fashion-mlp.strata
+    if [ -n "${DISPLAY:-}${WAYLAND_DISPLAY:-}" ] && [ -x build/app/strata ]; then
+      exec build/app/strata "$example"
+    fi
+    echo "bootstrap: no display; running the headless runner"
+    exec build/app/strata-run "$example"
+    ;;
+  test)
+    exec ctest --preset release -j2
+    ;;
+  *)
+    echo "usage: $0 run|test" >&2
+    exit 2
+    ;;
+esac

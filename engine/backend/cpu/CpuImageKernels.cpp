@@ -1,0 +1,245 @@
+// Image (NHWC) and batch-norm kernels of the CPU backend. Kept apart from
+// the dense kernels in CpuBackend.cpp to keep both files readable.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "backend/cpu/CpuBackend.h"
+
+namespace strata {
+
+void CpuBackend::im2col(const Window2D& w, const float* x, float* col) {
+  const int64_t patch = w.kernel_h * w.kernel_w * w.channels;
+  const int64_t rows = w.batch * w.out_h * w.out_w;
+  pool_.parallel_for(rows, 64, [&](int64_t lo, int64_t hi) {
+    for (int64_t r = lo; r < hi; ++r) {
+      const int64_t n = r / (w.out_h * w.out_w);
+      const int64_t oy = r / w.out_w % w.out_h, ox = r % w.out_w;
+      float* dst = col + r * patch;
+      for (int64_t ky = 0; ky < w.kernel_h; ++ky) {
+        const int64_t iy = oy * w.stride_h - w.pad_top + ky;
+        for (int64_t kx = 0; kx < w.kernel_w; ++kx) {
+          const int64_t ix = ox * w.stride_w - w.pad_left + kx;
+          float* d = dst + (ky * w.kernel_w + kx) * w.channels;
+          if (iy < 0 || iy >= w.height || ix < 0 || ix >= w.width) {
+            std::fill(d, d + w.channels, 0.0f);
+          } else {
+            std::memcpy(d, x + ((n * w.height + iy) * w.width + ix) * w.channels, static_cast<size_t>(w.channels) * 4);
+          }
+        }
+      }
+    }
+  });
+}
+
+void CpuBackend::col2im(const Window2D& w, const float* col, float* dx) {
+  const int64_t patch = w.kernel_h * w.kernel_w * w.channels;
+  const int64_t image = w.height * w.width * w.channels;
+  // Parallel over images: patches of one image overlap, of different images never.
+  pool_.parallel_for(w.batch, 1, [&](int64_t lo, int64_t hi) {
+    std::fill(dx + lo * image, dx + hi * image, 0.0f);
+    for (int64_t n = lo; n < hi; ++n)
+      for (int64_t oy = 0; oy < w.out_h; ++oy)
+        for (int64_t ox = 0; ox < w.out_w; ++ox) {
+          const float* src = col + ((n * w.out_h + oy) * w.out_w + ox) * patch;
+          for (int64_t ky = 0; ky < w.kernel_h; ++ky) {
+            const int64_t iy = oy * w.stride_h - w.pad_top + ky;
+            if (iy < 0 || iy >= w.height) continue;
+            for (int64_t kx = 0; kx < w.kernel_w; ++kx) {
+              const int64_t ix = ox * w.stride_w - w.pad_left + kx;
+              if (ix < 0 || ix >= w.width) continue;
+              float* d = dx + ((n * w.height + iy) * w.width + ix) * w.channels;
+              const float* s = src + (ky * w.kernel_w + kx) * w.channels;
+              for (int64_t c = 0; c < w.channels; ++c) d[c] += s[c];
+            }
+          }
+        }
+  });
+}
+
+void CpuBackend::max_pool(const Window2D& w, const float* x, float* y, int32_t* argmax) {
+  const int64_t C = w.channels;
+  pool_.parallel_for(w.batch * w.out_h, 4, [&](int64_t lo, int64_t hi) {
+    std::vector<float> best(static_cast<size_t>(C));
+    std::vector<int32_t> where(static_cast<size_t>(C));
+    for (int64_t row = lo; row < hi; ++row) {
+      const int64_t n = row / w.out_h, oy = row % w.out_h;
+      for (int64_t ox = 0; ox < w.out_w; ++ox) {
+        std::fill(best.begin(), best.end(), -std::numeric_limits<float>::infinity());
+        std::fill(where.begin(), where.end(), -1);
+        for (int64_t ky = 0; ky < w.kernel_h; ++ky) {
+          const int64_t iy = oy * w.stride_h - w.pad_top + ky;
+          if (iy < 0 || iy >= w.height) continue;
+          for (int64_t kx = 0; kx < w.kernel_w; ++kx) {
+            const int64_t ix = ox * w.stride_w - w.pad_left + kx;
+            if (ix < 0 || ix >= w.width) continue;
+            const int64_t base = ((n * w.height + iy) * w.width + ix) * C;
+            for (int64_t c = 0; c < C; ++c)
+              if (x[base + c] > best[static_cast<size_t>(c)] || where[static_cast<size_t>(c)] < 0) {
+                best[static_cast<size_t>(c)] = x[base + c];
+                where[static_cast<size_t>(c)] = static_cast<int32_t>(base + c);
+              }
+          }
+        }
+        const int64_t out = ((n * w.out_h + oy) * w.out_w + ox) * C;
+        for (int64_t c = 0; c < C; ++c) {
+          y[out + c] = best[static_cast<size_t>(c)];
+          argmax[out + c] = where[static_cast<size_t>(c)];
+        }
+      }
+    }
+  });
+}
+
+void CpuBackend::max_pool_backward(const Window2D& w, const float* dy, const int32_t* argmax, float* dx) {
+  const int64_t image = w.height * w.width * w.channels;
+  const int64_t out_image = w.out_h * w.out_w * w.channels;
+  // Per image: windows of one image may share a maximum, images never do.
+  pool_.parallel_for(w.batch, 1, [&](int64_t lo, int64_t hi) {
+    std::fill(dx + lo * image, dx + hi * image, 0.0f);
+    for (int64_t i = lo * out_image; i < hi * out_image; ++i)
+      if (argmax[i] >= 0) dx[argmax[i]] += dy[i];
+  });
+}
+
+namespace {
+// Pixels of the window at (oy, ox) that lie inside the image.
+int64_t window_count(const Window2D& w, int64_t oy, int64_t ox) {
+  const int64_t y0 = std::max<int64_t>(0, oy * w.stride_h - w.pad_top);
+  const int64_t y1 = std::min<int64_t>(w.height, oy * w.stride_h - w.pad_top + w.kernel_h);
+  const int64_t x0 = std::max<int64_t>(0, ox * w.stride_w - w.pad_left);
+  const int64_t x1 = std::min<int64_t>(w.width, ox * w.stride_w - w.pad_left + w.kernel_w);
+  return std::max<int64_t>(0, y1 - y0) * std::max<int64_t>(0, x1 - x0);
+}
+}  // namespace
+
+void CpuBackend::avg_pool(const Window2D& w, const float* x, float* y) {
+  const int64_t C = w.channels;
+  pool_.parallel_for(w.batch * w.out_h, 4, [&](int64_t lo, int64_t hi) {
+    for (int64_t row = lo; row < hi; ++row) {
+      const int64_t n = row / w.out_h, oy = row % w.out_h;
+      for (int64_t ox = 0; ox < w.out_w; ++ox) {
+        float* out = y + ((n * w.out_h + oy) * w.out_w + ox) * C;
+        std::fill(out, out + C, 0.0f);
+        for (int64_t ky = 0; ky < w.kernel_h; ++ky) {
+          const int64_t iy = oy * w.stride_h - w.pad_top + ky;
+          if (iy < 0 || iy >= w.height) continue;
+          for (int64_t kx = 0; kx < w.kernel_w; ++kx) {
+            const int64_t ix = ox * w.stride_w - w.pad_left + kx;
+            if (ix < 0 || ix >= w.width) continue;
+            const float* in = x + ((n * w.height + iy) * w.width + ix) * C;
+            for (int64_t c = 0; c < C; ++c) out[c] += in[c];
+          }
+        }
+        const float inv = 1.0f / static_cast<float>(std::max<int64_t>(1, window_count(w, oy, ox)));
+        for (int64_t c = 0; c < C; ++c) out[c] *= inv;
+      }
+    }
+  });
+}
+
+void CpuBackend::avg_pool_backward(const Window2D& w, const float* dy, float* dx) {
+  const int64_t C = w.channels;
+  const int64_t image = w.height * w.width * C;
+  pool_.parallel_for(w.batch, 1, [&](int64_t lo, int64_t hi) {
+    std::fill(dx + lo * image, dx + hi * image, 0.0f);
+    for (int64_t n = lo; n < hi; ++n)
+      for (int64_t oy = 0; oy < w.out_h; ++oy)
+        for (int64_t ox = 0; ox < w.out_w; ++ox) {
+          const float* g = dy + ((n * w.out_h + oy) * w.out_w + ox) * C;
+          const float inv = 1.0f / static_cast<float>(std::max<int64_t>(1, window_count(w, oy, ox)));
+          for (int64_t ky = 0; ky < w.kernel_h; ++ky) {
+            const int64_t iy = oy * w.stride_h - w.pad_top + ky;
+            if (iy < 0 || iy >= w.height) continue;
+            for (int64_t kx = 0; kx < w.kernel_w; ++kx) {
+              const int64_t ix = ox * w.stride_w - w.pad_left + kx;
+              if (ix < 0 || ix >= w.width) continue;
+              float* d = dx + ((n * w.height + iy) * w.width + ix) * C;
+              for (int64_t c = 0; c < C; ++c) d[c] += g[c] * inv;
+            }
+          }
+        }
+  });
+}
+
+namespace {
+// Row blocks reduced per thread in double, then combined in block order: the
+// same bits for a given thread count, and no float cancellation over 50k rows.
+template <typename RowFn>
+void reduce_rows(ThreadPool& pool, int64_t rows, int64_t channels, float* out_a, float* out_b, RowFn fn) {
+  const int parts = pool.size();
+  std::vector<std::vector<double>> a(static_cast<size_t>(parts), std::vector<double>(static_cast<size_t>(channels), 0.0));
+  std::vector<std::vector<double>> b = a;
+  pool.parallel_for(parts, 1, [&](int64_t plo, int64_t phi) {
+    for (int64_t p = plo; p < phi; ++p) {
+      const int64_t lo = rows * p / parts, hi = rows * (p + 1) / parts;
+      auto& pa = a[static_cast<size_t>(p)];
+      auto& pb = b[static_cast<size_t>(p)];
+      for (int64_t r = lo; r < hi; ++r) fn(r, pa.data(), pb.data());
+    }
+  });
+  for (int64_t c = 0; c < channels; ++c) {
+    double sa = 0, sb = 0;
+    for (int p = 0; p < parts; ++p) {
+      sa += a[static_cast<size_t>(p)][static_cast<size_t>(c)];
+      sb += b[static_cast<size_t>(p)][static_cast<size_t>(c)];
+    }
+    out_a[c] = static_cast<float>(sa);
+    out_b[c] = static_cast<float>(sb);
+  }
+}
+}  // namespace
+
+void CpuBackend::channel_sums(const float* x, int64_t rows, int64_t channels, float* sum, float* sumsq) {
+  reduce_rows(pool_, rows, channels, sum, sumsq, [&](int64_t r, double* a, double* b) {
+    const float* row = x + r * channels;
+    for (int64_t c = 0; c < channels; ++c) {
+      a[c] += row[c];
+      b[c] += static_cast<double>(row[c]) * row[c];
+    }
+  });
+}
+
+void CpuBackend::batch_norm_apply(const float* x, int64_t rows, int64_t channels, const float* mean,
+                                  const float* inv_std, const float* gamma, const float* beta, float* y) {
+  std::vector<float> scale(static_cast<size_t>(channels)), shift(static_cast<size_t>(channels));
+  for (int64_t c = 0; c < channels; ++c) {
+    scale[static_cast<size_t>(c)] = inv_std[c] * (gamma ? gamma[c] : 1.0f);
+    shift[static_cast<size_t>(c)] = (beta ? beta[c] : 0.0f) - mean[c] * scale[static_cast<size_t>(c)];
+  }
+  pool_.parallel_for(rows, std::max<int64_t>(1, (1 << 15) / std::max<int64_t>(1, channels)), [&](int64_t lo, int64_t hi) {
+    for (int64_t r = lo; r < hi; ++r)
+      for (int64_t c = 0; c < channels; ++c)
+        y[r * channels + c] = x[r * channels + c] * scale[static_cast<size_t>(c)] + shift[static_cast<size_t>(c)];
+  });
+}
+
+void CpuBackend::batch_norm_backward_reduce(const float* dy, const float* x, int64_t rows, int64_t channels,
+                                            const float* mean, const float* inv_std, float* sum_dy,
+                                            float* sum_dy_xhat) {
+  reduce_rows(pool_, rows, channels, sum_dy, sum_dy_xhat, [&](int64_t r, double* a, double* b) {
+    for (int64_t c = 0; c < channels; ++c) {
+      const double g = dy[r * channels + c];
+      a[c] += g;
+      b[c] += g * (x[r * channels + c] - mean[c]) * inv_std[c];
+    }
+  });
+}
+
+void CpuBackend::batch_norm_backward_apply(const float* dy, const float* x, int64_t rows, int64_t channels,
+                                           const float* mean, const float* inv_std, const float* gamma,
+                                           const float* sum_dy, const float* sum_dy_xhat, double count, float* dx) {
+  const float inv_count = static_cast<float>(1.0 / count);
+  pool_.parallel_for(rows, std::max<int64_t>(1, (1 << 15) / std::max<int64_t>(1, channels)), [&](int64_t lo, int64_t hi) {
+    for (int64_t r = lo; r < hi; ++r)
+      for (int64_t c = 0; c < channels; ++c) {
+        const float xhat = (x[r * channels + c] - mean[c]) * inv_std[c];
+        const float k = (gamma ? gamma[c] : 1.0f) * inv_std[c];
+        dx[r * channels + c] = k * (dy[r * channels + c] - inv_count * (sum_dy[c] + xhat * sum_dy_xhat[c]));
+      }
+  });
+}
+
+}  // namespace strata

@@ -1,0 +1,86 @@
+#include "nn/Pool2D.h"
+
+#include <nlohmann/json.hpp>
+
+#include "backend/Backend.h"
+#include "core/Error.h"
+#include "nn/GradientTape.h"
+
+namespace strata::nn {
+
+Pool2DLayer::Pool2DLayer(Kind kind, int64_t pool_h, int64_t pool_w, int64_t stride_h, int64_t stride_w, Padding padding)
+    : kind_(kind), ph_(pool_h), pw_(pool_w), sh_(stride_h), sw_(stride_w), padding_(padding) {
+  if (kind != Kind::GlobalAverage && (pool_h <= 0 || pool_w <= 0 || stride_h <= 0 || stride_w <= 0))
+    throw bad_input(type() + ": pool size and strides must be positive");
+}
+
+std::string Pool2DLayer::type() const {
+  switch (kind_) {
+    case Kind::Max: return "max_pool2d";
+    case Kind::Average: return "average_pool2d";
+    case Kind::GlobalAverage: return "global_average_pooling2d";
+  }
+  return "";
+}
+
+Window2D Pool2DLayer::window(const Shape& hwc, int64_t batch) const {
+  if (kind_ == Kind::GlobalAverage) {
+    if (hwc.rank() != 3) throw bad_input(type() + " expects images (height, width, channels), got " + hwc.str());
+    return make_window(hwc, batch, hwc[0], hwc[1], 1, 1, Padding::Valid, type());
+  }
+  return make_window(hwc, batch, ph_, pw_, sh_, sw_, padding_, type());
+}
+
+Shape Pool2DLayer::output_shape(const Shape& input) const {
+  Window2D w = window(input, 1);
+  if (kind_ == Kind::GlobalAverage) return Shape{w.channels};
+  return Shape{w.out_h, w.out_w, w.channels};
+}
+
+Json Pool2DLayer::config() const {
+  if (kind_ == Kind::GlobalAverage) return Json{{"type", type()}};
+  return Json{{"type", type()}, {"pool_size", {ph_, pw_}}, {"strides", {sh_, sw_}}, {"padding", padding_name(padding_)}};
+}
+
+Tensor Pool2DLayer::call(const Tensor& x, bool) {
+  if (x.shape().rank() != 4) throw bad_input(type() + " expects (batch, height, width, channels), got " + x.shape().str());
+  const Window2D win = window(Shape{x.shape()[1], x.shape()[2], x.shape()[3]}, x.shape()[0]);
+  Backend& be = backend_for(x.device());
+  const Shape out_shape = kind_ == Kind::GlobalAverage ? Shape{win.batch, win.channels}
+                                                       : Shape{win.batch, win.out_h, win.out_w, win.channels};
+  Tensor y = Tensor::empty(out_shape);
+  const Shape in_shape = x.shape();
+  if (kind_ == Kind::Max) {
+    Tensor argmax = Tensor::empty(out_shape, DType::Int32);
+    be.max_pool(win, x.data(), y.data(), argmax.ints());
+    record_op({x}, y, [win, argmax, in_shape](const Tensor& g, const std::vector<bool>&) {
+      Tensor dx = Tensor::empty(in_shape);
+      backend_for(g.device()).max_pool_backward(win, g.data(), argmax.ints(), dx.data());
+      return std::vector<Tensor>{dx};
+    });
+  } else {
+    be.avg_pool(win, x.data(), y.data());
+    record_op({x}, y, [win, in_shape](const Tensor& g, const std::vector<bool>&) {
+      Tensor dx = Tensor::empty(in_shape);
+      backend_for(g.device()).avg_pool_backward(win, g.data(), dx.data());
+      return std::vector<Tensor>{dx};
+    });
+  }
+  return y;
+}
+
+LayerPtr MaxPool2D(int64_t pool_size, int64_t strides, Padding padding) {
+  const int64_t s = strides > 0 ? strides : pool_size;
+  return std::make_shared<Pool2DLayer>(Pool2DLayer::Kind::Max, pool_size, pool_size, s, s, padding);
+}
+
+LayerPtr AveragePool2D(int64_t pool_size, int64_t strides, Padding padding) {
+  const int64_t s = strides > 0 ? strides : pool_size;
+  return std::make_shared<Pool2DLayer>(Pool2DLayer::Kind::Average, pool_size, pool_size, s, s, padding);
+}
+
+LayerPtr GlobalAveragePooling2D() {
+  return std::make_shared<Pool2DLayer>(Pool2DLayer::Kind::GlobalAverage, 0, 0, 1, 1, Padding::Valid);
+}
+
+}  // namespace strata::nn
