@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "core/Error.h"
+#include "core/HostAllocator.h"
 
 namespace strata {
 
@@ -14,11 +15,10 @@ namespace {
 class HostBuffer final : public Buffer {
 public:
   explicit HostBuffer(size_t bytes) : bytes_(bytes) {
-    size_t rounded = (std::max<size_t>(bytes, 1) + 63) / 64 * 64;
-    data_ = std::aligned_alloc(64, rounded);
+    data_ = HostAllocator::instance().allocate(bytes);
     if (!data_) throw runtime_error("out of host memory allocating " + std::to_string(bytes) + " bytes");
   }
-  ~HostBuffer() override { std::free(data_); }
+  ~HostBuffer() override { HostAllocator::instance().deallocate(data_, bytes_); }
   void* data() override { return data_; }
   size_t bytes() const override { return bytes_; }
   Device device() const override { return Device{DeviceKind::Cpu, 0}; }

@@ -18,17 +18,22 @@ void CpuBackend::im2col(const Window2D& w, const float* x, float* col) {
       const int64_t n = r / (w.out_h * w.out_w);
       const int64_t oy = r / w.out_w % w.out_h, ox = r % w.out_w;
       float* dst = col + r * patch;
+      const int64_t ix0 = ox * w.stride_w - w.pad_left;
       for (int64_t ky = 0; ky < w.kernel_h; ++ky) {
         const int64_t iy = oy * w.stride_h - w.pad_top + ky;
-        for (int64_t kx = 0; kx < w.kernel_w; ++kx) {
-          const int64_t ix = ox * w.stride_w - w.pad_left + kx;
-          float* d = dst + (ky * w.kernel_w + kx) * w.channels;
-          if (iy < 0 || iy >= w.height || ix < 0 || ix >= w.width) {
-            std::fill(d, d + w.channels, 0.0f);
-          } else {
-            std::memcpy(d, x + ((n * w.height + iy) * w.width + ix) * w.channels, static_cast<size_t>(w.channels) * 4);
-          }
+        float* d = dst + ky * w.kernel_w * w.channels;
+        if (iy < 0 || iy >= w.height) {
+          std::fill(d, d + w.kernel_w * w.channels, 0.0f);
+          continue;
         }
+        // In NHWC one kernel row is one contiguous run of kernel_w * C floats:
+        // copy the part inside the image at once, zero the padding around it.
+        const int64_t k0 = std::max<int64_t>(0, -ix0), k1 = std::min<int64_t>(w.kernel_w, w.width - ix0);
+        if (k0 > 0) std::fill(d, d + k0 * w.channels, 0.0f);
+        if (k1 > k0)
+          std::memcpy(d + k0 * w.channels, x + ((n * w.height + iy) * w.width + ix0 + k0) * w.channels,
+                      static_cast<size_t>((k1 - k0) * w.channels) * 4);
+        if (k1 < w.kernel_w) std::fill(d + std::max(k1, k0) * w.channels, d + w.kernel_w * w.channels, 0.0f);
       }
     }
   });
