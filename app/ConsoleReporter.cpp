@@ -9,6 +9,15 @@ namespace strata {
 ConsoleReporter::ConsoleReporter(std::FILE* out) : out_(out), tty_(::isatty(::fileno(out)) != 0) {}
 
 namespace {
+// "%.4f" but NaN and infinity spelled plainly (glibc prints "-nan").
+std::string loss_text(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4f", v);
+  return buf;
+}
+
 std::string eta_text(double seconds) {
   if (!(seconds >= 0) || std::isinf(seconds)) return "--:--";
   const int s = static_cast<int>(seconds + 0.5);
@@ -24,9 +33,10 @@ void ConsoleReporter::progress(const StepEvent& s, bool final_line) {
   const int width = 24;
   const int filled = total ? static_cast<int>(width * s.epoch_step / total) : width;
   std::string bar(static_cast<size_t>(filled), '=');
-  if (filled < width) bar += '>' + std::string(static_cast<size_t>(width - filled - 1), ' ');
-  const double per_step = s.epoch_step ? (s.time - last_step_.time + 0.0) : 0.0;
-  (void)per_step;
+  if (filled < width) {
+    bar.push_back('>');
+    bar.append(static_cast<size_t>(width - filled - 1), ' ');
+  }
   const double rate = s.samples_per_sec > 0 ? s.samples_per_sec : 0;
   const double remaining_samples = static_cast<double>(total - s.epoch_step) * static_cast<double>(run_.global_batch);
   const double eta = rate > 0 ? remaining_samples / rate : -1;
@@ -34,15 +44,14 @@ void ConsoleReporter::progress(const StepEvent& s, bool final_line) {
   if (s.replica_losses.size() > 1) {
     replicas = " [";
     for (size_t i = 0; i < s.replica_losses.size(); ++i) {
-      char buf[32];
-      std::snprintf(buf, sizeof buf, "%s%.4f", i ? " " : "", s.replica_losses[i]);
-      replicas += buf;
+      if (i) replicas += ' ';
+      replicas += loss_text(s.replica_losses[i]);
     }
     replicas += "]";
   }
-  std::fprintf(out_, "%s%*lld/%lld [%s] loss %.4f%s  %.0f samples/s  ETA %s%s", tty_ ? "\r\033[K" : "",
+  std::fprintf(out_, "%s%*lld/%lld [%s] loss %s%s  %.0f samples/s  ETA %s%s", tty_ ? "\r\033[K" : "",
                static_cast<int>(std::to_string(total).size()), static_cast<long long>(s.epoch_step),
-               static_cast<long long>(total), bar.c_str(), s.loss, replicas.c_str(), rate, eta_text(eta).c_str(),
+               static_cast<long long>(total), bar.c_str(), loss_text(s.loss).c_str(), replicas.c_str(), rate, eta_text(eta).c_str(),
                tty_ && !final_line ? "" : "\n");
   std::fflush(out_);
 }

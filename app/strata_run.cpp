@@ -106,10 +106,13 @@ int main(int argc, char** argv) {
         devices = value();
       } else if (a == "--threads") {
         threads = to_int(a, value());
+        if (threads < 0) throw bad_input("--threads: must be 0 (every core) or positive, got " + std::to_string(threads));
       } else if (a == "--batch-size") {
         batch = to_int(a, value());
+        if (batch <= 0) throw bad_input("--batch-size: must be positive, got " + std::to_string(batch));
       } else if (a == "--max-steps") {
         max_steps = to_int(a, value());
+        if (max_steps < 0) throw bad_input("--max-steps: must be 0 (whole epoch) or positive, got " + std::to_string(max_steps));
       } else if (!a.empty() && a[0] == '-') {
         throw bad_input("unknown option '" + a + "' (see --help)");
       } else if (project_path.empty()) {
@@ -150,10 +153,10 @@ int main(int argc, char** argv) {
 
     std::signal(SIGINT, on_sigint);
     std::signal(SIGTERM, on_sigint);
-    std::atomic<bool> done{false};
     // The handler only sets a flag; this thread turns it into a graceful stop.
-    std::thread watcher([&] {
-      while (!done) {
+    // A jthread is joined on every path out of this scope, exceptions included.
+    std::jthread watcher([&](std::stop_token stop) {
+      while (!stop.stop_requested()) {
         if (g_interrupted) {
           trainer.request_stop();
           if (events == "text") std::fprintf(stderr, "\ninterrupted: stopping after the current step\n");
@@ -163,8 +166,6 @@ int main(int argc, char** argv) {
       }
     });
     FinishedEvent fin = trainer.run();
-    done = true;
-    watcher.join();
     if (fin.status == "completed") return 0;
     if (fin.status == "stopped") return 130;
     return 1;

@@ -3,6 +3,7 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 
 #include "core/Error.h"
@@ -10,6 +11,11 @@
 namespace strata {
 
 std::vector<uint8_t> read_maybe_gzip(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    if (std::filesystem::exists(path, ec)) throw bad_input(path + ": not a regular file");
+    throw bad_input(path + ": no such file");
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw bad_input(path + ": cannot open file");
   std::vector<uint8_t> raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -46,7 +52,11 @@ IdxArray read_idx(const std::string& path) {
   if (bytes.size() < 4) throw bad_input(path + ": too short for an IDX header (" + std::to_string(bytes.size()) + " bytes)");
   if (bytes[0] != 0 || bytes[1] != 0)
     throw bad_input(path + ": wrong magic number (not an IDX file; expected 00 00 08 0N)");
-  if (bytes[2] != 0x08) throw bad_input(path + ": IDX element type 0x" + std::to_string(bytes[2]) + " unsupported (only unsigned bytes)");
+  if (bytes[2] != 0x08) {
+    char type[8];
+    std::snprintf(type, sizeof type, "0x%02x", bytes[2]);
+    throw bad_input(path + ": IDX element type " + type + " unsupported (only unsigned bytes, 0x08)");
+  }
   const int rank = bytes[3];
   if (rank < 1 || rank > 4) throw bad_input(path + ": IDX rank " + std::to_string(rank) + " unsupported");
   const size_t header = 4 + 4 * static_cast<size_t>(rank);
@@ -57,6 +67,9 @@ IdxArray read_idx(const std::string& path) {
     const uint8_t* p = bytes.data() + 4 + 4 * i;
     const int64_t d = (int64_t{p[0]} << 24) | (int64_t{p[1]} << 16) | (int64_t{p[2]} << 8) | int64_t{p[3]};
     a.dims.push_back(d);
+    // Checked as it grows: a hostile header must not overflow the product.
+    if (d != 0 && count > static_cast<int64_t>(bytes.size()) / d)
+      throw bad_input(path + ": truncated: header dimensions promise more data than the file holds");
     count *= d;
   }
   if (static_cast<int64_t>(bytes.size() - header) < count)

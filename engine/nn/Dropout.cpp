@@ -37,6 +37,20 @@ Tensor DropoutLayer::call(const Tensor& x, bool training) {
   return y;
 }
 
+Json DropoutLayer::extra_state() const {
+  std::lock_guard lock(mutex_);
+  Json calls = Json::object();
+  for (auto& [replica, n] : calls_) calls[std::to_string(replica)] = n;
+  return Json{{"calls", calls}};
+}
+
+void DropoutLayer::set_extra_state(const Json& state) {
+  std::lock_guard lock(mutex_);
+  calls_.clear();
+  if (state.is_object() && state.contains("calls"))
+    for (auto& [replica, n] : state["calls"].items()) calls_[std::stoi(replica)] = n.get<uint64_t>();
+}
+
 LayerPtr Dropout(float rate) { return std::make_shared<DropoutLayer>(rate); }
 
 }  // namespace strata::nn

@@ -17,11 +17,13 @@ public:
   Json config() const override;
   Tensor call(const Tensor& x, bool training) override;
   float rate() const { return rate_; }
+  Json extra_state() const override;
+  void set_extra_state(const Json& state) override;
 
 private:
   float rate_;
   // Per replica, so the key does not depend on which replica thread ran first.
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   std::map<int, uint64_t> calls_;
 };
 

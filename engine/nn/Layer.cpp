@@ -35,6 +35,9 @@ int64_t Layer::param_count() const {
   return n;
 }
 
+Json Layer::extra_state() const { return nullptr; }
+void Layer::set_extra_state(const Json&) {}
+
 Variable* Layer::add_variable(const std::string& suffix, Tensor initial, bool trainable) {
   trainable_.push_back(trainable);
   variables_.push_back(std::make_unique<Variable>(name_ + "/" + suffix, std::move(initial)));

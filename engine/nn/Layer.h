@@ -31,6 +31,10 @@ public:
   int64_t param_count() const;
   // Variables that are state but not trained (batch-norm moving statistics).
   std::vector<Variable*> non_trainable_variables();
+  // State that is neither weights nor config but must survive a checkpoint
+  // for an exact resume (dropout's per-replica call counters); null if none.
+  virtual Json extra_state() const;
+  virtual void set_extra_state(const Json& state);
   const std::string& name() const { return name_; }
   void set_name(std::string n) { name_ = std::move(n); }
 

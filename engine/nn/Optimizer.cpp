@@ -14,6 +14,7 @@ Optimizer::Optimizer(float learning_rate) : learning_rate_(learning_rate) {
 void Optimizer::ensure_slots(const std::vector<Variable*>& vars) {
   // Replicas arrive concurrently on the first step; one creates the slots.
   std::lock_guard lock(mutex_);
+  if (iterations_.empty()) iterations_.resize(1, 0);
   for (auto* v : vars) {
     if (slots_.count(v)) continue;
     VariableComponentsScope scope(v->num_components());

@@ -32,6 +32,12 @@ public:
   void set_learning_rate(float lr) { learning_rate_ = lr; }
   // Updates applied so far (replica 0's count).
   int64_t iterations() const;
+  // Creates the slot variables now (they are otherwise created on the first
+  // update), e.g. so a checkpoint can be restored into them.
+  void build(const std::vector<Variable*>& vars) { ensure_slots(vars); }
+  void set_iterations(int64_t n) {
+    for (auto& i : iterations_) i = n;
+  }
   // Slot state for checkpoints: name -> variable (e.g. "dense/kernel/m").
   std::vector<std::pair<std::string, Variable*>> slot_variables();
   std::vector<int64_t>& iteration_counts() { return iterations_; }

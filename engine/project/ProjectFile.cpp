@@ -1,14 +1,12 @@
 #include "project/ProjectFile.h"
 
-#include <fcntl.h>
-#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <random>
 #include <set>
 #include <sstream>
 
@@ -51,6 +49,12 @@ public:
       out = v.get<std::string>();
     } else if constexpr (std::is_integral_v<T>) {
       if (!v.is_number_integer()) return fail(key, "must be an integer", v);
+      // Range-checked before narrowing: 4294967297 must not become 1.
+      if (v.is_number_unsigned() ? v.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<T>::max())
+                                 : (v.get<int64_t>() < static_cast<int64_t>(std::numeric_limits<T>::min()) ||
+                                    (v.get<int64_t>() >= 0 && static_cast<uint64_t>(v.get<int64_t>()) >
+                                                                  static_cast<uint64_t>(std::numeric_limits<T>::max()))))
+        return fail(key, "is out of range", v);
       out = v.get<T>();
     } else if constexpr (std::is_floating_point_v<T>) {
       if (!v.is_number()) return fail(key, "must be a number", v);
@@ -327,38 +331,6 @@ RunConfig load_project(const std::string& path) {
     return project_from_json(j, fs::path(path).parent_path().string());
   } catch (const Error& e) {
     throw bad_input(path + ":\n" + e.what());
-  }
-}
-
-void write_file_atomically(const std::string& path, const std::string& contents) {
-  std::random_device rd;
-  const std::string tmp = path + ".tmp-" + std::to_string(rd() % 1000000);
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) throw bad_input(path + ": cannot write (" + std::strerror(errno) + ")");
-  const char* p = contents.data();
-  size_t left = contents.size();
-  while (left > 0) {
-    ssize_t n = ::write(fd, p, left);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      const std::string why = std::strerror(errno);
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      throw bad_input(path + ": write failed (" + why + "); the previous file is unchanged");
-    }
-    p += n;
-    left -= static_cast<size_t>(n);
-  }
-  // fsync before rename: after a crash the name points at either the old
-  // file or the complete new one, never at a short one.
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    ::unlink(tmp.c_str());
-    throw bad_input(path + ": could not flush to disk; the previous file is unchanged");
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    const std::string why = std::strerror(errno);
-    ::unlink(tmp.c_str());
-    throw bad_input(path + ": cannot replace (" + why + "); the previous file is unchanged");
   }
 }
 

@@ -2,6 +2,7 @@
 #include <string>
 #include <vector>
 
+#include "core/AtomicFile.h"
 #include "nn/json_fwd.h"
 #include "train/RunConfig.h"
 
@@ -24,7 +25,5 @@ RunConfig load_project(const std::string& path);
 // Atomic: writes PATH.tmp-XXXX, flushes it to disk, renames over PATH. On any
 // failure the previous file is untouched and bad_input says why.
 void save_project(const RunConfig& config, const std::string& path);
-// Same atomic write for any text (run metadata, exports).
-void write_file_atomically(const std::string& path, const std::string& contents);
 
 }  // namespace strata

@@ -31,6 +31,15 @@ struct OptimizerConfig {
   float beta_1 = 0.9f, beta_2 = 0.999f, epsilon = 1e-7f;
 };
 
+// When checkpoints are written (into the run folder's checkpoints/) and
+// which are kept: the newest `keep` plus the best by validation accuracy.
+struct CheckpointConfig {
+  int64_t every_steps = 0;  // 0 = not by steps
+  bool every_epoch = true;
+  int keep = 3;
+  bool keep_best = true;
+};
+
 struct TrainingConfig {
   int epochs = 10;
   int64_t batch_size = 128;  // global batch
@@ -43,6 +52,7 @@ struct TrainingConfig {
   int threads = 0;                // CPU threads in all (0 = every core)
   int prefetch = 2;
   int64_t max_steps_per_epoch = 0;  // 0 = the whole dataset
+  CheckpointConfig checkpoint;
 };
 
 struct StrategyConfig {

@@ -80,6 +80,9 @@ void Trainer::prepare() {
   po.drop_remainder = t.drop_remainder;
   po.prefetch = t.prefetch;
   pipeline_ = std::make_shared<BatchPipeline>(data_.train, po);
+  if (pipeline_->steps_per_epoch() == 0)
+    throw bad_input("training: " + std::to_string(data_.train->size()) + " training examples give no full batch of " +
+                    std::to_string(t.batch_size) + " with drop_remainder");
 }
 
 Trainer::StepResult Trainer::train_step(ReplicaContext& ctx, const Batch& in) {
@@ -160,7 +163,6 @@ FinishedEvent Trainer::run() {
   DistributedDataset dist = strategy_->distribute(pipeline_);
   int64_t steps_per_epoch = dist.steps_per_epoch();
   if (t.max_steps_per_epoch > 0) steps_per_epoch = std::min(steps_per_epoch, t.max_steps_per_epoch);
-  if (steps_per_epoch == 0) throw bad_input("training: the dataset gives no full batch (drop_remainder with too few examples)");
 
   RunStartedEvent started;
   started.project = config_.name;

@@ -16,6 +16,7 @@
 #include "nn/Dropout.h"
 #include "nn/GradientTape.h"
 #include "nn/Loss.h"
+#include "nn/Metrics.h"
 #include "nn/Optimizer.h"
 #include "nn/Sequential.h"
 
@@ -521,6 +522,31 @@ private slots:
     STRATA_EXPECT_ERROR(nn::SGD(0.1f, 1.0f), ErrorKind::BadInput, "momentum");
     STRATA_EXPECT_ERROR(nn::Adam(0.1f, 1.0f), ErrorKind::BadInput, "beta_1");
     STRATA_EXPECT_ERROR(nn::Adam(-1.0f), ErrorKind::BadInput, "learning rate");
+  }
+
+  // ---- accuracy metric -----------------------------------------------------------
+
+  void accuracy_metric() {
+    // Arg-max per row against integer (or float) labels; ties go to the first class, as argmax.
+    Tensor pred = Tensor::from(Shape{4, 3}, std::vector<float>{0.1f, 0.7f, 0.2f,  //
+                                                                 0.5f, 0.5f, 0.0f,  //
+                                                                 -1.0f, -2.0f, -0.5f,  //
+                                                                 0.3f, 0.3f, 0.4f});
+    Tensor labels = Tensor::from_ints(Shape{4}, std::vector<int32_t>{1, 0, 0, 2});
+    QCOMPARE(nn::count_correct(pred, labels), int64_t{3});
+    Tensor float_labels = Tensor::from(Shape{4}, std::vector<float>{1, 1, 2, 2});
+    QCOMPARE(nn::count_correct(pred, float_labels), int64_t{3});
+    nn::SparseCategoricalAccuracy acc;
+    QCOMPARE(acc.result(), 0.0);
+    acc.update(labels, pred);
+    acc.update(float_labels, pred);
+    QCOMPARE(acc.correct(), int64_t{6});
+    QCOMPARE(acc.total(), int64_t{8});
+    QCOMPARE(acc.result(), 0.75);
+    acc.reset();
+    QCOMPARE(acc.total(), int64_t{0});
+    STRATA_EXPECT_ERROR(nn::count_correct(pred, Tensor::from_ints(Shape{3}, std::vector<int32_t>{0, 1, 2})), ErrorKind::BadInput,
+                        "accuracy");
   }
 
   // ---- determinism -------------------------------------------------------------

@@ -1,0 +1,243 @@
+#include "train/Checkpoint.h"
+
+#include <zlib.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "core/AtomicFile.h"
+#include "core/Error.h"
+#include "train/SafeTensors.h"
+
+namespace strata {
+
+namespace fs = std::filesystem;
+
+namespace {
+constexpr const char* kStateFormat = "strata-checkpoint";
+
+std::string file_crc(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string b = ss.str();
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "%08lx", crc32(0L, reinterpret_cast<const Bytef*>(b.data()), static_cast<uInt>(b.size())));
+  return buf;
+}
+
+Json read_json(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw bad_input(path + ": missing (incomplete checkpoint)");
+  try {
+    return Json::parse(in);
+  } catch (const nlohmann::json::exception&) {
+    throw bad_input(path + ": corrupt (not JSON)");
+  }
+}
+
+int64_t step_of(const fs::path& dir) {
+  const std::string name = dir.filename().string();
+  if (name.rfind("ckpt-", 0) != 0) return -1;
+  try {
+    return std::stoll(name.substr(5));
+  } catch (...) {
+    return -1;
+  }
+}
+
+bool valid(const fs::path& dir) { return step_of(dir) >= 0 && fs::exists(dir / "state.json"); }
+}  // namespace
+
+std::string project_hash(const RunConfig& c) {
+  Json j;
+  j["layers"] = c.layers;
+  j["dataset"] = c.dataset.kind;
+  j["optimizer"] = c.training.optimizer.type;
+  j["loss"] = c.training.loss;
+  const std::string s = j.dump();
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "%08lx", crc32(0L, reinterpret_cast<const Bytef*>(s.data()), static_cast<uInt>(s.size())));
+  return buf;
+}
+
+CheckpointManager::CheckpointManager(std::string root, CheckpointConfig config) : root_(std::move(root)), config_(config) {
+  std::error_code ec;
+  fs::create_directories(root_, ec);
+  if (ec) throw bad_input("checkpoint folder " + root_ + ": cannot create (" + ec.message() + ")");
+}
+
+std::string CheckpointManager::save(nn::Sequential& model, nn::Optimizer& optimizer, const TrainingPosition& pos,
+                                    std::optional<double> val_loss, std::optional<double> val_accuracy,
+                                    const std::string& strategy, int replicas, const std::string& hash) {
+  const fs::path dir = fs::path(root_) / ("ckpt-" + std::to_string(pos.step));
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw bad_input("checkpoint " + dir.string() + ": cannot create (" + ec.message() + ")");
+
+  SafeTensorsFile weights;
+  weights.metadata["format"] = "strata-weights";
+  for (auto* v : model.variables()) weights.tensors.emplace_back(v->name(), v->component(0));
+  write_safetensors((dir / "model.safetensors").string(), weights);
+
+  SafeTensorsFile opt;
+  opt.metadata["format"] = "strata-optimizer";
+  opt.metadata["optimizer"] = optimizer.type();
+  opt.metadata["iterations"] = std::to_string(optimizer.iterations());
+  opt.metadata["config"] = optimizer.config().dump();
+  for (auto& [name, v] : optimizer.slot_variables()) opt.tensors.emplace_back(name, v->component(0));
+  write_safetensors((dir / "optimizer.safetensors").string(), opt);
+
+  Json layers = Json::object();
+  for (auto& l : model.layers())
+    if (auto s = l->extra_state(); !s.is_null()) layers[l->name()] = s;
+  Json state{{"format", kStateFormat},
+             {"version", 1},
+             {"step", pos.step},
+             {"epoch", pos.epoch},
+             {"epoch_step", pos.epoch_step},
+             {"epoch_complete", pos.epoch_complete},
+             {"epoch_loss_sum", pos.epoch_loss_sum},
+             {"epoch_correct", pos.epoch_correct},
+             {"epoch_seen", pos.epoch_seen},
+             {"elapsed", pos.elapsed},
+             {"strategy", strategy},
+             {"replicas", replicas},
+             {"optimizer", optimizer.type()},
+             {"project_hash", hash},
+             {"val_loss", val_loss ? Json(*val_loss) : Json(nullptr)},
+             {"val_accuracy", val_accuracy ? Json(*val_accuracy) : Json(nullptr)},
+             {"layers", layers},
+             {"files",
+              {{"model.safetensors", file_crc((dir / "model.safetensors").string())},
+               {"optimizer.safetensors", file_crc((dir / "optimizer.safetensors").string())}}}};
+  write_file_atomically((dir / "state.json").string(), state.dump(2) + "\n");
+  write_file_atomically((fs::path(root_) / "latest").string(), dir.filename().string() + "\n");
+  prune();
+  return dir.string();
+}
+
+void CheckpointManager::prune() {
+  std::vector<std::pair<int64_t, fs::path>> all;
+  for (auto& e : fs::directory_iterator(root_))
+    if (e.is_directory() && step_of(e.path()) >= 0) all.emplace_back(step_of(e.path()), e.path());
+  std::sort(all.begin(), all.end());
+  std::vector<fs::path> keep;
+  int kept = 0;
+  for (auto it = all.rbegin(); it != all.rend(); ++it)
+    if (valid(it->second) && kept < std::max(1, config_.keep)) {
+      keep.push_back(it->second);
+      ++kept;
+    }
+  if (config_.keep_best) {
+    double best = -1;
+    fs::path best_dir;
+    for (auto& [step, dir] : all) {
+      if (!valid(dir)) continue;
+      Json s = read_json((dir / "state.json").string());
+      if (s["val_accuracy"].is_number() && s["val_accuracy"].get<double>() > best) {
+        best = s["val_accuracy"].get<double>();
+        best_dir = dir;
+      }
+    }
+    if (!best_dir.empty()) keep.push_back(best_dir);
+  }
+  const int64_t newest = all.empty() ? -1 : all.back().first;
+  for (auto& [step, dir] : all) {
+    // Never remove the folder being written (the newest), valid or not.
+    if (step == newest || std::find(keep.begin(), keep.end(), dir) != keep.end()) continue;
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+  }
+}
+
+std::optional<std::string> CheckpointManager::latest(const std::string& root) {
+  if (!fs::exists(root)) return std::nullopt;
+  std::ifstream in(fs::path(root) / "latest");
+  std::string name;
+  if (in >> name && valid(fs::path(root) / name)) return (fs::path(root) / name).string();
+  // No pointer (or it names a removed folder): the newest valid folder.
+  int64_t best = -1;
+  std::string found;
+  for (auto& e : fs::directory_iterator(root))
+    if (e.is_directory() && valid(e.path()) && step_of(e.path()) > best) {
+      best = step_of(e.path());
+      found = e.path().string();
+    }
+  if (found.empty()) return std::nullopt;
+  return found;
+}
+
+CheckpointInfo CheckpointManager::read_info(const std::string& dir) {
+  Json s = read_json((fs::path(dir) / "state.json").string());
+  if (s.value("format", "") != kStateFormat) throw bad_input(dir + "/state.json: not a Strata checkpoint");
+  if (s.value("version", 0) > 1) throw bad_input(dir + "/state.json: written by a newer Strata (version " + std::to_string(s.value("version", 0)) + ")");
+  CheckpointInfo info;
+  info.dir = dir;
+  auto& p = info.position;
+  p.step = s.value("step", int64_t{0});
+  p.epoch = s.value("epoch", 1);
+  p.epoch_step = s.value("epoch_step", int64_t{0});
+  p.epoch_complete = s.value("epoch_complete", false);
+  p.epoch_loss_sum = s.value("epoch_loss_sum", 0.0);
+  p.epoch_correct = s.value("epoch_correct", int64_t{0});
+  p.epoch_seen = s.value("epoch_seen", int64_t{0});
+  p.elapsed = s.value("elapsed", 0.0);
+  if (s["val_loss"].is_number()) info.val_loss = s["val_loss"].get<double>();
+  if (s["val_accuracy"].is_number()) info.val_accuracy = s["val_accuracy"].get<double>();
+  info.strategy = s.value("strategy", "");
+  info.optimizer = s.value("optimizer", "");
+  info.project_hash = s.value("project_hash", "");
+  info.replicas = s.value("replicas", 1);
+  return info;
+}
+
+CheckpointInfo CheckpointManager::load(const std::string& dir, nn::Sequential& model, nn::Optimizer* optimizer) {
+  CheckpointInfo info = read_info(dir);
+  Json state = read_json((fs::path(dir) / "state.json").string());
+  for (const char* f : {"model.safetensors", "optimizer.safetensors"}) {
+    const std::string path = (fs::path(dir) / f).string();
+    if (!fs::exists(path)) throw bad_input(path + ": missing (incomplete checkpoint)");
+    if (state.contains("files") && state["files"].contains(f) && state["files"][f] != file_crc(path))
+      throw bad_input(path + ": checksum mismatch: the file is corrupted or was replaced");
+  }
+  // Read and check everything before assigning anything.
+  const std::string model_path = (fs::path(dir) / "model.safetensors").string();
+  SafeTensorsFile weights = read_safetensors(model_path);
+  auto vars = model.variables();
+  for (auto* v : vars) {
+    const Tensor* t = weights.find(v->name());
+    if (!t) throw bad_input(model_path + ": tensor '" + v->name() + "' is missing (the checkpoint is of a different model)");
+    if (t->shape() != v->shape())
+      throw bad_input(model_path + ": tensor '" + v->name() + "' has shape " + t->shape().str() + ", the model expects " +
+                      v->shape().str());
+  }
+  SafeTensorsFile opt;
+  const std::string opt_path = (fs::path(dir) / "optimizer.safetensors").string();
+  if (optimizer) {
+    opt = read_safetensors(opt_path);
+    if (opt.metadata["optimizer"] != optimizer->type())
+      throw bad_input(opt_path + ": optimizer state is for '" + opt.metadata["optimizer"] + "', the project uses '" +
+                      optimizer->type() + "'");
+    optimizer->build(model.trainable_variables());
+    for (auto& [name, v] : optimizer->slot_variables()) {
+      const Tensor* t = opt.find(name);
+      if (!t || t->shape() != v->shape())
+        throw bad_input(opt_path + ": slot '" + name + "' is missing or has the wrong shape");
+    }
+  }
+  for (auto* v : vars) v->assign(*weights.find(v->name()));
+  if (optimizer) {
+    for (auto& [name, v] : optimizer->slot_variables()) v->assign(*opt.find(name));
+    optimizer->set_iterations(std::stoll(opt.metadata["iterations"]));
+  }
+  if (state.contains("layers"))
+    for (auto& l : model.layers())
+      if (state["layers"].contains(l->name())) l->set_extra_state(state["layers"][l->name()]);
+  return info;
+}
+
+}  // namespace strata

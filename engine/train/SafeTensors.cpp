@@ -1,0 +1,111 @@
+#include "train/SafeTensors.h"
+
+#include <zlib.h>
+
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "core/Error.h"
+#include "core/AtomicFile.h"
+
+namespace strata {
+
+const Tensor* SafeTensorsFile::find(const std::string& name) const {
+  for (auto& [n, t] : tensors)
+    if (n == name) return &t;
+  return nullptr;
+}
+
+namespace {
+uint32_t crc_of(const std::string& bytes, size_t begin) {
+  return static_cast<uint32_t>(crc32(0L, reinterpret_cast<const Bytef*>(bytes.data() + begin),
+                                     static_cast<uInt>(bytes.size() - begin)));
+}
+
+std::string hex(uint32_t v) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "%08x", v);
+  return buf;
+}
+}  // namespace
+
+void write_safetensors(const std::string& path, const SafeTensorsFile& file) {
+  nlohmann::ordered_json header;
+  std::string data;
+  for (auto& [name, t] : file.tensors) {
+    if (name == "__metadata__") throw runtime_error("safetensors: reserved tensor name __metadata__");
+    const size_t begin = data.size();
+    const size_t bytes = static_cast<size_t>(t.numel()) * 4;
+    data.append(reinterpret_cast<const char*>(t.dtype() == DType::Float32 ? static_cast<const void*>(t.data())
+                                                                          : static_cast<const void*>(t.ints())),
+                bytes);
+    header[name] = {{"dtype", t.dtype() == DType::Float32 ? "F32" : "I32"},
+                    {"shape", t.shape().dims()},
+                    {"data_offsets", {begin, begin + bytes}}};
+  }
+  nlohmann::ordered_json meta = nlohmann::ordered_json::object();
+  for (auto& [k, v] : file.metadata) meta[k] = v;
+  meta["strata_crc32"] = hex(static_cast<uint32_t>(crc32(0L, reinterpret_cast<const Bytef*>(data.data()), static_cast<uInt>(data.size()))));
+  header["__metadata__"] = meta;
+  std::string h = header.dump();
+  while (h.size() % 8) h += ' ';  // keeps the data 8-byte aligned, as the reference writer does
+  std::string out(8, '\0');
+  uint64_t n = h.size();
+  for (int i = 0; i < 8; ++i) out[static_cast<size_t>(i)] = static_cast<char>((n >> (8 * i)) & 0xff);
+  out += h;
+  out += data;
+  write_file_atomically(path, out);
+}
+
+SafeTensorsFile read_safetensors(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw bad_input(path + ": cannot open checkpoint file");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string bytes = ss.str();
+  if (bytes.size() < 8) throw bad_input(path + ": truncated (no safetensors header)");
+  uint64_t n = 0;
+  for (int i = 0; i < 8; ++i) n |= static_cast<uint64_t>(static_cast<unsigned char>(bytes[static_cast<size_t>(i)])) << (8 * i);
+  if (n > bytes.size() - 8) throw bad_input(path + ": truncated (header says " + std::to_string(n) + " bytes)");
+  nlohmann::json header;
+  try {
+    header = nlohmann::json::parse(bytes.substr(8, n));
+  } catch (const nlohmann::json::exception&) {
+    throw bad_input(path + ": corrupt safetensors header (not JSON)");
+  }
+  const size_t data_begin = 8 + n;
+  SafeTensorsFile f;
+  if (header.contains("__metadata__"))
+    for (auto& [k, v] : header["__metadata__"].items())
+      if (v.is_string()) f.metadata[k] = v.get<std::string>();
+  if (f.metadata.count("strata_crc32") && f.metadata["strata_crc32"] != hex(crc_of(bytes, data_begin)))
+    throw bad_input(path + ": checksum mismatch: the file is corrupted or truncated");
+  const size_t data_size = bytes.size() - data_begin;
+  // Tensors in data order (the JSON object itself is unordered).
+  std::vector<std::pair<size_t, std::string>> order;
+  for (auto& [name, spec] : header.items())
+    if (name != "__metadata__") order.emplace_back(spec.value("data_offsets", std::vector<size_t>{0, 0}).at(0), name);
+  std::sort(order.begin(), order.end());
+  for (auto& [begin_unused, name] : order) {
+    const auto& spec = header[name];
+    try {
+      const std::string dtype = spec.at("dtype");
+      const auto shape = spec.at("shape").get<std::vector<int64_t>>();
+      const auto off = spec.at("data_offsets").get<std::vector<size_t>>();
+      if (dtype != "F32" && dtype != "I32") throw bad_input(path + ": tensor '" + name + "': dtype " + dtype + " unsupported");
+      Tensor t = Tensor::empty(Shape(shape), dtype == "F32" ? DType::Float32 : DType::Int32);
+      if (off.size() != 2 || off[1] < off[0] || off[1] > data_size || off[1] - off[0] != static_cast<size_t>(t.numel()) * 4)
+        throw bad_input(path + ": tensor '" + name + "': data offsets do not match its shape or the file is truncated");
+      std::memcpy(t.dtype() == DType::Float32 ? static_cast<void*>(t.data()) : static_cast<void*>(t.ints()),
+                  bytes.data() + data_begin + off[0], off[1] - off[0]);
+      f.tensors.emplace_back(name, t);
+    } catch (const nlohmann::json::exception&) {
+      throw bad_input(path + ": tensor '" + name + "': malformed header entry");
+    }
+  }
+  return f;
+}
+
+}  // namespace strata
