@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "ConsoleReporter.h"
+#include "EvaluateCommand.h"
 #include "core/Device.h"
 #include "core/Error.h"
 #include "distribute/Strategy.h"
@@ -51,6 +52,10 @@ void usage(std::FILE* out) {
                "  --threads N           CPU threads in all, divided among replicas (0 = all cores)\n"
                "  --batch-size N        global batch size\n"
                "  --max-steps N         at most N steps per epoch\n"
+               "  --resume [RUN]        continue the latest (or the given) run from its latest checkpoint\n"
+               "  --evaluate CKPT       test loss, accuracy, per-class accuracy, confusion matrix of a\n"
+               "                        checkpoint, run folder or .safetensors file (JSON with --events jsonl)\n"
+               "  --export-weights CKPT OUT.safetensors   write a checkpoint's weights as one file\n"
                "  --list-devices        print the devices this machine has and exit\n\n"
                "exit codes: 0 completed, 1 training failed, 2 bad input, 130 stopped by Ctrl-C\n");
 }
@@ -71,7 +76,8 @@ int main(int argc, char** argv) {
   std::string project_path, events = "text", run_dir, strategy;
   std::optional<std::string> devices;  // given but empty = zero replicas, an error
   int epochs = 0, threads = -1, batch = 0, max_steps = -1;
-  bool no_run_dir = false;
+  bool no_run_dir = false, resume = false;
+  std::string resume_run, evaluate, export_from, export_to;
   try {
     for (int i = 1; i < argc; ++i) {
       std::string a = argv[i];
@@ -98,6 +104,14 @@ int main(int argc, char** argv) {
         if (events != "text" && events != "jsonl") throw bad_input("--events: must be text or jsonl, got '" + events + "'");
       } else if (a == "--run-dir") {
         run_dir = value();
+      } else if (a == "--resume") {
+        resume = true;
+        if (i + 1 < argc && argv[i + 1][0] != '-' && !std::string(argv[i + 1]).ends_with(".strata")) resume_run = argv[++i];
+      } else if (a == "--evaluate") {
+        evaluate = value();
+      } else if (a == "--export-weights") {
+        export_from = value();
+        export_to = value();
       } else if (a == "--no-run-dir") {
         no_run_dir = true;
       } else if (a == "--strategy") {
@@ -137,6 +151,21 @@ int main(int argc, char** argv) {
     if (batch > 0) config.training.batch_size = batch;
     if (max_steps >= 0) config.training.max_steps_per_epoch = max_steps;
 
+    if (!evaluate.empty()) return evaluate_command(config, evaluate, events == "jsonl");
+    if (!export_from.empty()) return export_command(config, export_from, export_to);
+
+    std::string checkpoint;
+    if (resume) {
+      if (no_run_dir) throw bad_input("--resume: continues a run folder; it cannot be combined with --no-run-dir");
+      if (resume_run.empty()) {
+        auto runs = RunDirectory::runs_of(project_path);
+        if (runs.empty()) throw bad_input("--resume: " + project_path + " has no previous run to resume");
+        resume_run = runs.back();
+      }
+      run_dir = resume_run;
+      checkpoint = CheckpointManager::resolve(resume_run);
+    }
+
     FanOutSink sink;
     ConsoleReporter console(stdout);
     JsonlPrinter jsonl;
@@ -146,9 +175,15 @@ int main(int argc, char** argv) {
     trainer.prepare();  // all bad input surfaces here, before any output file exists
     std::unique_ptr<RunDirectory> dir;
     if (!no_run_dir) {
-      dir = std::make_unique<RunDirectory>(run_dir.empty() ? RunDirectory::default_for(project_path) : run_dir, config);
+      dir = std::make_unique<RunDirectory>(run_dir.empty() ? RunDirectory::default_for(project_path) : run_dir, config,
+                                           resume);
       sink.add(dir.get());
+      trainer.enable_checkpoints(dir->checkpoints());
       if (events == "text") std::printf("run folder: %s\n", dir->path().c_str());
+    }
+    if (resume) {
+      CheckpointInfo info = trainer.restore(checkpoint);
+      if (events == "text") std::printf("resuming from %s (step %lld)\n", checkpoint.c_str(), static_cast<long long>(info.position.step));
     }
 
     std::signal(SIGINT, on_sigint);

@@ -1,9 +1,13 @@
 #pragma once
 #include <cstdint>
+#include <vector>
 
 #include "core/Tensor.h"
 
 namespace strata::nn {
+
+// Arg-max of each row of a (batch, classes) host tensor.
+std::vector<int32_t> argmax_rows(const Tensor& predictions);
 
 // Number of rows whose arg-max equals the integer label (host tensors).
 int64_t count_correct(const Tensor& predictions, const Tensor& labels);

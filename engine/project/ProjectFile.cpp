@@ -205,6 +205,15 @@ RunConfig parse(const Json& j, const std::string& base_dir, std::vector<std::str
       of.positive("epsilon", oc.epsilon);
       of.reject_unknown();
     }
+    if (const Json* k = f.object("checkpoint")) {
+      Fields kf(*k, "training.checkpoint", problems);
+      auto& kc = tc.checkpoint;
+      kf.range("every_steps", kc.every_steps, 0, 1e12, "must be a non-negative integer (0 = not by steps)");
+      kf.read("every_epoch", kc.every_epoch);
+      kf.range("keep", kc.keep, 1, 1e6, "must be a positive integer");
+      kf.read("keep_best", kc.keep_best);
+      kf.reject_unknown();
+    }
     f.reject_unknown();
   } else {
     problems.push_back("training: required");
@@ -308,7 +317,12 @@ Json project_to_json(const RunConfig& c) {
                        {"drop_remainder", t.drop_remainder},
                        {"threads", t.threads},
                        {"prefetch", t.prefetch},
-                       {"max_steps_per_epoch", t.max_steps_per_epoch}};
+                       {"max_steps_per_epoch", t.max_steps_per_epoch},
+                       {"checkpoint",
+                        {{"every_steps", t.checkpoint.every_steps},
+                         {"every_epoch", t.checkpoint.every_epoch},
+                         {"keep", t.checkpoint.keep},
+                         {"keep_best", t.checkpoint.keep_best}}}};
   j["strategy"] = Json{{"name", c.strategy.name},
                        {"devices", c.strategy.devices},
                        {"cross_device_ops", c.strategy.cross_device_ops},

@@ -1,5 +1,6 @@
 #include "project/RunDirectory.h"
 
+#include <algorithm>
 #include <ctime>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -23,13 +24,25 @@ std::string RunDirectory::default_for(const std::string& project_path) {
   return dir.string();
 }
 
-RunDirectory::RunDirectory(std::string dir, const RunConfig& config) : dir_(std::move(dir)) {
+std::vector<std::string> RunDirectory::runs_of(const std::string& project_path) {
+  fs::path p(project_path);
+  fs::path base = p.parent_path() / (p.stem().string() + ".runs");
+  std::vector<std::string> out;
+  std::error_code ec;
+  if (!fs::is_directory(base, ec)) return out;
+  for (auto& e : fs::directory_iterator(base, ec))
+    if (e.is_directory() && fs::exists(e.path() / "events.jsonl")) out.push_back(e.path().string());
+  std::sort(out.begin(), out.end());  // names are timestamps
+  return out;
+}
+
+RunDirectory::RunDirectory(std::string dir, const RunConfig& config, bool resume) : dir_(std::move(dir)) {
   std::error_code ec;
   fs::create_directories(dir_, ec);
   if (ec) throw bad_input("run folder " + dir_ + ": cannot create (" + ec.message() + ")");
-  events_.open(dir_ + "/events.jsonl", std::ios::out | std::ios::trunc);
+  events_.open(dir_ + "/events.jsonl", std::ios::out | (resume ? std::ios::app : std::ios::trunc));
   if (!events_) throw bad_input("run folder " + dir_ + ": cannot write events.jsonl (is the folder writable?)");
-  write_file_atomically(dir_ + "/config.json", project_to_json(config).dump(2) + "\n");
+  if (!resume) write_file_atomically(dir_ + "/config.json", project_to_json(config).dump(2) + "\n");
   last_flush_ = std::chrono::steady_clock::now();
 }
 

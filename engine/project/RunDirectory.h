@@ -2,6 +2,7 @@
 #include <chrono>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "train/Events.h"
 #include "train/RunConfig.h"
@@ -15,13 +16,17 @@ namespace strata {
 class RunDirectory final : public EventSink {
 public:
   // Creates `dir` (and parents); bad_input naming the folder if it cannot.
-  RunDirectory(std::string dir, const RunConfig& config);
+  // resume: append to an existing run's events instead of starting afresh.
+  RunDirectory(std::string dir, const RunConfig& config, bool resume = false);
   ~RunDirectory() override;
   const std::string& path() const { return dir_; }
   void emit(const Event& event) override;
 
   // "<project dir>/<project stem>.runs/<YYYYmmdd-HHMMSS>[-N]": beside the project.
   static std::string default_for(const std::string& project_path);
+  // The project's run folders, oldest first.
+  static std::vector<std::string> runs_of(const std::string& project_path);
+  std::string checkpoints() const { return dir_ + "/checkpoints"; }
 
 private:
   std::string dir_;

@@ -138,7 +138,7 @@ void CheckpointManager::prune() {
     for (auto& [step, dir] : all) {
       if (!valid(dir)) continue;
       Json s = read_json((dir / "state.json").string());
-      if (s["val_accuracy"].is_number() && s["val_accuracy"].get<double>() > best) {
+      if (s["val_accuracy"].is_number() && s["val_accuracy"].get<double>() >= best) {  // ties: the newer
         best = s["val_accuracy"].get<double>();
         best_dir = dir;
       }
@@ -195,6 +195,51 @@ CheckpointInfo CheckpointManager::read_info(const std::string& dir) {
   return info;
 }
 
+std::string CheckpointManager::resolve(const std::string& path) {
+  const fs::path p(path);
+  if (fs::exists(p / "state.json")) return path;
+  for (const fs::path& root : {p / "checkpoints", p})
+    if (auto found = latest(root.string())) return *found;
+  throw bad_input(path + ": no checkpoint found (expected a ckpt-N folder, a run folder or its checkpoints/)");
+}
+
+namespace {
+void check_weights(const SafeTensorsFile& weights, const std::string& path, nn::Sequential& model) {
+  for (auto* v : model.variables()) {
+    const Tensor* t = weights.find(v->name());
+    if (!t) throw bad_input(path + ": tensor '" + v->name() + "' is missing (the weights are of a different model)");
+    if (t->shape() != v->shape())
+      throw bad_input(path + ": tensor '" + v->name() + "' has shape " + t->shape().str() + ", the model expects " +
+                      v->shape().str());
+  }
+}
+
+// Checks every variable against the file before assigning any.
+void assign_weights(const SafeTensorsFile& weights, const std::string& path, nn::Sequential& model) {
+  check_weights(weights, path, model);
+  for (auto* v : model.variables()) v->assign(*weights.find(v->name()));
+}
+}  // namespace
+
+void CheckpointManager::load_weights(const std::string& path, nn::Sequential& model) {
+  if (fs::path(path).extension() == ".safetensors") {
+    assign_weights(read_safetensors(path), path, model);
+    return;
+  }
+  load(resolve(path), model, nullptr);
+}
+
+void CheckpointManager::export_weights(const std::string& checkpoint, nn::Sequential& model, const std::string& out,
+                                       const std::string& project_name) {
+  load_weights(checkpoint, model);
+  SafeTensorsFile f;
+  f.metadata["format"] = "strata-weights";
+  f.metadata["project"] = project_name;
+  f.metadata["layout"] = "NHWC images; dense kernels (in, out); conv kernels (kh, kw, in, out)";
+  for (auto* v : model.variables()) f.tensors.emplace_back(v->name(), v->component(0));
+  write_safetensors(out, f);
+}
+
 CheckpointInfo CheckpointManager::load(const std::string& dir, nn::Sequential& model, nn::Optimizer* optimizer) {
   CheckpointInfo info = read_info(dir);
   Json state = read_json((fs::path(dir) / "state.json").string());
@@ -207,14 +252,7 @@ CheckpointInfo CheckpointManager::load(const std::string& dir, nn::Sequential& m
   // Read and check everything before assigning anything.
   const std::string model_path = (fs::path(dir) / "model.safetensors").string();
   SafeTensorsFile weights = read_safetensors(model_path);
-  auto vars = model.variables();
-  for (auto* v : vars) {
-    const Tensor* t = weights.find(v->name());
-    if (!t) throw bad_input(model_path + ": tensor '" + v->name() + "' is missing (the checkpoint is of a different model)");
-    if (t->shape() != v->shape())
-      throw bad_input(model_path + ": tensor '" + v->name() + "' has shape " + t->shape().str() + ", the model expects " +
-                      v->shape().str());
-  }
+  check_weights(weights, model_path, model);
   SafeTensorsFile opt;
   const std::string opt_path = (fs::path(dir) / "optimizer.safetensors").string();
   if (optimizer) {
@@ -229,7 +267,7 @@ CheckpointInfo CheckpointManager::load(const std::string& dir, nn::Sequential& m
         throw bad_input(opt_path + ": slot '" + name + "' is missing or has the wrong shape");
     }
   }
-  for (auto* v : vars) v->assign(*weights.find(v->name()));
+  assign_weights(weights, model_path, model);
   if (optimizer) {
     for (auto& [name, v] : optimizer->slot_variables()) v->assign(*opt.find(name));
     optimizer->set_iterations(std::stoll(opt.metadata["iterations"]));

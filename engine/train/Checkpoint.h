@@ -53,6 +53,14 @@ public:
   // model is untouched if anything is wrong.
   static CheckpointInfo load(const std::string& dir, nn::Sequential& model, nn::Optimizer* optimizer);
   static CheckpointInfo read_info(const std::string& dir);
+  // Accepts a checkpoint folder, a run folder (its latest checkpoint) or a
+  // checkpoints/ folder; bad_input if none is found there.
+  static std::string resolve(const std::string& path);
+  // Loads weights only, from a checkpoint folder or a .safetensors file.
+  static void load_weights(const std::string& path, nn::Sequential& model);
+  // Writes the model's weights as one standalone safetensors file.
+  static void export_weights(const std::string& checkpoint, nn::Sequential& model, const std::string& out,
+                             const std::string& project_name);
 
 private:
   void prune();

@@ -105,6 +105,8 @@ Trainer::Evaluation Trainer::evaluate(const Dataset& dataset) {
   Evaluation e;
   const int64_t n = dataset.size();
   const int64_t batch = std::max<int64_t>(config_.training.batch_size, 256);
+  const int classes = std::max(dataset.num_classes(), 1);
+  e.confusion.assign(static_cast<size_t>(classes), std::vector<int64_t>(static_cast<size_t>(classes), 0));
   double loss_sum = 0;
   int64_t correct = 0;
   for (int64_t start = 0; start < n; start += batch) {
@@ -112,24 +114,66 @@ Trainer::Evaluation Trainer::evaluate(const Dataset& dataset) {
     auto parts = split_batch(global, strategy_->num_replicas_in_sync());
     auto results = strategy_->run(
         [&](ReplicaContext&, const Batch& in) {
-          std::pair<double, int64_t> out{0.0, 0};
+          std::pair<double, std::vector<int32_t>> out{0.0, {}};
           if (in.size() == 0) return out;
           Tensor logits = (*model_)(in.features, false);
           Tensor per_example = (*loss_)(in.labels, logits);
           out.first = backend_for(per_example.device()).sum(per_example.numel(), per_example.data());
-          out.second = nn::count_correct(logits, in.labels);
+          out.second = nn::argmax_rows(logits);
           return out;
         },
         parts);
-    for (auto& [l, c] : results) {
-      loss_sum += l;
-      correct += c;
+    for (int r = 0; r < results.num_replicas(); ++r) {
+      loss_sum += results[r].first;
+      const auto& pred = results[r].second;
+      for (size_t i = 0; i < pred.size(); ++i) {
+        const int32_t truth = parts[r].labels.ints()[i];
+        correct += pred[i] == truth;
+        if (truth >= 0 && truth < classes && pred[i] >= 0 && pred[i] < classes)
+          e.confusion[static_cast<size_t>(truth)][static_cast<size_t>(pred[i])]++;
+      }
     }
   }
   e.examples = n;
   e.loss = n ? loss_sum / static_cast<double>(n) : 0.0;
   e.accuracy = n ? static_cast<double>(correct) / static_cast<double>(n) : 0.0;
   return e;
+}
+
+std::vector<double> Trainer::Evaluation::per_class_accuracy() const {
+  std::vector<double> out;
+  for (size_t c = 0; c < confusion.size(); ++c) {
+    int64_t total = 0;
+    for (auto v : confusion[c]) total += v;
+    out.push_back(total ? static_cast<double>(confusion[c][c]) / static_cast<double>(total) : 0.0);
+  }
+  return out;
+}
+
+void Trainer::enable_checkpoints(const std::string& dir) {
+  checkpoints_ = std::make_unique<CheckpointManager>(dir, config_.training.checkpoint);
+}
+
+CheckpointInfo Trainer::restore(const std::string& checkpoint_dir) {
+  if (!strategy_) prepare();
+  CheckpointInfo info = CheckpointManager::load(checkpoint_dir, *model_, optimizer_.get());
+  start_ = info.position;
+  if (info.project_hash != project_hash(config_))
+    sink_.emit(LogEvent{"warning", "the checkpoint was written for a different model or data; continuing anyway", 0});
+  return info;
+}
+
+void Trainer::save_checkpoint(const TrainingPosition& position, std::optional<double> val_loss,
+                              std::optional<double> val_accuracy) {
+  if (!checkpoints_) return;
+  try {
+    const std::string dir = checkpoints_->save(*model_, *optimizer_, position, val_loss, val_accuracy, strategy_->name(),
+                                               strategy_->num_replicas_in_sync(), project_hash(config_));
+    sink_.emit(CheckpointEvent{dir, position.step, position.epoch, elapsed()});
+  } catch (const Error& e) {
+    // A full disk must not end a long run: say so and keep training.
+    sink_.emit(LogEvent{"warning", std::string("checkpoint not written: ") + e.what(), elapsed()});
+  }
 }
 
 void Trainer::pause() { paused_ = true; }
@@ -158,8 +202,10 @@ double Trainer::elapsed() const { return now_seconds() - start_time_ - paused_se
 
 FinishedEvent Trainer::run() {
   if (!strategy_) prepare();
-  start_time_ = now_seconds();
+  // A resumed run's clock continues from the checkpoint's training time.
+  start_time_ = now_seconds() - start_.elapsed;
   const TrainingConfig& t = config_.training;
+  const CheckpointConfig& ck = t.checkpoint;
   DistributedDataset dist = strategy_->distribute(pipeline_);
   int64_t steps_per_epoch = dist.steps_per_epoch();
   if (t.max_steps_per_epoch > 0) steps_per_epoch = std::min(steps_per_epoch, t.max_steps_per_epoch);
@@ -181,70 +227,86 @@ FinishedEvent Trainer::run() {
   started.cross_device_ops = strategy_->num_replicas_in_sync() > 1 ? strategy_->cross_device_ops().name() : "none";
   started.threads_per_replica = strategy_->threads_per_replica();
   sink_.emit(started);
+  if (start_.step > 0)
+    sink_.emit(LogEvent{"info", "resumed at step " + std::to_string(start_.step) + " (epoch " + std::to_string(start_.epoch) +
+                                    (start_.epoch_complete ? ", complete" : ", step " + std::to_string(start_.epoch_step)) + ")",
+                        elapsed()});
 
   FinishedEvent fin;
-  int64_t step = 0;
+  TrainingPosition pos = start_;
+  if (pos.epoch_complete) {
+    pos = TrainingPosition{pos.step, pos.epoch + 1, 0, false, 0, 0, 0, pos.elapsed};
+  }
+  fin.epochs_completed = pos.epoch - 1;
+  std::optional<double> last_val_loss, last_val_accuracy;
   try {
-    for (int epoch = 1; epoch <= t.epochs; ++epoch) {
-      dist.begin_epoch(epoch - 1);
-      double loss_sum = 0;
-      int64_t correct = 0, seen = 0, epoch_steps = 0;
+    for (; pos.epoch <= t.epochs; pos = TrainingPosition{pos.step, pos.epoch + 1, 0, false, 0, 0, 0, pos.elapsed}) {
+      const int epoch = pos.epoch;
+      dist.begin_epoch(epoch - 1, pos.epoch_step);
       const double epoch_start = elapsed();
-      while (epoch_steps < steps_per_epoch) {
+      int64_t epoch_samples = 0;  // this session's, for throughput
+      while (pos.epoch_step < steps_per_epoch) {
         wait_while_paused();
         if (stop_) break;
         auto inputs = dist.next();
         if (!inputs) break;
         auto results = strategy_->run([this](ReplicaContext& ctx, const Batch& in) { return train_step(ctx, in); }, *inputs);
-        ++step;
-        ++epoch_steps;
+        ++pos.step;
+        ++pos.epoch_step;
         StepEvent ev;
-        ev.step = step;
+        ev.step = pos.step;
         ev.epoch = epoch;
-        ev.epoch_step = epoch_steps;
-        ev.loss = 0;
+        ev.epoch_step = pos.epoch_step;
         int64_t batch = 0;
         for (auto& r : results) {
           ev.replica_losses.push_back(r.local_loss);
           ev.loss += r.scaled_loss;
-          correct += r.correct;
+          pos.epoch_correct += r.correct;
           batch += r.examples;
         }
-        seen += batch;
-        loss_sum += ev.loss * static_cast<double>(batch);
+        pos.epoch_seen += batch;
+        epoch_samples += batch;
+        pos.epoch_loss_sum += ev.loss * static_cast<double>(batch);
         ev.time = elapsed();
         ev.lr = optimizer_->learning_rate();
-        ev.samples_per_sec = static_cast<double>(seen) / std::max(1e-9, ev.time - epoch_start);
+        ev.samples_per_sec = static_cast<double>(epoch_samples) / std::max(1e-9, ev.time - epoch_start);
         sink_.emit(ev);
         if (!std::isfinite(ev.loss)) {
           fin.status = "failed";
           fin.message = "loss became " + std::string(std::isnan(ev.loss) ? "NaN" : "infinite") + " at step " +
-                        std::to_string(step) + " (epoch " + std::to_string(epoch) + "): training diverged; try a lower learning rate";
-          fin.steps = step;
-          fin.time = elapsed();
-          sink_.emit(LogEvent{"error", fin.message, fin.time});
-          sink_.emit(fin);
-          return fin;
+                        std::to_string(pos.step) + " (epoch " + std::to_string(epoch) +
+                        "): training diverged; try a lower learning rate";
+          break;
+        }
+        if (ck.every_steps > 0 && pos.step % ck.every_steps == 0 && pos.epoch_step < steps_per_epoch) {
+          pos.elapsed = elapsed();
+          save_checkpoint(pos, last_val_loss, last_val_accuracy);
         }
       }
+      if (fin.status == "failed") break;
       if (stop_) {
         fin.status = "stopped";
-        fin.message = "stopped by request after step " + std::to_string(step) + " (epoch " + std::to_string(epoch) + ")";
+        fin.message = "stopped by request after step " + std::to_string(pos.step) + " (epoch " + std::to_string(epoch) + ")";
+        pos.elapsed = elapsed();
+        save_checkpoint(pos, last_val_loss, last_val_accuracy);
         break;
       }
       EpochEvent ee;
       ee.epoch = epoch;
-      ee.loss = seen ? loss_sum / static_cast<double>(seen) : 0.0;
-      ee.accuracy = seen ? static_cast<double>(correct) / static_cast<double>(seen) : 0.0;
-      ee.samples_per_sec = static_cast<double>(seen) / std::max(1e-9, elapsed() - epoch_start);
+      ee.loss = pos.epoch_seen ? pos.epoch_loss_sum / static_cast<double>(pos.epoch_seen) : 0.0;
+      ee.accuracy = pos.epoch_seen ? static_cast<double>(pos.epoch_correct) / static_cast<double>(pos.epoch_seen) : 0.0;
+      ee.samples_per_sec = static_cast<double>(epoch_samples) / std::max(1e-9, elapsed() - epoch_start);
       if (data_.validation && data_.validation->size() > 0) {
         Evaluation v = evaluate(*data_.validation);
-        ee.val_loss = v.loss;
-        ee.val_accuracy = v.accuracy;
+        ee.val_loss = last_val_loss = v.loss;
+        ee.val_accuracy = last_val_accuracy = v.accuracy;
       }
       ee.time = elapsed();
       sink_.emit(ee);
       fin.epochs_completed = epoch;
+      pos.epoch_complete = true;
+      pos.elapsed = elapsed();
+      if (ck.every_epoch || epoch == t.epochs) save_checkpoint(pos, last_val_loss, last_val_accuracy);
     }
   } catch (const Error& e) {
     fin.status = "failed";
@@ -254,7 +316,7 @@ FinishedEvent Trainer::run() {
     fin.message = std::string("internal error: ") + e.what();
   }
   if (fin.status == "completed") fin.message = "completed " + std::to_string(fin.epochs_completed) + " epochs";
-  fin.steps = step;
+  fin.steps = pos.step;
   fin.time = elapsed();
   if (fin.status == "failed") sink_.emit(LogEvent{"error", fin.message, fin.time});
   sink_.emit(fin);

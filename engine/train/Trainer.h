@@ -8,6 +8,7 @@
 #include "nn/Loss.h"
 #include "nn/Optimizer.h"
 #include "nn/Sequential.h"
+#include "train/Checkpoint.h"
 #include "train/DataSource.h"
 #include "train/Events.h"
 #include "train/RunConfig.h"
@@ -26,6 +27,12 @@ public:
   ~Trainer();
 
   void prepare();
+  // Writes checkpoints under `dir` as the project's checkpoint settings say,
+  // and always on Stop and at the end of the run. Call after prepare().
+  void enable_checkpoints(const std::string& dir);
+  // Continues from a checkpoint folder: weights, optimizer state, data
+  // position and RNG state. Call after prepare(), before run().
+  CheckpointInfo restore(const std::string& checkpoint_dir);
   FinishedEvent run();
 
   void request_stop() { stop_ = true; resume(); }
@@ -43,6 +50,9 @@ public:
   struct Evaluation {
     double loss = 0, accuracy = 0;
     int64_t examples = 0;
+    // confusion[true][predicted] counts; per-class accuracy = diagonal / row sum.
+    std::vector<std::vector<int64_t>> confusion;
+    std::vector<double> per_class_accuracy() const;
   };
   // Loss and accuracy on a dataset, computed across the replicas.
   Evaluation evaluate(const Dataset& dataset);
@@ -56,6 +66,7 @@ private:
   StepResult train_step(ReplicaContext& ctx, const Batch& in);
   void wait_while_paused();
   double elapsed() const;
+  void save_checkpoint(const TrainingPosition& position, std::optional<double> val_loss, std::optional<double> val_accuracy);
 
   RunConfig config_;
   EventSink& sink_;
@@ -66,6 +77,8 @@ private:
   std::unique_ptr<nn::Loss> loss_;
   std::vector<Variable*> trainable_;
   std::shared_ptr<BatchPipeline> pipeline_;
+  std::unique_ptr<CheckpointManager> checkpoints_;
+  TrainingPosition start_;  // where run() begins (a restored checkpoint's position)
 
   std::atomic<bool> stop_{false};
   std::atomic<bool> paused_{false};

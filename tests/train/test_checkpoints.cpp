@@ -1,0 +1,318 @@
+// Checkpoints: exact resume under every strategy, cross-strategy loading,
+// corrupted files, a killed writer, and safetensors read by an independent reader.
+#include <QtTest>
+
+#include <QProcess>
+#include <QTemporaryDir>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "core/Error.h"
+#include "project/ProjectFile.h"
+#include "train/SafeTensors.h"
+#include "train/Trainer.h"
+
+using namespace strata;
+namespace fs = std::filesystem;
+
+namespace {
+class StopAtStep final : public EventSink {
+public:
+  explicit StopAtStep(int64_t step) : step_(step) {}
+  Trainer* trainer = nullptr;
+  void emit(const Event& e) override {
+    if (auto* s = std::get_if<StepEvent>(&e); s && s->step == step_ && trainer) trainer->request_stop();
+  }
+
+private:
+  int64_t step_;
+};
+
+class Null final : public EventSink {
+public:
+  void emit(const Event&) override {}
+};
+
+RunConfig config_for(const std::string& strategy, std::vector<std::string> devices) {
+  RunConfig c;
+  c.name = "ckpt-test";
+  c.dataset.kind = "synthetic";
+  c.dataset.synthetic_examples = 600;
+  c.dataset.synthetic_features = 12;
+  c.dataset.synthetic_classes = 3;
+  c.layers = {nlohmann::json{{"type", "dense"}, {"units", 32}, {"activation", "relu"}},
+              nlohmann::json{{"type", "dropout"}, {"rate", 0.25}},
+              nlohmann::json{{"type", "dense"}, {"units", 16}, {"use_bias", false}},
+              nlohmann::json{{"type", "batch_normalization"}, {"synchronized", true}},
+              nlohmann::json{{"type", "tanh"}},
+              nlohmann::json{{"type", "dense"}, {"units", 3}}};
+  c.training.epochs = 2;
+  c.training.batch_size = 45;  // 480 train examples: a partial last batch
+  c.training.optimizer.learning_rate = 0.01f;
+  c.training.seed = 3;
+  c.training.threads = 2;
+  c.strategy.name = strategy;
+  c.strategy.devices = std::move(devices);
+  return c;
+}
+
+std::map<std::string, std::vector<float>> weights_of(const std::string& ckpt) {
+  std::map<std::string, std::vector<float>> out;
+  for (auto& [n, t] : read_safetensors(ckpt + "/model.safetensors").tensors)
+    out[n] = std::vector<float>(t.data(), t.data() + t.numel());
+  for (auto& [n, t] : read_safetensors(ckpt + "/optimizer.safetensors").tensors)
+    out[n] = std::vector<float>(t.data(), t.data() + t.numel());
+  return out;
+}
+
+double max_relative(const std::map<std::string, std::vector<float>>& a, const std::map<std::string, std::vector<float>>& b) {
+  double worst = 0;
+  for (auto& [n, va] : a) {
+    auto it = b.find(n);
+    if (it == b.end() || it->second.size() != va.size()) return 1e9;
+    double diff = 0, norm = 0;
+    for (size_t i = 0; i < va.size(); ++i) {
+      diff += (va[i] - it->second[i]) * double(va[i] - it->second[i]);
+      norm += double(va[i]) * va[i];
+    }
+    worst = std::max(worst, std::sqrt(diff) / std::max(1e-12, std::sqrt(norm)));
+  }
+  return worst;
+}
+
+std::string train(const RunConfig& c, const std::string& dir, int64_t stop_at = -1, const std::string& from = {}) {
+  StopAtStep sink(stop_at);
+  Trainer t(c, sink);
+  sink.trainer = &t;
+  t.prepare();
+  t.enable_checkpoints(dir);
+  if (!from.empty()) t.restore(from);
+  t.run();
+  return *CheckpointManager::latest(dir);
+}
+
+QString bin(const char* rel) { return QStringLiteral(STRATA_BINARY_DIR "/") + rel; }
+}  // namespace
+
+class TestCheckpoints : public QObject {
+  Q_OBJECT
+
+private slots:
+  void resume_is_exact_data() {
+    QTest::addColumn<QString>("strategy");
+    QTest::addColumn<QStringList>("devices");
+    QTest::newRow("one_device") << "one_device" << QStringList{"cpu:0"};
+    QTest::newRow("mirrored x2") << "mirrored" << QStringList{"cpu:0", "cpu:1"};
+    QTest::newRow("mirrored x3") << "mirrored" << QStringList{"cpu:0", "cpu:1", "cpu:2"};
+    QTest::newRow("central_storage x2") << "central_storage" << QStringList{"cpu:0", "cpu:1"};
+  }
+  void resume_is_exact() {
+    QFETCH(QString, strategy);
+    QFETCH(QStringList, devices);
+    std::vector<std::string> devs;
+    for (auto& d : devices) devs.push_back(d.toStdString());
+    RunConfig c = config_for(strategy.toStdString(), devs);
+    QTemporaryDir tmp;
+    const std::string root = tmp.path().toStdString();
+
+    const auto full = weights_of(train(c, root + "/full"));
+
+    // Stop after epoch 1, resume for epoch 2.
+    RunConfig one = c;
+    one.training.epochs = 1;
+    const std::string after_one = train(one, root + "/split");
+    const auto resumed = weights_of(train(c, root + "/split", -1, after_one));
+    const double d1 = max_relative(full, resumed);
+    QVERIFY2(d1 <= 1e-6, qPrintable(QString("epoch boundary: relative difference %1").arg(d1)));
+
+    // Stop in the middle of epoch 1 (as Stop/Ctrl-C do), resume.
+    const std::string mid = train(c, root + "/mid", 7);
+    QVERIFY(QString::fromStdString(mid).endsWith("ckpt-7"));
+    const auto resumed_mid = weights_of(train(c, root + "/mid", -1, mid));
+    const double d2 = max_relative(full, resumed_mid);
+    QVERIFY2(d2 <= 1e-6, qPrintable(QString("mid-epoch: relative difference %1").arg(d2)));
+  }
+
+  void loads_under_another_strategy() {
+    QTemporaryDir tmp;
+    const std::string ckpt = train(config_for("mirrored", {"cpu:0", "cpu:1"}), tmp.path().toStdString() + "/m2");
+    const auto saved = weights_of(ckpt);
+    for (auto [name, devs] : std::vector<std::pair<std::string, std::vector<std::string>>>{
+             {"one_device", {"cpu:0"}}, {"mirrored", {"cpu:0", "cpu:1", "cpu:2", "cpu:3"}}, {"central_storage", {"cpu:0", "cpu:1"}}}) {
+      Null sink;
+      Trainer t(config_for(name, devs), sink);
+      t.prepare();
+      t.restore(ckpt);
+      for (auto* v : t.model().variables())
+        for (int r = 0; r < v->num_components(); ++r) {
+          const auto& want = saved.at(v->name());
+          QVERIFY(std::equal(want.begin(), want.end(), v->component(r).data()));
+        }
+      RunConfig more = config_for(name, devs);
+      more.training.epochs = 3;
+      Trainer cont(more, sink);
+      cont.prepare();
+      cont.restore(ckpt);
+      QCOMPARE(QString::fromStdString(cont.run().status), QString("completed"));
+    }
+  }
+
+  void corrupted_files_are_clear_errors() {
+    QTemporaryDir tmp;
+    const std::string ckpt = train(config_for("one_device", {}), tmp.path().toStdString() + "/c");
+    const std::string model = ckpt + "/model.safetensors";
+    std::string original;
+    {
+      std::ifstream in(model, std::ios::binary);
+      original.assign(std::istreambuf_iterator<char>(in), {});
+    }
+    auto expect = [&](const QString& needle) {
+      Null sink;
+      Trainer t(config_for("one_device", {}), sink);
+      t.prepare();
+      const auto before = t.model().variables().front()->value().clone();
+      try {
+        t.restore(ckpt);
+        QFAIL("no error");
+      } catch (const Error& e) {
+        QCOMPARE(e.kind(), ErrorKind::BadInput);
+        QVERIFY2(QString(e.what()).contains(needle), e.what());
+      }
+      QVERIFY(std::equal(before.data(), before.data() + before.numel(), t.model().variables().front()->value().data()));
+    };
+    auto write = [&](const std::string& bytes) {
+      std::ofstream out(model, std::ios::binary | std::ios::trunc);
+      out << bytes;
+    };
+    write(original.substr(0, original.size() / 2));
+    expect("model.safetensors");
+    std::string flipped = original;
+    flipped[flipped.size() - 5] ^= 0x10;
+    write(flipped);
+    expect("checksum mismatch");
+    write(original);
+
+    // A model whose shapes differ from the checkpoint's.
+    RunConfig other = config_for("one_device", {});
+    other.layers[0]["units"] = 33;
+    Null sink;
+    Trainer t(other, sink);
+    t.prepare();
+    try {
+      t.restore(ckpt);
+      QFAIL("no error");
+    } catch (const Error& e) {
+      QVERIFY2(QString(e.what()).contains("'dense/kernel' has shape (12, 32), the model expects (12, 33)"), e.what());
+    }
+    // Nothing of the checkpoint was touched by the failed loads.
+    std::ifstream in(model, std::ios::binary);
+    QVERIFY(std::string(std::istreambuf_iterator<char>(in), {}) == original);
+  }
+
+  void incomplete_checkpoint_is_skipped() {
+    QTemporaryDir tmp;
+    const std::string root = tmp.path().toStdString() + "/r";
+    const std::string good = train(config_for("one_device", {}), root);
+    // What a writer killed mid-checkpoint leaves: a folder with a partial file
+    // and no state.json; "latest" still names the good one.
+    fs::create_directories(root + "/ckpt-999");
+    std::ofstream(root + "/ckpt-999/model.safetensors.tmp-1") << "partial";
+    QCOMPARE(*CheckpointManager::latest(root), good);
+    fs::remove(root + "/latest");
+    QCOMPARE(*CheckpointManager::latest(root), good);
+  }
+
+  void killed_writer_resumes_from_good_checkpoint() {
+    // A bigger model with a checkpoint every step: most of the time goes to
+    // writing checkpoints, so SIGKILL at a random moment often lands mid-write.
+    QTemporaryDir tmp;
+    RunConfig c = config_for("one_device", {});
+    c.layers[0]["units"] = 1024;
+    c.training.epochs = 50;
+    c.training.checkpoint.every_steps = 1;
+    const std::string project = tmp.path().toStdString() + "/kill.strata";
+    save_project(c, project);
+    for (int round = 0; round < 3; ++round) {
+      QProcess p;
+      QStringList args{QString::fromStdString(project), "--events", "jsonl"};
+      if (round > 0) args << "--resume";
+      p.start(bin("app/strata-run"), args);
+      QVERIFY(p.waitForStarted());
+      QTest::qWait(700 + 150 * round);
+      ::kill(static_cast<pid_t>(p.processId()), SIGKILL);
+      p.waitForFinished();
+    }
+    // Whatever the kills left, the latest checkpoint is complete and loads.
+    QProcess p;
+    p.start(bin("app/strata-run"), {QString::fromStdString(project), "--resume", "--epochs", "1"});
+    QVERIFY(p.waitForFinished(60000));
+    QVERIFY2(p.exitCode() == 0, p.readAllStandardError().constData());
+    QVERIFY(p.readAllStandardOutput().contains("resuming from"));
+  }
+
+  void independent_reader_parses_strata_safetensors() {
+    if (QProcess::execute("/usr/bin/python3", {"-c", "import numpy"}) != 0) QSKIP("python3 with numpy is not installed");
+    QTemporaryDir tmp;
+    SafeTensorsFile f;
+    f.metadata["format"] = "strata-weights";
+    f.tensors.emplace_back("b", Tensor::from(Shape{3}, std::vector<float>{1.5f, -2.0f, 0.25f}));
+    f.tensors.emplace_back("a/kernel", Tensor::from(Shape{2, 2}, std::vector<float>{1, 2, 3, 4}));
+    f.tensors.emplace_back("steps", Tensor::from_ints(Shape{1}, std::vector<int32_t>{7}));
+    const QString path = tmp.path() + "/w.safetensors";
+    write_safetensors(path.toStdString(), f);
+    QProcess p;
+    p.start("/usr/bin/python3", {QStringLiteral(STRATA_SOURCE_DIR "/tests/train/read_safetensors.py"), path});
+    QVERIFY(p.waitForFinished());
+    const QString out = p.readAllStandardOutput();
+    QVERIFY2(p.exitCode() == 0, p.readAllStandardError().constData());
+    QVERIFY2(out.contains("a/kernel 2x2 10\n"), qPrintable(out));
+    QVERIFY2(out.contains("b 3 -0.25\n"), qPrintable(out));
+    QVERIFY2(out.contains("steps 1 7\n"), qPrintable(out));
+    QVERIFY2(out.contains("\"format\": \"strata-weights\""), qPrintable(out));
+    auto back = read_safetensors(path.toStdString());
+    QCOMPARE(back.find("b")->data()[2], 0.25f);
+  }
+
+  void evaluate_and_export_from_the_cli() {
+    QTemporaryDir tmp;
+    RunConfig c = config_for("one_device", {});
+    const std::string project = tmp.path().toStdString() + "/e.strata";
+    save_project(c, project);
+    QProcess run;
+    run.start(bin("app/strata-run"), {QString::fromStdString(project), "--run-dir", tmp.path() + "/run"});
+    QVERIFY(run.waitForFinished(60000));
+    QCOMPARE(run.exitCode(), 0);
+    QProcess ev;
+    ev.start(bin("app/strata-run"), {QString::fromStdString(project), "--evaluate", tmp.path() + "/run", "--events", "jsonl"});
+    QVERIFY(ev.waitForFinished(60000));
+    QCOMPARE(ev.exitCode(), 0);
+    auto j = nlohmann::json::parse(ev.readAllStandardOutput().toStdString());
+    QCOMPARE(j["confusion_matrix"].size(), size_t{3});
+    int64_t total = 0;
+    for (auto& row : j["confusion_matrix"])
+      for (auto& v : row) total += v.get<int64_t>();
+    QCOMPARE(total, j["examples"].get<int64_t>());
+    QVERIFY(j["accuracy"].get<double>() > 0.5);
+    QProcess ex;
+    const QString out = tmp.path() + "/weights.safetensors";
+    ex.start(bin("app/strata-run"), {QString::fromStdString(project), "--export-weights", tmp.path() + "/run", out});
+    QVERIFY(ex.waitForFinished(60000));
+    QCOMPARE(ex.exitCode(), 0);
+    QVERIFY(read_safetensors(out.toStdString()).find("dense/kernel"));
+    // Evaluating the exported file gives the same accuracy.
+    QProcess ev2;
+    ev2.start(bin("app/strata-run"), {QString::fromStdString(project), "--evaluate", out, "--events", "jsonl"});
+    QVERIFY(ev2.waitForFinished(60000));
+    QCOMPARE(nlohmann::json::parse(ev2.readAllStandardOutput().toStdString())["accuracy"], j["accuracy"]);
+    // A checkpoint that does not exist is exit code 2.
+    QProcess bad;
+    bad.start(bin("app/strata-run"), {QString::fromStdString(project), "--evaluate", tmp.path() + "/nothing"});
+    QVERIFY(bad.waitForFinished(60000));
+    QCOMPARE(bad.exitCode(), 2);
+  }
+};
+
+QTEST_GUILESS_MAIN(TestCheckpoints)
+#include "test_checkpoints.moc"
