@@ -1,8 +1,6 @@
 // Project files (*.strata): validation with JSON paths, every problem at
 // once, lossless load -> save -> load, atomic saves; run folders; the event
 // JSON round trip.
-// The engine has EventSink::emit(); keep Qt's `emit` keyword out of the way.
-#define QT_NO_EMIT
 #include <QtTest/QtTest>
 
 #include <sys/resource.h>

@@ -1,7 +1,5 @@
 // The Trainer on synthetic data: convergence, the event sequence, stop from
 // another thread, divergence to NaN, and bad input caught by prepare().
-// The engine has EventSink::emit(); keep Qt's `emit` keyword out of the way.
-#define QT_NO_EMIT
 #include <QtTest/QtTest>
 
 #include <cmath>
