@@ -30,6 +30,21 @@ void on_sigint(int) {
   std::signal(SIGINT, SIG_DFL);  // a second Ctrl-C ends the process at once
 }
 
+// What ranks other than 0 of a multi-worker run print: warnings and errors
+// only, tagged with rank and host (rank 0 reports for everyone).
+class RankLogSink final : public EventSink {
+public:
+  RankLogSink(int rank, std::string host) : rank_(rank), host_(std::move(host)) {}
+  void emit(const Event& e) override {
+    if (auto* l = std::get_if<LogEvent>(&e); l && l->level != "info")
+      std::fprintf(stderr, "strata-run [rank %d %s] %s: %s\n", rank_, host_.c_str(), l->level.c_str(), l->message.c_str());
+  }
+
+private:
+  int rank_;
+  std::string host_;
+};
+
 class JsonlPrinter final : public EventSink {
 public:
   void emit(const Event& e) override {
@@ -47,7 +62,8 @@ void usage(std::FILE* out) {
                "  --events text|jsonl   text progress (default) or JSON Lines events on stdout\n"
                "  --run-dir DIR         write the run folder here (default: PROJECT.runs/<time>)\n"
                "  --no-run-dir          do not write a run folder\n"
-               "  --strategy NAME       one_device, mirrored, central_storage\n"
+               "  --strategy NAME       one_device, mirrored, central_storage, multi_worker_mirrored (under mpirun)\n"
+               "  --collective-timeout S  multi-worker: seconds to wait for the other ranks before failing (300)\n"
                "  --devices LIST        replica devices, e.g. cpu:0,cpu:1\n"
                "  --threads N           CPU threads in all, divided among replicas (0 = all cores)\n"
                "  --batch-size N        global batch size\n"
@@ -75,7 +91,7 @@ int to_int(const std::string& flag, const std::string& v) {
 int main(int argc, char** argv) {
   std::string project_path, events = "text", run_dir, strategy;
   std::optional<std::string> devices;  // given but empty = zero replicas, an error
-  int epochs = 0, threads = -1, batch = 0, max_steps = -1;
+  int epochs = 0, threads = -1, batch = 0, max_steps = -1, collective_timeout = 0;
   bool no_run_dir = false, resume = false;
   std::string resume_run, evaluate, export_from, export_to;
   try {
@@ -124,6 +140,9 @@ int main(int argc, char** argv) {
       } else if (a == "--batch-size") {
         batch = to_int(a, value());
         if (batch <= 0) throw bad_input("--batch-size: must be positive, got " + std::to_string(batch));
+      } else if (a == "--collective-timeout") {
+        collective_timeout = to_int(a, value());
+        if (collective_timeout <= 0) throw bad_input("--collective-timeout: must be a positive number of seconds");
       } else if (a == "--max-steps") {
         max_steps = to_int(a, value());
         if (max_steps < 0) throw bad_input("--max-steps: must be 0 (whole epoch) or positive, got " + std::to_string(max_steps));
@@ -150,6 +169,7 @@ int main(int argc, char** argv) {
     if (threads >= 0) config.training.threads = threads;
     if (batch > 0) config.training.batch_size = batch;
     if (max_steps >= 0) config.training.max_steps_per_epoch = max_steps;
+    if (collective_timeout > 0) config.strategy.collective_timeout = collective_timeout;
 
     if (!evaluate.empty()) return evaluate_command(config, evaluate, events == "jsonl");
     if (!export_from.empty()) return export_command(config, export_from, export_to);
@@ -167,14 +187,25 @@ int main(int argc, char** argv) {
     }
 
     FanOutSink sink;
-    ConsoleReporter console(stdout);
-    JsonlPrinter jsonl;
-    sink.add(events == "jsonl" ? static_cast<EventSink*>(&jsonl) : &console);
-
     Trainer trainer(config, sink);
     trainer.prepare();  // all bad input surfaces here, before any output file exists
+    Cluster& cluster = trainer.strategy().cluster();
+    if (cluster.size() > 1) {
+      // Every rank must train the same project, or the collectives would mix
+      // different models.
+      const double mine = static_cast<double>(std::stoul(project_hash(config), nullptr, 16));
+      const auto all = cluster.all_gather({mine});
+      for (size_t r = 0; r < all.size(); ++r)
+        if (all[r] != all[0])
+          throw bad_input("rank " + std::to_string(r) + " was given a different project (model or data) than rank 0");
+    }
+    const bool reporter = cluster.rank() == 0;
+    ConsoleReporter console(stdout);
+    JsonlPrinter jsonl;
+    RankLogSink rank_log(cluster.rank(), cluster.host());
+    sink.add(!reporter ? static_cast<EventSink*>(&rank_log) : events == "jsonl" ? static_cast<EventSink*>(&jsonl) : &console);
     std::unique_ptr<RunDirectory> dir;
-    if (!no_run_dir) {
+    if (!no_run_dir && reporter) {
       dir = std::make_unique<RunDirectory>(run_dir.empty() ? RunDirectory::default_for(project_path) : run_dir, config,
                                            resume);
       sink.add(dir.get());
@@ -203,6 +234,8 @@ int main(int argc, char** argv) {
     FinishedEvent fin = trainer.run();
     if (fin.status == "completed") return 0;
     if (fin.status == "stopped") return 130;
+    // A failed worker must not leave the others waiting in a collective.
+    if (cluster.size() > 1) cluster.abort(1, fin.message);
     return 1;
   } catch (const Error& e) {
     std::fprintf(stderr, "strata-run: %s\n", e.what());

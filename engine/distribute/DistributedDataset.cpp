@@ -22,15 +22,18 @@ PerReplica<Batch> split_batch(const Batch& global, int replicas) {
   return PerReplica<Batch>(std::move(parts));
 }
 
-DistributedDataset::DistributedDataset(std::shared_ptr<BatchPipeline> global, int replicas)
-    : global_(std::move(global)), replicas_(replicas) {
+DistributedDataset::DistributedDataset(std::shared_ptr<BatchPipeline> global, int replicas, int first, int local)
+    : global_(std::move(global)), replicas_(replicas), first_(first), local_(local < 0 ? replicas : local) {
   if (global_->options().batch_size < replicas)
     throw bad_input("global batch " + std::to_string(global_->options().batch_size) + " is smaller than the " +
                     std::to_string(replicas) + " replicas: every replica needs at least one example");
 }
 
-DistributedDataset::DistributedDataset(std::vector<std::shared_ptr<BatchPipeline>> per_replica)
-    : per_replica_(std::move(per_replica)), replicas_(static_cast<int>(per_replica_.size())) {}
+DistributedDataset::DistributedDataset(std::vector<std::shared_ptr<BatchPipeline>> per_replica, int workers)
+    : per_replica_(std::move(per_replica)),
+      replicas_(static_cast<int>(per_replica_.size())),
+      local_(replicas_),
+      workers_(workers) {}
 
 int64_t DistributedDataset::steps_per_epoch() const {
   if (global_) return global_->steps_per_epoch();
@@ -50,7 +53,12 @@ std::optional<PerReplica<Batch>> DistributedDataset::next() {
   if (global_) {
     auto b = global_->next();
     if (!b) return std::nullopt;
-    return split_batch(*b, replicas_);
+    PerReplica<Batch> all = split_batch(*b, replicas_);
+    if (local_ == replicas_) return all;
+    // Every worker draws the same global batch (same seed, same order) and
+    // keeps its replicas' slices: all agree on the steps, none overlap.
+    std::vector<Batch> mine(all.values().begin() + first_, all.values().begin() + first_ + local_);
+    return PerReplica<Batch>(std::move(mine));
   }
   std::vector<Batch> parts;
   int64_t total = 0;
@@ -60,7 +68,8 @@ std::optional<PerReplica<Batch>> DistributedDataset::next() {
     total += b->size();
     parts.push_back(std::move(*b));
   }
-  for (auto& b : parts) b.global_batch_size = total;
+  // Multi-worker: the other workers' pipelines are assumed to give as many.
+  for (auto& b : parts) b.global_batch_size = total * workers_;
   return PerReplica<Batch>(std::move(parts));
 }
 

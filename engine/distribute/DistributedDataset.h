@@ -21,10 +21,14 @@ PerReplica<Batch> split_batch(const Batch& global, int replicas);
 // per replica built by an input function (distribute_datasets_from_function).
 class DistributedDataset {
 public:
-  DistributedDataset(std::shared_ptr<BatchPipeline> global, int replicas);
-  explicit DistributedDataset(std::vector<std::shared_ptr<BatchPipeline>> per_replica);
+  // Splits each global batch over `replicas` (all workers' replicas) and
+  // yields the slices of this process's replicas [first, first + local).
+  DistributedDataset(std::shared_ptr<BatchPipeline> global, int replicas, int first = 0, int local = -1);
+  // workers: processes with as many pipelines each (the step's global batch
+  // counts all of them).
+  explicit DistributedDataset(std::vector<std::shared_ptr<BatchPipeline>> per_replica, int workers = 1);
 
-  int num_replicas() const { return replicas_; }
+  int num_replicas() const { return local_; }
   int64_t steps_per_epoch() const;
   // Starts an epoch (optionally mid-way, for resume).
   void begin_epoch(int64_t epoch, int64_t first_step = 0);
@@ -55,6 +59,8 @@ private:
   std::shared_ptr<BatchPipeline> global_;
   std::vector<std::shared_ptr<BatchPipeline>> per_replica_;
   int replicas_;
+  int first_ = 0, local_;
+  int workers_ = 1;
   int64_t next_epoch_ = 0;
 };
 

@@ -1,6 +1,7 @@
 #include "distribute/ReplicaContext.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 
 #include "core/Error.h"
@@ -8,21 +9,25 @@
 namespace strata {
 
 ReplicaContext::ReplicaContext(int replica_id, ReplicaGroup& group, CrossDeviceOps& ops, bool variables_shared,
-                               size_t fusion_bytes, Device device)
+                               size_t fusion_bytes, Device device, int replica_offset, int total_replicas)
     : replica_id_(replica_id),
       group_(group),
       ops_(ops),
       variables_shared_(variables_shared),
       fusion_bytes_(fusion_bytes),
-      device_(device) {}
+      device_(device),
+      replica_offset_(replica_offset),
+      total_replicas_(total_replicas > 0 ? total_replicas : group.size) {}
 
 void ReplicaContext::reduce_buffer(std::span<float> data) {
+  const auto t0 = std::chrono::steady_clock::now();
   ops_.all_reduce_sum(group_, replica_id_, data);
+  collective_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   ++collectives_;
 }
 
 void ReplicaContext::all_reduce(ReduceOp op, std::vector<Tensor>& tensors) {
-  if (group_.size > 1) {
+  if (total_replicas_ > 1) {
     const size_t cap = std::max<size_t>(1, fusion_bytes_ / sizeof(float));
     size_t i = 0;
     while (i < tensors.size()) {
@@ -51,8 +56,8 @@ void ReplicaContext::all_reduce(ReduceOp op, std::vector<Tensor>& tensors) {
       i = j;
     }
   }
-  if (op == ReduceOp::Mean && group_.size > 1) {
-    const float inv = 1.0f / static_cast<float>(group_.size);
+  if (op == ReduceOp::Mean && total_replicas_ > 1) {
+    const float inv = 1.0f / static_cast<float>(total_replicas_);
     for (auto& t : tensors)
       for (auto& v : t.span()) v *= inv;
   }

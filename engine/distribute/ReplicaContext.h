@@ -13,11 +13,14 @@ namespace strata {
 // fusion) so one collective moves many gradients.
 class ReplicaContext final : public ReplicaSync {
 public:
+  // replica_id: this process's replica index; replica_offset and
+  // total_replicas place it among all workers' replicas.
   ReplicaContext(int replica_id, ReplicaGroup& group, CrossDeviceOps& ops, bool variables_shared, size_t fusion_bytes,
-                 Device device);
+                 Device device, int replica_offset = 0, int total_replicas = 0);
 
-  int replica_id_in_sync_group() const override { return replica_id_; }
-  int num_replicas_in_sync() const override { return group_.size; }
+  int replica_id_in_sync_group() const override { return replica_offset_ + replica_id_; }
+  int num_replicas_in_sync() const override { return total_replicas_; }
+  int local_replica_id() const { return replica_id_; }
   const Device& device() const { return device_; }
 
   // In place, on every replica: each tensor becomes the sum (or mean) of that
@@ -29,8 +32,9 @@ public:
   bool variables_shared() const override { return variables_shared_; }
   void barrier() override { group_.barrier.arrive_and_wait(); }
 
-  // Collectives issued and bytes moved so far (benchmarks, timeline).
+  // Collectives issued and seconds spent in them (waiting included) so far.
   int64_t collectives() const { return collectives_; }
+  double collective_seconds() const { return collective_seconds_; }
 
 private:
   void reduce_buffer(std::span<float> data);
@@ -43,6 +47,8 @@ private:
   Device device_;
   std::vector<float> fusion_;
   int64_t collectives_ = 0;
+  double collective_seconds_ = 0;
+  int replica_offset_ = 0, total_replicas_ = 1;
 };
 
 }  // namespace strata

@@ -7,14 +7,14 @@
 namespace strata {
 
 ReplicaPool::ReplicaPool(std::vector<Device> devices, int threads_per_replica, std::unique_ptr<CrossDeviceOps> ops,
-                         bool variables_shared, size_t fusion_bytes)
+                         bool variables_shared, size_t fusion_bytes, int replica_offset, int total_replicas)
     : devices_(std::move(devices)), ops_(std::move(ops)), group_(static_cast<int>(devices_.size())) {
   const int n = size();
   errors_.resize(static_cast<size_t>(n));
   for (int r = 0; r < n; ++r) {
     backends_.push_back(std::make_unique<CpuBackend>(threads_per_replica, devices_[static_cast<size_t>(r)].index));
     contexts_.push_back(std::make_unique<ReplicaContext>(r, group_, *ops_, variables_shared, fusion_bytes,
-                                                         devices_[static_cast<size_t>(r)]));
+                                                         devices_[static_cast<size_t>(r)], replica_offset, total_replicas));
   }
   for (int r = 0; r < n; ++r) threads_.emplace_back([this, r] { loop(r); });
 }

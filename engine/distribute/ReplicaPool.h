@@ -20,7 +20,7 @@ namespace strata {
 class ReplicaPool {
 public:
   ReplicaPool(std::vector<Device> devices, int threads_per_replica, std::unique_ptr<CrossDeviceOps> ops,
-              bool variables_shared, size_t fusion_bytes);
+              bool variables_shared, size_t fusion_bytes, int replica_offset = 0, int total_replicas = 0);
   ~ReplicaPool();
   ReplicaPool(const ReplicaPool&) = delete;
   ReplicaPool& operator=(const ReplicaPool&) = delete;
@@ -28,6 +28,7 @@ public:
   int size() const { return static_cast<int>(devices_.size()); }
   const std::vector<Device>& devices() const { return devices_; }
   const CrossDeviceOps& cross_device_ops() const { return *ops_; }
+  const ReplicaContext& context(int replica) const { return *contexts_[static_cast<size_t>(replica)]; }
   void run(const std::function<void(ReplicaContext&)>& fn);
 
 private:

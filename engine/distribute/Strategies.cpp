@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/Error.h"
+#include "distribute/MultiWorkerAllReduce.h"
 #include "distribute/ReduceToOneDevice.h"
 
 namespace strata {
@@ -37,6 +38,12 @@ CentralStorageStrategy::CentralStorageStrategy(std::vector<Device> devices, cons
     : Strategy(validate_devices(devices.empty() ? default_cpu_replicas() : devices, "central_storage"), options,
                std::make_unique<ReduceToOneDevice>(), true, 1) {}
 
+MultiWorkerMirroredStrategy::MultiWorkerMirroredStrategy(std::vector<Device> devices, const StrategyOptions& options,
+                                                         std::shared_ptr<Cluster> cluster)
+    : Strategy(validate_devices(devices.empty() ? std::vector<Device>{Device{}} : devices, "multi_worker_mirrored"),
+               options, std::make_unique<MultiWorkerAllReduce>(cluster), false,
+               static_cast<int>(devices.empty() ? 1 : devices.size()), cluster) {}
+
 std::vector<std::string> strategy_names() {
   return {"one_device", "mirrored", "central_storage", "multi_worker_mirrored", "parameter_server"};
 }
@@ -49,8 +56,18 @@ std::unique_ptr<Strategy> make_strategy(const std::string& name, const StrategyO
   }
   if (name == "mirrored") return std::make_unique<MirroredStrategy>(options.devices, options);
   if (name == "central_storage") return std::make_unique<CentralStorageStrategy>(options.devices, options);
-  if (name == "multi_worker_mirrored" || name == "parameter_server")
-    throw bad_input("strategy '" + name + "' is not available in this build yet");
+  if (name == "multi_worker_mirrored") {
+    auto cluster = mpi_cluster(options.collective_timeout);
+    // Every worker must bring the same number of replicas, or the global
+    // batch split and the replica numbering would disagree between them.
+    const auto counts = cluster->all_gather({static_cast<double>(std::max<size_t>(1, options.devices.size()))});
+    for (size_t w = 0; w < counts.size(); ++w)
+      if (counts[w] != counts[0])
+        throw bad_input("multi_worker_mirrored: rank " + std::to_string(w) + " has " + std::to_string(int(counts[w])) +
+                        " replica devices, rank 0 has " + std::to_string(int(counts[0])) + "; give every worker the same --devices count");
+    return std::make_unique<MultiWorkerMirroredStrategy>(options.devices, options, cluster);
+  }
+  if (name == "parameter_server") throw bad_input("strategy 'parameter_server' is not available in this build yet");
   std::string all;
   for (auto& n : strategy_names()) all += (all.empty() ? "" : ", ") + n;
   throw bad_input("strategy '" + name + "' does not exist (choose one of " + all + ")");

@@ -34,6 +34,16 @@ public:
   std::string name() const override { return "central_storage"; }
 };
 
+// Synchronous data parallelism over worker processes launched by mpirun:
+// each worker has its local replica devices, gradients are reduced first
+// within the process, then across workers (MPI), every step
+// (tf.distribute.MultiWorkerMirroredStrategy).
+class MultiWorkerMirroredStrategy final : public Strategy {
+public:
+  MultiWorkerMirroredStrategy(std::vector<Device> devices, const StrategyOptions& options, std::shared_ptr<Cluster> cluster);
+  std::string name() const override { return "multi_worker_mirrored"; }
+};
+
 // Strategy names accepted by project files and --strategy.
 std::vector<std::string> strategy_names();
 // Builds a strategy by name; bad_input for an unknown name or bad devices.

@@ -24,13 +24,15 @@ std::vector<Device> Strategy::validate_devices(std::vector<Device> devices, cons
 }
 
 Strategy::Strategy(std::vector<Device> devices, const StrategyOptions& options, std::unique_ptr<CrossDeviceOps> ops,
-                   bool variables_shared, int variable_components)
-    : variable_components_(variable_components) {
-  const int total = options.threads > 0 ? options.threads : hardware_threads();
+                   bool variables_shared, int variable_components, std::shared_ptr<Cluster> cluster)
+    : cluster_(cluster ? std::move(cluster) : std::make_shared<SingleProcessCluster>()),
+      variable_components_(variable_components) {
+  // Workers on one host share its cores.
+  const int total = options.threads > 0 ? options.threads : std::max(1, hardware_threads() / cluster_->local_size());
   const int n = static_cast<int>(devices.size());
   threads_per_replica_ = std::max(1, total / n);
   pool_ = std::make_unique<ReplicaPool>(std::move(devices), threads_per_replica_, std::move(ops), variables_shared,
-                                        options.fusion_bytes);
+                                        options.fusion_bytes, cluster_->rank() * n, n * cluster_->size());
 }
 
 Tensor Strategy::reduce(ReduceOp op, const PerReplica<Tensor>& values, std::optional<int> axis) const {
@@ -42,8 +44,9 @@ Tensor Strategy::reduce(ReduceOp op, const PerReplica<Tensor>& values, std::opti
       if (v.shape() != shape) throw runtime_error("reduce: replica values differ in shape: " + v.shape().str() + " vs " + shape.str());
       for (int64_t i = 0; i < out.numel(); ++i) out.data()[i] += v.data()[i];
     }
+    cluster_->all_reduce_sum(out.span());
     if (op == ReduceOp::Mean)
-      for (auto& x : out.span()) x /= static_cast<float>(values.num_replicas());
+      for (auto& x : out.span()) x /= static_cast<float>(values.num_replicas() * cluster_->size());
     return out;
   }
   // Reduce along `axis` within each value, then across replicas.
@@ -66,25 +69,31 @@ Tensor Strategy::reduce(ReduceOp op, const PerReplica<Tensor>& values, std::opti
         for (int64_t i = 0; i < inner; ++i) out.data()[o * inner + i] += v.data()[(o * len + k) * inner + i];
     count += len;
   }
+  if (cluster_->size() > 1) {
+    cluster_->all_reduce_sum(out.span());
+    int64_t all = 0;
+    for (double c : cluster_->all_gather({static_cast<double>(count)})) all += static_cast<int64_t>(c);
+    count = all;
+  }
   if (op == ReduceOp::Mean && count > 0)
     for (auto& x : out.span()) x /= static_cast<float>(count);
   return out;
 }
 
 DistributedDataset Strategy::distribute(std::shared_ptr<BatchPipeline> global_batches) const {
-  return DistributedDataset(std::move(global_batches), num_replicas_in_sync());
+  return DistributedDataset(std::move(global_batches), num_replicas_in_sync(), first_local_replica(), num_local_replicas());
 }
 
 DistributedDataset Strategy::distribute_datasets_from_function(
     const std::function<std::shared_ptr<BatchPipeline>(const InputContext&)>& fn) const {
   std::vector<std::shared_ptr<BatchPipeline>> pipelines;
-  for (int r = 0; r < num_replicas_in_sync(); ++r) {
-    // One input pipeline per replica in one process (TF has one per worker
-    // and lets it serve several replicas; per replica is the simplest exact split).
-    InputContext ctx{num_replicas_in_sync(), r, num_replicas_in_sync()};
+  for (int r = 0; r < num_local_replicas(); ++r) {
+    // One input pipeline per replica (TF has one per worker serving its
+    // replicas; per replica is the simplest exact split).
+    InputContext ctx{num_replicas_in_sync(), first_local_replica() + r, num_replicas_in_sync()};
     pipelines.push_back(fn(ctx));
   }
-  return DistributedDataset(std::move(pipelines));
+  return DistributedDataset(std::move(pipelines), cluster_->size());
 }
 
 }  // namespace strata

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "data/BatchPipeline.h"
+#include "distribute/Cluster.h"
 #include "distribute/DistributedDataset.h"
 #include "distribute/PerReplica.h"
 #include "distribute/ReduceOp.h"
@@ -20,6 +21,7 @@ struct StrategyOptions {
   int threads = 0;                      // CPU threads in all, divided among replicas (0 = every core)
   std::string cross_device_ops = "auto";
   size_t fusion_bytes = 4u << 20;       // gradient bucket size for all-reduce
+  double collective_timeout = 300;      // seconds a worker waits for the others (multi-worker)
 };
 
 // While alive, variables created on this thread are mirrored as the strategy
@@ -40,8 +42,16 @@ public:
   virtual ~Strategy() = default;
   virtual std::string name() const = 0;
 
-  int num_replicas_in_sync() const { return pool_->size(); }
+  // Replicas over all workers (what gradients are averaged over), and the
+  // replicas of this process; equal unless the strategy spans workers.
+  int num_replicas_in_sync() const { return pool_->size() * cluster_->size(); }
+  int num_local_replicas() const { return pool_->size(); }
+  int first_local_replica() const { return cluster_->rank() * pool_->size(); }
+  Cluster& cluster() const { return *cluster_; }
+  // This process's replica devices.
   const std::vector<Device>& devices() const { return pool_->devices(); }
+  // Seconds replica 0 has spent in collectives (waiting for the others included).
+  double collective_seconds() const { return pool_->context(0).collective_seconds(); }
   const CrossDeviceOps& cross_device_ops() const { return pool_->cross_device_ops(); }
   int threads_per_replica() const { return threads_per_replica_; }
   StrategyScope scope() const { return StrategyScope(variable_components_); }
@@ -55,12 +65,12 @@ public:
       else return fn(b);
     };
     using R = std::invoke_result_t<decltype(call), ReplicaContext&, const Batch&>;
-    if (inputs.num_replicas() != num_replicas_in_sync())
+    if (inputs.num_replicas() != num_local_replicas())
       throw runtime_error("strategy.run: " + std::to_string(inputs.num_replicas()) + " inputs for " +
-                          std::to_string(num_replicas_in_sync()) + " replicas");
-    std::vector<std::optional<R>> out(static_cast<size_t>(num_replicas_in_sync()));
+                          std::to_string(num_local_replicas()) + " replicas");
+    std::vector<std::optional<R>> out(static_cast<size_t>(num_local_replicas()));
     run_replicas([&](ReplicaContext& ctx) {
-      const int r = ctx.replica_id_in_sync_group();
+      const int r = ctx.local_replica_id();
       out[static_cast<size_t>(r)] = call(ctx, inputs[r]);
     });
     std::vector<R> values;
@@ -71,8 +81,8 @@ public:
   // Runs fn(ctx) on every replica (no inputs); for functions returning void.
   void run_replicas(const std::function<void(ReplicaContext&)>& fn) { pool_->run(fn); }
 
-  // Sum or mean across replicas; with an axis, also across that axis of each
-  // value (Mean then divides by the total count along it, as TF does).
+  // Sum or mean across replicas (of every worker); with an axis, also across
+  // that axis of each value (Mean then divides by the total count along it, as TF does).
   Tensor reduce(ReduceOp op, const PerReplica<Tensor>& values, std::optional<int> axis = std::nullopt) const;
   std::vector<Tensor> experimental_local_results(const PerReplica<Tensor>& values) const { return values.values(); }
 
@@ -82,11 +92,12 @@ public:
 
 protected:
   Strategy(std::vector<Device> devices, const StrategyOptions& options, std::unique_ptr<CrossDeviceOps> ops,
-           bool variables_shared, int variable_components);
+           bool variables_shared, int variable_components, std::shared_ptr<Cluster> cluster = nullptr);
   // Checks a replica device list: non-empty, known devices, no repeats.
   static std::vector<Device> validate_devices(std::vector<Device> devices, const std::string& strategy);
 
 private:
+  std::shared_ptr<Cluster> cluster_;
   std::unique_ptr<ReplicaPool> pool_;
   int threads_per_replica_;
   int variable_components_;

@@ -6,6 +6,7 @@
 #include "core/Error.h"
 #include "core/Rng.h"
 #include "nn/GradientTape.h"
+#include "nn/ReplicaSync.h"
 
 namespace strata::nn {
 
@@ -19,7 +20,10 @@ Tensor DropoutLayer::call(const Tensor& x, bool training) {
   if (!training || rate_ == 0.0f) return x;
   // Each replica calls once per step; the key mixes in the replica so
   // replicas draw different masks for their different examples.
-  const int replica = current_replica();
+  // The global replica id: replicas of different workers share local
+  // indices but must not share masks.
+  const ReplicaSync* sync = ReplicaSync::current();
+  const int replica = sync ? sync->replica_id_in_sync_group() : current_replica();
   uint64_t call;
   {
     std::lock_guard lock(mutex_);

@@ -59,8 +59,10 @@ void Optimizer::apply_gradients(const std::vector<Tensor>& grads, const std::vec
 
 void Optimizer::apply_gradients(ReplicaSync& ctx, std::vector<Tensor> grads, const std::vector<Variable*>& vars) {
   ctx.all_reduce_sum(grads);
+  // Variable components are indexed by the replica's place in this process
+  // (current_replica()), not by its id among all workers' replicas.
   if (!ctx.variables_shared()) {
-    apply_local(grads, vars, ctx.replica_id_in_sync_group());
+    apply_local(grads, vars, current_replica());
     return;
   }
   // One copy of each variable: replica 0 updates it while the others wait,

@@ -245,6 +245,7 @@ RunConfig parse(const Json& j, const std::string& base_dir, std::vector<std::str
     }
     f.read("cross_device_ops", sc.cross_device_ops);
     f.positive("fusion_bytes", sc.fusion_bytes);
+    f.positive("collective_timeout", sc.collective_timeout);
     f.reject_unknown();
   }
   root.reject_unknown();
@@ -326,7 +327,8 @@ Json project_to_json(const RunConfig& c) {
   j["strategy"] = Json{{"name", c.strategy.name},
                        {"devices", c.strategy.devices},
                        {"cross_device_ops", c.strategy.cross_device_ops},
-                       {"fusion_bytes", c.strategy.fusion_bytes}};
+                       {"fusion_bytes", c.strategy.fusion_bytes},
+                       {"collective_timeout", c.strategy.collective_timeout}};
   return j;
 }
 

@@ -70,6 +70,8 @@ Json event_to_json(const Event& event) {
           j["params"] = e.params;
           j["cross_device_ops"] = e.cross_device_ops;
           j["threads_per_replica"] = e.threads_per_replica;
+          j["workers"] = e.workers;
+          j["hosts"] = e.hosts;
         } else if constexpr (std::is_same_v<T, StepEvent>) {
           j["step"] = e.step;
           j["epoch"] = e.epoch;
@@ -81,6 +83,7 @@ Json event_to_json(const Event& event) {
           j["loss"] = number(e.loss);
           j["lr"] = e.lr;
           j["samples_per_sec"] = e.samples_per_sec;
+          j["worker_step_times"] = e.worker_step_times;
         } else if constexpr (std::is_same_v<T, EpochEvent>) {
           j["epoch"] = e.epoch;
           j["loss"] = number(e.loss);
@@ -143,6 +146,8 @@ Event event_from_json(const Json& j) {
       e.params = get_or<int64_t>(j, "params", 0);
       e.cross_device_ops = get_or<std::string>(j, "cross_device_ops", "");
       e.threads_per_replica = get_or<int>(j, "threads_per_replica", 1);
+      e.workers = get_or<int>(j, "workers", 1);
+      e.hosts = get_or<std::vector<std::string>>(j, "hosts", {});
       return e;
     }
     if (type == "step") {
@@ -159,6 +164,7 @@ Event event_from_json(const Json& j) {
       e.loss = read_number(j, "loss");
       e.lr = read_number(j, "lr");
       e.samples_per_sec = read_number(j, "samples_per_sec");
+      e.worker_step_times = get_or<std::vector<double>>(j, "worker_step_times", {});
       return e;
     }
     if (type == "epoch") {

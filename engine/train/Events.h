@@ -25,6 +25,8 @@ struct RunStartedEvent {
   int64_t params = 0;
   std::string cross_device_ops;
   int threads_per_replica = 1;
+  int workers = 1;                 // processes (MPI ranks)
+  std::vector<std::string> hosts;  // per worker, rank order
 };
 
 struct StepEvent {
@@ -37,6 +39,9 @@ struct StepEvent {
   double loss = 0;  // reduced: mean over the global batch
   double lr = 0;
   double samples_per_sec = 0;
+  // Per worker process (rank order): seconds of the step spent computing,
+  // i.e. not waiting in collectives. A straggler has the largest value.
+  std::vector<double> worker_step_times;
 };
 
 struct EpochEvent {

@@ -60,6 +60,7 @@ struct StrategyConfig {
   std::vector<std::string> devices;  // empty = the strategy's default
   std::string cross_device_ops = "auto";
   int64_t fusion_bytes = 4 << 20;
+  double collective_timeout = 300;  // multi-worker: seconds to wait for the other workers
 };
 
 struct RunConfig {

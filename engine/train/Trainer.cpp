@@ -53,6 +53,7 @@ void Trainer::prepare() {
   so.threads = t.threads;
   so.cross_device_ops = config_.strategy.cross_device_ops;
   so.fusion_bytes = static_cast<size_t>(config_.strategy.fusion_bytes);
+  so.collective_timeout = config_.strategy.collective_timeout;
   strategy_ = make_strategy(config_.strategy.name, so);
   if (t.batch_size < strategy_->num_replicas_in_sync())
     throw bad_input("training.batch_size: global batch " + std::to_string(t.batch_size) + " is smaller than the " +
@@ -111,7 +112,9 @@ Trainer::Evaluation Trainer::evaluate(const Dataset& dataset) {
   int64_t correct = 0;
   for (int64_t start = 0; start < n; start += batch) {
     Batch global = dataset.range(start, std::min(n, start + batch));
-    auto parts = split_batch(global, strategy_->num_replicas_in_sync());
+    // Every worker evaluates the whole set on its own replicas (weights are
+    // identical everywhere): no collective, so no worker waits on another.
+    auto parts = split_batch(global, strategy_->num_local_replicas());
     auto results = strategy_->run(
         [&](ReplicaContext&, const Batch& in) {
           std::pair<double, std::vector<int32_t>> out{0.0, {}};
@@ -214,6 +217,15 @@ FinishedEvent Trainer::run() {
   started.project = config_.name;
   started.strategy = strategy_->name();
   for (auto& d : strategy_->devices()) started.devices.push_back(d.str());
+  Cluster& cluster = strategy_->cluster();
+  started.workers = cluster.size();
+  if (cluster.size() > 1) {
+    // Replica order is rank-major: worker w holds replicas [w*L, (w+1)*L).
+    started.devices.clear();
+    for (int w = 0; w < cluster.size(); ++w)
+      for (auto& d : strategy_->devices()) started.devices.push_back("worker" + std::to_string(w) + "/" + d.str());
+  }
+  started.hosts = cluster.hosts();
   started.replicas = strategy_->num_replicas_in_sync();
   started.global_batch = t.batch_size;
   for (int r = 0; r < started.replicas; ++r)
@@ -245,25 +257,53 @@ FinishedEvent Trainer::run() {
       dist.begin_epoch(epoch - 1, pos.epoch_step);
       const double epoch_start = elapsed();
       int64_t epoch_samples = 0;  // this session's, for throughput
+      // Across workers a stop takes effect only once all have heard of it
+      // (through the step's exchange); alone, at once.
+      bool stopping = false;
       while (pos.epoch_step < steps_per_epoch) {
         wait_while_paused();
-        if (stop_) break;
+        if (cluster.size() == 1 && stop_) stopping = true;
+        if (stopping) break;
         auto inputs = dist.next();
         if (!inputs) break;
+        const double t0 = now_seconds(), c0 = strategy_->collective_seconds();
         auto results = strategy_->run([this](ReplicaContext& ctx, const Batch& in) { return train_step(ctx, in); }, *inputs);
+        const double compute = (now_seconds() - t0) - (strategy_->collective_seconds() - c0);
         ++pos.step;
         ++pos.epoch_step;
+        // One exchange per step gives every worker every replica's figures
+        // (and a stop request from any of them), so all decide alike.
+        const int L = results.num_replicas();
+        std::vector<double> mine;
+        for (auto& r : results) mine.push_back(r.scaled_loss);
+        for (auto& r : results) mine.push_back(r.local_loss);
+        int64_t local_correct = 0, local_examples = 0;
+        for (auto& r : results) {
+          local_correct += r.correct;
+          local_examples += r.examples;
+        }
+        mine.insert(mine.end(), {static_cast<double>(local_correct), static_cast<double>(local_examples), compute,
+                                 stop_ ? 1.0 : 0.0});
+        const std::vector<double> all = cluster.size() > 1 ? cluster.all_gather(mine) : mine;
+        const size_t stride = mine.size();
         StepEvent ev;
         ev.step = pos.step;
         ev.epoch = epoch;
         ev.epoch_step = pos.epoch_step;
         int64_t batch = 0;
-        for (auto& r : results) {
-          ev.replica_losses.push_back(r.local_loss);
-          ev.loss += r.scaled_loss;
-          pos.epoch_correct += r.correct;
-          batch += r.examples;
+        bool any_stop = false;
+        for (int w = 0; w < cluster.size(); ++w) {
+          const double* v = all.data() + static_cast<size_t>(w) * stride;
+          for (int r = 0; r < L; ++r) {
+            ev.loss += v[r];
+            ev.replica_losses.push_back(v[L + r]);
+          }
+          pos.epoch_correct += static_cast<int64_t>(v[2 * L]);
+          batch += static_cast<int64_t>(v[2 * L + 1]);
+          ev.worker_step_times.push_back(v[2 * L + 2]);
+          any_stop = any_stop || v[2 * L + 3] != 0.0;
         }
+        stopping = any_stop;
         pos.epoch_seen += batch;
         epoch_samples += batch;
         pos.epoch_loss_sum += ev.loss * static_cast<double>(batch);
@@ -284,7 +324,7 @@ FinishedEvent Trainer::run() {
         }
       }
       if (fin.status == "failed") break;
-      if (stop_) {
+      if (stopping) {
         fin.status = "stopped";
         fin.message = "stopped by request after step " + std::to_string(pos.step) + " (epoch " + std::to_string(epoch) + ")";
         pos.elapsed = elapsed();

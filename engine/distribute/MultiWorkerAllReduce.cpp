@@ -1,0 +1,43 @@
+#include "distribute/MultiWorkerAllReduce.h"
+
+#include <cstring>
+
+namespace strata {
+
+bool MultiWorkerAllReduce::enabled(const std::vector<Device>& devices, std::string* why_not) const {
+  for (auto& d : devices)
+    if (d.kind != DeviceKind::Cpu) {
+      if (why_not) *why_not = "multi-worker all-reduce serves host (cpu) replicas in this build, not " + d.str();
+      return false;
+    }
+  return true;
+}
+
+void MultiWorkerAllReduce::all_reduce_sum(ReplicaGroup& group, int replica, std::span<float> buffer) {
+  const int n = group.size;
+  const size_t len = buffer.size();
+  auto chunk_begin = [&](int c) { return len * static_cast<size_t>(c) / static_cast<size_t>(n); };
+  float* mine = buffer.data();
+  group.buffers[static_cast<size_t>(replica)] = mine;
+  group.barrier.arrive_and_wait();
+  if (n > 1) {
+    // Local reduce-scatter: replica r sums chunk r of every local buffer.
+    for (size_t i = chunk_begin(replica); i < chunk_begin(replica + 1); ++i) {
+      float acc = group.buffers[0][i];
+      for (int r = 1; r < n; ++r) acc += group.buffers[static_cast<size_t>(r)][i];
+      mine[i] = acc;
+    }
+    group.barrier.arrive_and_wait();
+  }
+  if (replica == 0) {
+    for (int c = 1; c < n; ++c)
+      std::memcpy(mine + chunk_begin(c), group.buffers[static_cast<size_t>(c)] + chunk_begin(c),
+                  (chunk_begin(c + 1) - chunk_begin(c)) * sizeof(float));
+    cluster_->all_reduce_sum(buffer);
+  }
+  group.barrier.arrive_and_wait();
+  if (replica != 0) std::memcpy(mine, group.buffers[0], len * sizeof(float));
+  group.barrier.arrive_and_wait();
+}
+
+}  // namespace strata

@@ -1,0 +1,209 @@
+// MultiWorkerMirrored with real mpirun processes: equal to single-process
+// Mirrored with the same replicas, failures that end the run with a message
+// naming the rank, and bad launches.
+#include <QtTest>
+
+#include <QProcess>
+#include <QTemporaryDir>
+#include <csignal>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "project/ProjectFile.h"
+#include "train/SafeTensors.h"
+
+using namespace strata;
+
+namespace {
+QString bin(const char* rel) { return QStringLiteral(STRATA_BINARY_DIR "/") + rel; }
+
+QStringList mpirun_args(int ranks) {
+  // Root in containers and more ranks than cores on small machines.
+  return {"--allow-run-as-root", "--oversubscribe", "-np", QString::number(ranks)};
+}
+
+struct Result {
+  int code;
+  QString out, err;
+};
+
+Result run(const QString& program, const QStringList& args, int timeout_ms = 120000) {
+  QProcess p;
+  p.start(program, args);
+  if (!p.waitForFinished(timeout_ms)) {
+    p.kill();
+    p.waitForFinished();
+    return {-1, p.readAllStandardOutput(), "timeout: " + p.readAllStandardError()};
+  }
+  return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -2, p.readAllStandardOutput(), p.readAllStandardError()};
+}
+
+RunConfig project(int epochs) {
+  RunConfig c;
+  c.name = "mw";
+  c.dataset.kind = "synthetic";
+  c.dataset.synthetic_examples = 700;
+  c.dataset.synthetic_features = 10;
+  c.dataset.synthetic_classes = 3;
+  c.layers = {nlohmann::json{{"type", "dense"}, {"units", 24}, {"activation", "relu"}},
+              nlohmann::json{{"type", "batch_normalization"}, {"synchronized", true}},
+              nlohmann::json{{"type", "dense"}, {"units", 3}}};
+  c.training.epochs = epochs;
+  c.training.batch_size = 42;
+  c.training.optimizer.learning_rate = 0.01f;
+  c.training.threads = 1;
+  return c;
+}
+
+std::map<std::string, std::vector<float>> weights(const QString& run) {
+  std::map<std::string, std::vector<float>> out;
+  std::ifstream latest((run + "/checkpoints/latest").toStdString());
+  std::string name;
+  latest >> name;
+  for (auto& [n, t] : read_safetensors((run + "/checkpoints/").toStdString() + name + "/model.safetensors").tensors)
+    out[n] = std::vector<float>(t.data(), t.data() + t.numel());
+  return out;
+}
+}  // namespace
+
+class TestMultiWorker : public QObject {
+  Q_OBJECT
+
+private slots:
+  void initTestCase() {
+#ifndef STRATA_WITH_MPI
+    QSKIP("this build has no MPI support");
+#endif
+    if (QStandardPaths::findExecutable("mpirun").isEmpty()) QSKIP("mpirun is not installed (apt install openmpi-bin)");
+  }
+
+  void equals_single_process_mirrored_data() {
+    QTest::addColumn<int>("ranks");
+    QTest::addColumn<int>("local");
+    QTest::newRow("2 ranks x 1 replica") << 2 << 1;
+    QTest::newRow("3 ranks x 1 replica") << 3 << 1;
+    QTest::newRow("2 ranks x 2 replicas") << 2 << 2;
+  }
+  void equals_single_process_mirrored() {
+    QFETCH(int, ranks);
+    QFETCH(int, local);
+    QTemporaryDir tmp;
+    const QString proj = tmp.path() + "/mw.strata";
+    save_project(project(2), proj.toStdString());
+    QString devices, all;
+    for (int i = 0; i < local; ++i) devices += (i ? ",cpu:" : "cpu:") + QString::number(i);
+    for (int i = 0; i < ranks * local; ++i) all += (i ? ",cpu:" : "cpu:") + QString::number(i);
+
+    auto single = run(bin("app/strata-run"), {proj, "--strategy", "mirrored", "--devices", all, "--run-dir", tmp.path() + "/single"});
+    QVERIFY2(single.code == 0, qPrintable(single.err));
+    auto multi = run("mpirun", mpirun_args(ranks) + QStringList{bin("app/strata-run"), proj, "--strategy", "multi_worker_mirrored",
+                                                                  "--devices", devices, "--run-dir", tmp.path() + "/multi",
+                                                                  "--events", "jsonl"});
+    QVERIFY2(multi.code == 0, qPrintable(multi.err));
+
+    // Rank 0 alone reports, with every replica's loss in global order.
+    const auto lines = multi.out.split('\n', Qt::SkipEmptyParts);
+    auto first = nlohmann::json::parse(lines.first().toStdString());
+    QCOMPARE(first["workers"].get<int>(), ranks);
+    QCOMPARE(first["replicas"].get<int>(), ranks * local);
+    int steps = 0;
+    for (auto& l : lines) {
+      auto j = nlohmann::json::parse(l.toStdString());
+      if (j["type"] == "step") {
+        ++steps;
+        QCOMPARE(j["replica_losses"].size(), size_t(ranks * local));
+        QCOMPARE(j["worker_step_times"].size(), size_t(ranks));
+      }
+    }
+    QCOMPARE(steps, 2 * first["steps_per_epoch"].get<int>());
+
+    auto a = weights(tmp.path() + "/single"), b = weights(tmp.path() + "/multi");
+    QCOMPARE(a.size(), b.size());
+    for (auto& [name, va] : a) {
+      const auto& vb = b.at(name);
+      double diff = 0, norm = 0;
+      for (size_t i = 0; i < va.size(); ++i) {
+        diff += double(va[i] - vb[i]) * (va[i] - vb[i]);
+        norm += double(va[i]) * va[i];
+      }
+      const double rel = std::sqrt(diff) / std::max(1e-12, std::sqrt(norm));
+      QVERIFY2(rel <= 1e-5, qPrintable(QString("%1: relative difference %2").arg(name.c_str()).arg(rel)));
+    }
+  }
+
+  void killed_rank_ends_the_run() {
+    QTemporaryDir tmp;
+    const QString proj = tmp.path() + "/long.strata";
+    save_project(project(100000), proj.toStdString());
+    QProcess p;
+    p.start("mpirun", mpirun_args(2) + QStringList{bin("app/strata-run"), proj, "--strategy", "multi_worker_mirrored",
+                                                   "--no-run-dir", "--events", "jsonl", "--collective-timeout", "5"});
+    QVERIFY(p.waitForStarted());
+    // Wait for training to run, then kill one worker (not mpirun).
+    QVERIFY(p.waitForReadyRead(30000));
+    QTest::qWait(500);
+    QProcess pgrep;
+    pgrep.start("pgrep", {"-f", "-n", "strata-run " + proj});
+    pgrep.waitForFinished();
+    const qint64 victim = pgrep.readAllStandardOutput().trimmed().toLongLong();
+    QVERIFY(victim > 0);
+    ::kill(static_cast<pid_t>(victim), SIGKILL);
+    QVERIFY2(p.waitForFinished(30000), "the other ranks did not stop within 30 s");
+    QVERIFY(p.exitCode() != 0 || p.exitStatus() != QProcess::NormalExit);
+    const QString err = p.readAllStandardError();
+    QVERIFY2(err.contains("rank"), qPrintable(err));
+  }
+
+  void hung_rank_times_out() {
+    QTemporaryDir tmp;
+    const QString proj = tmp.path() + "/hang.strata";
+    save_project(project(100000), proj.toStdString());
+    QProcess p;
+    p.start("mpirun", mpirun_args(2) + QStringList{bin("app/strata-run"), proj, "--strategy", "multi_worker_mirrored",
+                                                   "--no-run-dir", "--events", "jsonl", "--collective-timeout", "3"});
+    QVERIFY(p.waitForStarted());
+    QVERIFY(p.waitForReadyRead(30000));
+    QTest::qWait(500);
+    QProcess pgrep;
+    pgrep.start("pgrep", {"-f", "-n", "strata-run " + proj});
+    pgrep.waitForFinished();
+    const qint64 victim = pgrep.readAllStandardOutput().trimmed().toLongLong();
+    QVERIFY(victim > 0);
+    ::kill(static_cast<pid_t>(victim), SIGSTOP);  // alive but silent
+    const bool finished = p.waitForFinished(40000);
+    ::kill(static_cast<pid_t>(victim), SIGKILL);
+    QVERIFY2(finished, "the run did not end after the collective timeout");
+    const QString err = p.readAllStandardError();
+    QVERIFY2(err.contains("no answer from the other workers within 3 s"), qPrintable(err));
+    QVERIFY2(err.contains("rank 0"), qPrintable(err));
+  }
+
+  void bad_launches_are_clear_errors() {
+    QTemporaryDir tmp;
+    const QString proj = tmp.path() + "/a.strata", other = tmp.path() + "/b.strata";
+    save_project(project(1), proj.toStdString());
+    RunConfig c = project(1);
+    c.layers[0]["units"] = 25;
+    save_project(c, other.toStdString());
+    // Without mpirun.
+    auto alone = run(bin("app/strata-run"), {proj, "--strategy", "multi_worker_mirrored", "--no-run-dir"});
+    QCOMPARE(alone.code, 2);
+    QVERIFY2(alone.err.contains("start the workers with mpirun"), qPrintable(alone.err));
+    // Two ranks given different projects (MPMD launch).
+    auto mixed = run("mpirun", QStringList{"--allow-run-as-root", "--oversubscribe", "-np", "1", bin("app/strata-run"), proj,
+                                           "--strategy", "multi_worker_mirrored", "--no-run-dir", ":", "-np", "1",
+                                           bin("app/strata-run"), other, "--strategy", "multi_worker_mirrored", "--no-run-dir"});
+    QVERIFY(mixed.code != 0);
+    QVERIFY2(mixed.err.contains("different project"), qPrintable(mixed.err));
+    // Different replica counts per rank.
+    auto uneven = run("mpirun", QStringList{"--allow-run-as-root", "--oversubscribe", "-np", "1", bin("app/strata-run"), proj,
+                                            "--strategy", "multi_worker_mirrored", "--no-run-dir", "--devices", "cpu:0", ":", "-np", "1",
+                                            bin("app/strata-run"), proj, "--strategy", "multi_worker_mirrored", "--no-run-dir",
+                                            "--devices", "cpu:0,cpu:1"});
+    QVERIFY(uneven.code != 0);
+    QVERIFY2(uneven.err.contains("same --devices count"), qPrintable(uneven.err));
+  }
+};
+
+QTEST_GUILESS_MAIN(TestMultiWorker)
+#include "test_multi_worker.moc"
