@@ -3,7 +3,9 @@
 // replica compared with the exact sum) followed by timed iterations; prints
 // algbw = bytes / time and busbw = algbw * 2(n-1)/n, which is comparable
 // across replica counts and with a link's (here: memory's) bandwidth.
-// Also measures this machine's single-thread memcpy bandwidth for reference.
+// Also measures this machine's single-thread memcpy bandwidth for reference,
+// and a vectorized single-thread y = a + b (what one core can do for the
+// reduce step).
 //
 // The collective runs through the public strategy API: a MirroredStrategy
 // over cpu:0..cpu:N-1 with the op chosen by name, and ReplicaContext::
@@ -157,6 +159,31 @@ double memcpy_gbps(size_t bytes, double min_seconds) {
   return static_cast<double>(bytes) * static_cast<double>(iters) / timed / 1e9;
 }
 
+// Single-thread y = a + b over `bytes` per buffer, vectorized (restrict
+// pointers): what one core can do for the reduce step of an all-reduce of two
+// buffers. GB/s of one buffer's bytes per second, the unit of algbw.
+double add_gbps(size_t bytes, double min_seconds) {
+  const size_t len = bytes / sizeof(float);
+  std::vector<float> a(len, 1.0f), b(len, 2.0f), y(len, 0.0f);
+  auto add = [len](const float* __restrict pa, const float* __restrict pb, float* __restrict py) {
+    for (size_t i = 0; i < len; ++i) py[i] = pa[i] + pb[i];
+  };
+  add(a.data(), b.data(), y.data());
+  double timed = 0;
+  int64_t iters = 0;
+  while (timed < min_seconds) {
+    const auto t0 = Clock::now();
+    for (int k = 0; k < 8; ++k) {
+      add(a.data(), b.data(), y.data());
+      asm volatile("" : : "r"(y.data()) : "memory");  // every pass really runs
+    }
+    timed += std::chrono::duration<double>(Clock::now() - t0).count();
+    iters += 8;
+  }
+  if (y[len / 2] != 3.0f) throw std::runtime_error("add check failed");
+  return static_cast<double>(bytes) * static_cast<double>(iters) / timed / 1e9;
+}
+
 [[noreturn]] void usage(int code) {
   std::fprintf(code ? stderr : stdout,
                "usage: bench_allreduce [--sizes LIST] [--replicas LIST] [--ops LIST] [--reps N] [--min-seconds S]\n"
@@ -199,6 +226,15 @@ int main(int argc, char** argv) {
     for (int rep = 0; rep < o.reps; ++rep) v.push_back(memcpy_gbps(bytes, o.min_seconds));
     const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
     std::cout << nlohmann::json{{"bench", "memcpy"}, {"threads", 1},      {"bytes", bytes},
+                                {"median_gbps", median(v)}, {"min_gbps", *lo}, {"max_gbps", *hi}, {"reps", o.reps}}
+                     .dump()
+              << std::endl;
+  }
+  for (size_t bytes : {size_t{1000000}, size_t{25000000}}) {
+    std::vector<double> v;
+    for (int rep = 0; rep < o.reps; ++rep) v.push_back(add_gbps(bytes, o.min_seconds));
+    const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
+    std::cout << nlohmann::json{{"bench", "add_reference"}, {"threads", 1},      {"bytes", bytes},
                                 {"median_gbps", median(v)}, {"min_gbps", *lo}, {"max_gbps", *hi}, {"reps", o.reps}}
                      .dump()
               << std::endl;

@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "distribute/ChunkSum.h"
+
 namespace strata {
 
 bool InProcessAllReduce::enabled(const std::vector<Device>& devices, std::string* why_not) const {
@@ -23,13 +25,8 @@ void InProcessAllReduce::all_reduce_sum(ReplicaGroup& group, int replica, std::s
 
   // Reduce-scatter: this replica owns chunk `replica`. It reads that chunk of
   // every buffer and writes only its own; other replicas write other chunks.
-  const size_t lo = chunk_begin(replica), hi = chunk_begin(replica + 1);
   float* mine = buffer.data();
-  for (size_t i = lo; i < hi; ++i) {
-    float acc = group.buffers[0][i];
-    for (int r = 1; r < n; ++r) acc += group.buffers[static_cast<size_t>(r)][i];
-    mine[i] = acc;
-  }
+  sum_buffers(group.buffers, chunk_begin(replica), chunk_begin(replica + 1), mine);
   group.barrier.arrive_and_wait();  // every chunk reduced at its owner
 
   // All-gather: copy the reduced chunks owned by the others.

@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "distribute/ChunkSum.h"
+
 namespace strata {
 
 bool MultiWorkerAllReduce::enabled(const std::vector<Device>& devices, std::string* why_not) const {
@@ -22,11 +24,7 @@ void MultiWorkerAllReduce::all_reduce_sum(ReplicaGroup& group, int replica, std:
   group.barrier.arrive_and_wait();
   if (n > 1) {
     // Local reduce-scatter: replica r sums chunk r of every local buffer.
-    for (size_t i = chunk_begin(replica); i < chunk_begin(replica + 1); ++i) {
-      float acc = group.buffers[0][i];
-      for (int r = 1; r < n; ++r) acc += group.buffers[static_cast<size_t>(r)][i];
-      mine[i] = acc;
-    }
+    sum_buffers(group.buffers, chunk_begin(replica), chunk_begin(replica + 1), mine);
     group.barrier.arrive_and_wait();
   }
   if (replica == 0) {

@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "distribute/ChunkSum.h"
+
 namespace strata {
 
 void ReduceToOneDevice::all_reduce_sum(ReplicaGroup& group, int replica, std::span<float> buffer) {
@@ -9,14 +11,7 @@ void ReduceToOneDevice::all_reduce_sum(ReplicaGroup& group, int replica, std::sp
   if (n == 1) return;
   group.buffers[static_cast<size_t>(replica)] = buffer.data();
   group.barrier.arrive_and_wait();
-  if (replica == 0) {
-    float* out = buffer.data();
-    for (size_t i = 0; i < buffer.size(); ++i) {
-      float acc = out[i];
-      for (int r = 1; r < n; ++r) acc += group.buffers[static_cast<size_t>(r)][i];
-      out[i] = acc;
-    }
-  }
+  if (replica == 0) sum_buffers(group.buffers, 0, buffer.size(), buffer.data());
   group.barrier.arrive_and_wait();
   if (replica != 0) std::memcpy(buffer.data(), group.buffers[0], buffer.size() * sizeof(float));
   group.barrier.arrive_and_wait();

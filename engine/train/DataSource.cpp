@@ -32,10 +32,13 @@ LoadedData load_data(const DatasetConfig& config, uint64_t seed, const std::stri
   if (c.kind == "fashion_mnist") {
     splits = load_fashion_mnist(c.path);
   } else if (c.kind == "idx") {
+    if (c.train_images.empty() || c.train_labels.empty())
+      throw bad_input("dataset.train_images: an idx dataset needs train_images and train_labels files");
     splits.train = load_idx_dataset(c.train_images, c.train_labels);
     if (!c.test_images.empty()) splits.test = std::make_shared<Dataset>(load_idx_dataset(c.test_images, c.test_labels));
     splits.description = "IDX " + c.train_images;
   } else if (c.kind == "csv") {
+    if (c.train_csv.empty()) throw bad_input("dataset.train_csv: no CSV file chosen");
     splits.train = load_csv(c.train_csv, csv_options(c));
     if (!c.test_csv.empty()) splits.test = std::make_shared<Dataset>(load_csv(c.test_csv, csv_options(c)));
     splits.description = "CSV " + c.train_csv;

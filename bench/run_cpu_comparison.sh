@@ -1,0 +1,153 @@
+#!/usr/bin/env bash
+# Strata vs PyTorch on this machine's CPU, side by side (docs/benchmarks.md).
+# Builds nothing: give it a build directory holding bench/bench_train and
+# app/strata-run (e.g. cmake --build build --target bench_train strata-run).
+#
+#   bench/run_cpu_comparison.sh BUILD_DIR [REPS]
+#
+# Environment: STEPS (400), WARMUP (50), BATCH (128), SKIP_FULL_RUN=1 to skip
+# the 10-epoch strata-run (peak RSS, accuracy), STRATA_STRATEGY_FULL to run
+# that with another strategy (e.g. mirrored), OPENBLAS_CORETYPE (COOPERLAKE),
+# OPENBLAS_LIB_DIR (/usr/lib/x86_64-linux-gnu/openblas-openmp), TORCH_PYTHON
+# (/usr/bin/python3: Debian's python3-torch), OUT (a file to keep the JSON lines),
+# QUIET_WAIT (see below), SUMMARY_ONLY=1 to print the tables of an existing OUT.
+#
+# Every repetition runs each workload once, Strata and PyTorch alternating, so
+# slow phases of a shared machine hit both; the table shows medians over the
+# repetitions, the spread (min-max) and the ratio Strata / PyTorch of medians.
+set -euo pipefail
+
+if [[ $# -lt 1 || "$1" == -h || "$1" == --help ]]; then
+  sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'
+  exit 2
+fi
+BUILD=$(cd "$1" && pwd)
+REPS=${2:-5}
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/.." && pwd)
+STEPS=${STEPS:-400}
+WARMUP=${WARMUP:-50}
+BATCH=${BATCH:-128}
+PY=${TORCH_PYTHON:-/usr/bin/python3}
+export OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-COOPERLAKE}
+BLAS_DIR=${OPENBLAS_LIB_DIR:-/usr/lib/x86_64-linux-gnu/openblas-openmp}
+BENCH_TRAIN="$BUILD/bench/bench_train"
+STRATA_RUN="$BUILD/app/strata-run"
+for f in "$BENCH_TRAIN" "$STRATA_RUN"; do
+  [[ -x "$f" ]] || { echo "missing $f: build the bench_train and strata-run targets first" >&2; exit 2; }
+done
+[[ -f "$BLAS_DIR/libblas.so.3" ]] || { echo "no OpenBLAS in $BLAS_DIR (apt install libopenblas0-openmp)" >&2; exit 2; }
+"$PY" -c 'import torch' 2>/dev/null || { echo "$PY has no torch (apt install python3-torch)" >&2; exit 2; }
+
+OUT=${OUT:-$(mktemp /tmp/strata-cpu-comparison.XXXXXX.jsonl)}
+if [[ "${SUMMARY_ONLY:-0}" == 1 ]]; then REPS=0; SKIP_FULL_RUN=1; else : >"$OUT"; fi
+torch_env=(env LD_LIBRARY_PATH="$BLAS_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" OPENBLAS_CORETYPE="$OPENBLAS_CORETYPE")
+common=(--batch "$BATCH" --steps "$STEPS" --warmup "$WARMUP" --reps 1)
+
+# Noise gauge: CPU time the whole machine spent busy during a repetition minus
+# what this script's children used, in cores. Anything well above 0 means
+# other work competed with the benchmarks for this machine's cores.
+machine_busy() { awk '/^cpu /{print $2+$3+$4+$7+$8+$9}' /proc/stat; }
+our_cpu() { awk '{print $16+$17}' /proc/$$/stat; }
+cpu_mark() { busy0=$(machine_busy); ours0=$(our_cpu); t0=$(date +%s.%N); }
+cpu_report() {
+  local busy1 ours1 t1
+  busy1=$(machine_busy); ours1=$(our_cpu); t1=$(date +%s.%N)
+  awk -v b="$((busy1 - busy0))" -v o="$((ours1 - ours0))" -v t0="$t0" -v t1="$t1" -v hz="$(getconf CLK_TCK)" -v rep="$1" \
+    'BEGIN { printf "{\"bench\": \"noise\", \"rep\": %d, \"other_cores\": %.2f}\n", rep, (b - o) / hz / (t1 - t0) }' >>"$OUT"
+}
+
+# Before each repetition wait (up to QUIET_WAIT seconds, default 120; 0 = do
+# not wait) until the machine has been idle for a second, so repetitions
+# start on a quiet machine when there is one.
+quiet_wait() {
+  local deadline=$((SECONDS + ${QUIET_WAIT:-120})) b0 b1
+  while ((SECONDS < deadline)); do
+    b0=$(machine_busy); sleep 1; b1=$(machine_busy)
+    (((b1 - b0) * 100 < 15 * $(getconf CLK_TCK))) && return 0
+  done
+  echo "  machine still busy after ${QUIET_WAIT:-120}s; measuring anyway" >&2
+}
+
+echo "machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores; load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+echo "JSON lines: $OUT" >&2
+for ((rep = 1; rep <= REPS; ++rep)); do
+  quiet_wait
+  echo "repetition $rep/$REPS" >&2
+  cpu_mark
+  tag="s/^{/{\"cmp_rep\": $rep, /"
+  "$BENCH_TRAIN" "${common[@]}" | grep -v '"summary"' | sed "$tag" >>"$OUT"
+  "${torch_env[@]}" "$PY" "$HERE/pytorch_mlp.py" --threads 1,2 "${common[@]}" | grep -v '"summary"' | sed "$tag" >>"$OUT"
+  "${torch_env[@]}" "$PY" "$HERE/pytorch_ddp.py" --procs 2 --threads 1 "${common[@]}" | grep -v '"summary"' | sed "$tag" >>"$OUT"
+  "$BENCH_TRAIN" "${common[@]}" --strategy mirrored --replicas 1 --threads 1 | grep -v '"summary"' | sed "$tag" >>"$OUT"
+  cpu_report "$rep"
+done
+
+if [[ "${SKIP_FULL_RUN:-0}" != 1 ]]; then
+  echo "full 10-epoch run of resources/examples/fashion-mlp.strata (peak RSS)" >&2
+  extra=()
+  if [[ -n "${STRATA_STRATEGY_FULL:-}" ]]; then extra=(--strategy "$STRATA_STRATEGY_FULL"); fi
+  events=$(mktemp) timing=$(mktemp)
+  /usr/bin/time -v -o "$timing" "$STRATA_RUN" "$ROOT/resources/examples/fashion-mlp.strata" --no-run-dir \
+    --events jsonl "${extra[@]}" >"$events"
+  rss_kb=$(sed -n 's/.*Maximum resident set size (kbytes): *//p' "$timing")
+  wall=$(sed -n 's/.*Elapsed (wall clock) time.*: *//p' "$timing")
+  "$PY" - "$events" "$rss_kb" "$wall" "${STRATA_STRATEGY_FULL:-project}" >>"$OUT" <<'EOF'
+import json, sys
+events, rss_kb, wall, strategy = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+epochs = [e for e in map(json.loads, open(events)) if e.get("type") == "epoch"]
+last = epochs[-1] if epochs else {}
+print(json.dumps({"bench": "full_run", "strategy": strategy, "epochs": len(epochs),
+                  "val_accuracy": last.get("val_accuracy"), "peak_rss_mb": rss_kb / 1024,
+                  "wall": wall, "epoch_samples_per_sec": [e.get("samples_per_sec") for e in epochs]}))
+EOF
+  rm -f "$events" "$timing"
+fi
+
+"$PY" - "$OUT" <<'EOF'
+import json, statistics, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+noise = {r["rep"]: r["other_cores"] for r in rows if r["bench"] == "noise"}
+QUIET = 0.2  # cores of other work tolerated in a "quiet" repetition
+
+def rates(pred, reps):
+    return [r["samples_per_sec"] for r in rows
+            if "samples_per_sec" in r and r.get("cmp_rep") in reps and pred(r)]
+
+def cell(v):
+    if not v:
+        return "n/a".rjust(24)
+    return f"{statistics.median(v):>9,.0f} ({min(v):,.0f}-{max(v):,.0f})".rjust(24)
+
+def ratio(a, b):
+    return f"{statistics.median(a) / statistics.median(b):.2f}" if a and b else "n/a"
+
+def table(reps, title):
+    S = lambda strat, nrep, th: rates(lambda r: r["bench"] == "train" and r["strategy"] == strat
+                                      and r["replicas"] == nrep and r["threads"] == th, reps)
+    P = lambda th: rates(lambda r: r["bench"] == "pytorch_mlp" and r["threads"] == th, reps)
+    D = rates(lambda r: r["bench"] == "pytorch_ddp", reps)
+    print(f"\n{title}: samples/s, median (min-max) over {len(reps)} repetitions {sorted(reps)}\n")
+    print(f"{'workload':<34}{'Strata':>24}{'PyTorch':>24}  Strata/PyTorch")
+    for name, s, p in [("1 thread", S("one_device", 1, 1), P(1)),
+                       ("2 threads", S("one_device", 1, 2), P(2)),
+                       ("mirrored 2x1 vs DDP gloo 2x1", S("mirrored", 2, 2), D)]:
+        print(f"{name:<34}{cell(s)}{cell(p)}  {ratio(s, p):>14}")
+    m1, m2 = S("mirrored", 1, 1), S("mirrored", 2, 2)
+    print(f"Strata scaling, mirrored 2 replicas / 1 replica (1 thread each): "
+          f"{cell(m2).strip()} / {cell(m1).strip()} = {ratio(m2, m1)}x")
+
+info = next((r for r in rows if r["bench"] == "pytorch_info"), {})
+print(f"\nPyTorch {info.get('torch')} BLAS {info.get('blas_libs')} core {info.get('openblas_core')}"
+      f" (OPENBLAS_CORETYPE={info.get('OPENBLAS_CORETYPE')}), flush_denormal={info.get('flush_denormal')}")
+print(f"other processes' CPU use during each repetition, in cores: {[noise[k] for k in sorted(noise)]}")
+all_reps = set(noise)
+quiet = {k for k, v in noise.items() if v < QUIET}
+table(all_reps, "all repetitions" + ("" if quiet == all_reps else " (NOISY: other work competed for the cores)"))
+if quiet and quiet != all_reps:
+    table(quiet, f"quiet repetitions only (other work < {QUIET} cores)")
+for r in rows:
+    if r["bench"] == "full_run":
+        print(f"\n10-epoch strata-run ({r['strategy']}): peak RSS {r['peak_rss_mb']:.0f} MB, "
+              f"final val_accuracy {r['val_accuracy']}, wall {r['wall']}")
+EOF
