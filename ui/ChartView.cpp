@@ -32,6 +32,7 @@ struct ChartView::Marker {
 
 namespace {
 const char* kXLabels[] = {"step", "epoch", "wall time (s)"};
+constexpr size_t kMaxMarkedPoints = 200;
 }
 
 ChartView::ChartView(const QString& title, const QString& y_label, QWidget* parent)
@@ -42,6 +43,10 @@ ChartView::ChartView(const QString& title, const QString& y_label, QWidget* pare
   setMinimumSize(240, 160);
 
   plot_->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
+  // Loss curves are jagged; stroking one wide polyline through thousands of
+  // direction changes costs QPainter seconds, drawing segments costs
+  // milliseconds.
+  plot_->setPlottingHint(QCP::phFastPolylines, true);
   plot_->plotLayout()->insertRow(0);
   QFont title_font = font();
   title_font.setBold(true);
@@ -174,6 +179,10 @@ void ChartView::flush() {
     }
     s.raw->addData(keys, values, true);
     if (smooth_this) s.smooth->addData(keys, smooth, true);
+    // Circles mark per-epoch points while they are few; thousands of them
+    // (a tiny dataset trained for many epochs) would cost more to paint
+    // than the lines and say nothing more.
+    if (s.style.points && s.plotted <= kMaxMarkedPoints && n > kMaxMarkedPoints) s.raw->setScatterStyle(QCPScatterStyle());
     s.plotted = n;
   }
   if (!user_view_) {
@@ -211,7 +220,7 @@ void ChartView::applyPens(Series& s) {
   } else {
     s.raw->setPen(pen);
   }
-  if (s.style.points)
+  if (s.style.points && s.y.size() <= kMaxMarkedPoints)
     s.raw->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, s.style.color, Qt::white, 6));
   s.raw->setVisible(s.visible);
   s.smooth->setVisible(s.visible && smoothing);
@@ -362,8 +371,22 @@ void ChartView::onLegendClick(QCPLegend*, QCPAbstractLegendItem* item, QMouseEve
   }
 }
 
-bool ChartView::exportPng(const QString& path) { return plot_->savePng(path, 0, 0, 1.0); }
-bool ChartView::exportPdf(const QString& path) { return plot_->savePdf(path); }
+namespace {
+// A chart that was never shown has no laid-out size; export it at a useful one.
+QSize export_size(const QWidget* plot, const QWidget* view) {
+  return plot->isVisible() ? plot->size() : QSize(std::max(view->width(), 640), std::max(view->height(), 400));
+}
+}  // namespace
+
+bool ChartView::exportPng(const QString& path) {
+  const QSize s = export_size(plot_, this);
+  return plot_->savePng(path, s.width(), s.height(), 1.0);
+}
+
+bool ChartView::exportPdf(const QString& path) {
+  const QSize s = export_size(plot_, this);
+  return plot_->savePdf(path, s.width(), s.height());
+}
 
 bool ChartView::exportCsv(const QString& path) const {
   QFile file(path);

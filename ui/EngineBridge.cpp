@@ -31,6 +31,7 @@ EngineBridge::~EngineBridge() {
   // Never leave a training thread behind: stop after the current step.
   if (trainer_) trainer_->request_stop();
   if (thread_.joinable()) thread_.join();
+  if (reaper_.joinable()) reaper_.join();
 }
 
 void EngineBridge::start(const RunConfig& config, const std::string& run_dir) {
@@ -63,21 +64,21 @@ void EngineBridge::start(const RunConfig& config, const std::string& run_dir) {
     trainer->run();
   });
   timer_.start();
-  emit runningChanged(true);
+  Q_EMIT runningChanged(true);
 }
 
 void EngineBridge::pause() {
   if (!running_ || paused_ || !trainer_) return;
   trainer_->pause();
   paused_ = true;
-  emit pausedChanged(true);
+  Q_EMIT pausedChanged(true);
 }
 
 void EngineBridge::resume() {
   if (!running_ || !paused_ || !trainer_) return;
   trainer_->resume();
   paused_ = false;
-  emit pausedChanged(false);
+  Q_EMIT pausedChanged(false);
 }
 
 void EngineBridge::stop() {
@@ -86,9 +87,17 @@ void EngineBridge::stop() {
 }
 
 void EngineBridge::finishThread() {
-  if (thread_.joinable()) thread_.join();
-  trainer_.reset();
-  run_dir_.reset();  // flushes events.jsonl
+  // Joining the training thread and freeing the trainer (its replica
+  // threads, prefetcher, dataset and model) can take tens of milliseconds:
+  // a reaper thread does it so the event loop keeps turning. The finished
+  // event was the trainer's last emit, and the run folder flushed it, so
+  // nothing on the UI side needs them any more.
+  if (reaper_.joinable()) reaper_.join();
+  reaper_ = std::thread([thread = std::move(thread_), trainer = std::move(trainer_), dir = std::move(run_dir_)]() mutable {
+    if (thread.joinable()) thread.join();
+    trainer.reset();
+    dir.reset();
+  });
 }
 
 void EngineBridge::drain() {
@@ -105,16 +114,16 @@ void EngineBridge::drain() {
     running_ = false;
     if (paused_) {
       paused_ = false;
-      emit pausedChanged(false);
+      Q_EMIT pausedChanged(false);
     }
   }
   if (finished && prepare_failed_) {
-    emit runningChanged(false);
-    emit prepareFailed(QString::fromStdString(prepare_error_));
+    Q_EMIT runningChanged(false);
+    Q_EMIT prepareFailed(QString::fromStdString(prepare_error_));
     return;
   }
-  emit events(batch);
-  if (finished) emit runningChanged(false);
+  Q_EMIT events(batch);
+  if (finished) Q_EMIT runningChanged(false);
 }
 
 }  // namespace strata::ui

@@ -60,6 +60,7 @@ private:
   std::unique_ptr<Trainer> trainer_;
   std::unique_ptr<RunDirectory> run_dir_;
   std::thread thread_;
+  std::thread reaper_;  // joins and frees the previous run off the UI thread
   bool running_ = false;
   bool paused_ = false;
   // Written by the training thread before it emits its last event; read

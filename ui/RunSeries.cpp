@@ -11,9 +11,9 @@ double RunSeries::epoch_position(const StepEvent& s) const {
 }
 
 void RunSeries::add(const Event& event) {
-  if (auto* r = std::get_if<RunStartedEvent>(&event)) {
-    started = *r;
-    replica_loss.assign(static_cast<size_t>(std::max(1, r->replicas)), {});
+  if (auto* rs = std::get_if<RunStartedEvent>(&event)) {
+    started = *rs;
+    replica_loss.assign(static_cast<size_t>(std::max(1, rs->replicas)), {});
   } else if (auto* s = std::get_if<StepEvent>(&event)) {
     // A log without run_started (or with fewer replicas) still loads.
     if (replica_loss.size() < s->replica_losses.size()) replica_loss.resize(s->replica_losses.size());

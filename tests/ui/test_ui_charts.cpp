@@ -1,0 +1,217 @@
+// The dashboard's chart layer without a main window: smoothing against a
+// closed-form reference, the chart widget's series, axes, readout, legend
+// toggling and exports, and run history parsing.
+#include <QTemporaryDir>
+#include <QApplication>
+#include <QTest>
+#include <cmath>
+#include <fstream>
+#include <qcustomplot.h>
+
+#include "ChartView.h"
+#include "RunHistory.h"
+#include "RunSeries.h"
+#include "Smoothing.h"
+#include "train/EventJson.h"
+
+using namespace strata;
+using namespace strata::ui;
+
+class ChartsTest : public QObject {
+  Q_OBJECT
+private Q_SLOTS:
+  void smoothingMatchesReference();
+  void smoothingKeepsNaNVisible();
+  void chartAppendsAndSwitchesAxis();
+  void chartLogScaleAndReadout();
+  void legendClickHidesSeries();
+  void chartExports();
+  void runSeriesFromEvents();
+  void runHistoryListsRuns();
+};
+
+// TensorBoard's debiased EMA in closed form: s_n = sum_i (1-w) w^(n-i) x_i / (1 - w^n).
+static double reference(const std::vector<double>& x, size_t n, double w) {
+  double num = 0;
+  for (size_t i = 0; i <= n; ++i) num += (1 - w) * std::pow(w, static_cast<double>(n - i)) * x[i];
+  return num / (1 - std::pow(w, static_cast<double>(n + 1)));
+}
+
+void ChartsTest::smoothingMatchesReference() {
+  std::vector<double> x;
+  for (int i = 0; i < 200; ++i) x.push_back(2.0 * std::exp(-i / 50.0) + 0.3 * std::sin(i * 1.7));
+  for (double w : {0.0, 0.3, 0.6, 0.9, 0.99}) {
+    const auto s = smooth_ema(x, w);
+    QCOMPARE(s.size(), x.size());
+    for (size_t n = 0; n < x.size(); ++n) QVERIFY2(std::abs(s[n] - reference(x, n, w)) < 1e-9, qPrintable(QString("w=%1 n=%2").arg(w).arg(n)));
+  }
+  // Debiasing: the first smoothed value is the first value, not (1-w) x0.
+  QCOMPARE(smooth_ema(std::vector<double>{5.0, 5.0}, 0.9)[0], 5.0);
+  // Hand-computed: [1, 2, 3] at 0.5 -> 1, 5/3, 17/7.
+  const auto h = smooth_ema(std::vector<double>{1, 2, 3}, 0.5);
+  QVERIFY(std::abs(h[1] - 5.0 / 3) < 1e-12 && std::abs(h[2] - 17.0 / 7) < 1e-12);
+}
+
+void ChartsTest::smoothingKeepsNaNVisible() {
+  const auto s = smooth_ema(std::vector<double>{1, 2, std::nan(""), 3}, 0.5);
+  QVERIFY(std::isnan(s[2]));
+  QVERIFY(std::abs(s[3] - 17.0 / 7) < 1e-12);  // the NaN did not enter the average
+}
+
+void ChartsTest::chartAppendsAndSwitchesAxis() {
+  ChartView chart("Loss", "loss");
+  chart.resize(600, 400);
+  const int a = chart.addSeries("replica 0", {});
+  const int b = chart.addSeries("loss (reduced)", {});
+  for (int i = 1; i <= 100; ++i) {
+    chart.append(a, XPoint{double(i), i / 50.0, i * 0.1}, 1.0 / i);
+    chart.append(b, XPoint{double(i), i / 50.0, i * 0.1}, 2.0 / i);
+  }
+  QCOMPARE(chart.pointCount(a), 0);  // nothing reaches the plot before flush
+  chart.flush();
+  QCOMPARE(chart.pointCount(a), 100);
+  QCOMPARE(chart.seriesIndex("loss (reduced)"), b);
+  QVERIFY(std::abs(chart.plot()->xAxis->range().upper - 100) < 1);
+  chart.setXMode(XAxisMode::Time);
+  QCOMPARE(chart.pointCount(a), 100);
+  QVERIFY(std::abs(chart.plot()->xAxis->range().upper - 10) < 0.2);
+  chart.setXMode(XAxisMode::Epoch);
+  QVERIFY(std::abs(chart.plot()->xAxis->range().upper - 2) < 0.1);
+  // Smoothing adds a smoothed line per series; the raw one stays.
+  chart.setSmoothing(0.6);
+  QCOMPARE(chart.pointCount(a), 100);
+  QCOMPARE(chart.plot()->graphCount(), 4);
+  chart.removeSeries("replica");
+  QCOMPARE(chart.seriesCount(), 1);
+  QCOMPARE(chart.seriesName(0), QString("loss (reduced)"));
+}
+
+void ChartsTest::chartLogScaleAndReadout() {
+  ChartView chart("Loss", "loss");
+  chart.resize(600, 400);
+  const int a = chart.addSeries("replica 0", {});
+  const int b = chart.addSeries("replica 1", {});
+  for (int i = 1; i <= 10; ++i) {
+    chart.append(a, XPoint{double(i), 0, 0}, i * 10.0);
+    chart.append(b, XPoint{double(i), 0, 0}, i * 100.0);
+  }
+  chart.flush();
+  chart.setLogScale(true);
+  QCOMPARE(chart.plot()->yAxis->scaleType(), QCPAxis::stLogarithmic);
+  const QString text = chart.readoutAt(4.2);
+  QVERIFY2(text.contains("replica 0: 40") && text.contains("replica 1: 400"), qPrintable(text));
+  chart.setLogScale(false);
+  QCOMPARE(chart.plot()->yAxis->scaleType(), QCPAxis::stLinear);
+  // Zooming stops following the data; reset follows again.
+  chart.plot()->xAxis->setRange(2, 3);
+  QWheelEvent wheel(QPointF(300, 200), chart.plot()->mapToGlobal(QPoint(300, 200)), QPoint(), QPoint(0, 120), Qt::NoButton,
+                    Qt::NoModifier, Qt::NoScrollPhase, false);
+  QCoreApplication::sendEvent(chart.plot(), &wheel);
+  QVERIFY(!chart.followingData());
+  chart.resetView();
+  QVERIFY(chart.followingData());
+  QVERIFY(std::abs(chart.plot()->xAxis->range().upper - 10) < 0.5);
+  chart.addMarker(XPoint{5, 0, 0}, "loss NaN at step 5");
+  QCOMPARE(chart.markerCount(), 1);
+}
+
+void ChartsTest::legendClickHidesSeries() {
+  ChartView chart("Loss", "loss");
+  chart.resize(600, 400);
+  chart.show();
+  const int a = chart.addSeries("replica 0", {});
+  chart.append(a, XPoint{1, 0, 0}, 1);
+  chart.append(a, XPoint{2, 0, 0}, 2);
+  chart.flush();
+  chart.plot()->replot();
+  auto* item = chart.plot()->legend->item(0);
+  QVERIFY(item);
+  const QPoint centre = item->rect().center();
+  QTest::mouseClick(chart.plot(), Qt::LeftButton, Qt::NoModifier, centre);
+  QVERIFY(!chart.seriesVisible(a));
+  QVERIFY(!chart.readoutAt(1).contains("replica 0"));
+  chart.plot()->replot();  // the legend item was rebuilt; lay it out
+  QTest::qWait(QApplication::doubleClickInterval() + 50);  // two clicks, not a double-click
+  QTest::mouseClick(chart.plot(), Qt::LeftButton, Qt::NoModifier, centre);
+  QVERIFY(chart.seriesVisible(a));
+}
+
+void ChartsTest::chartExports() {
+  QTemporaryDir dir;
+  ChartView chart("Loss", "loss");
+  chart.resize(600, 400);
+  const int a = chart.addSeries("replica 0", {});
+  for (int i = 1; i <= 5; ++i) chart.append(a, XPoint{double(i), i / 5.0, i * 0.5}, 1.0 / i);
+  chart.flush();
+  QVERIFY(chart.exportPng(dir.filePath("c.png")));
+  QVERIFY(chart.exportPdf(dir.filePath("c.pdf")));
+  QVERIFY(chart.exportCsv(dir.filePath("c.csv")));
+  QVERIFY(QImage(dir.filePath("c.png")).width() > 100);
+  QFile pdf(dir.filePath("c.pdf"));
+  QVERIFY(pdf.open(QIODevice::ReadOnly) && pdf.read(4) == "%PDF");
+  QFile csv(dir.filePath("c.csv"));
+  QVERIFY(csv.open(QIODevice::ReadOnly));
+  const QStringList lines = QString::fromUtf8(csv.readAll()).split('\n', Qt::SkipEmptyParts);
+  QCOMPARE(lines.size(), 6);
+  QCOMPARE(lines[0], QString("series,step,epoch,time,value,smoothed"));
+  QCOMPARE(lines[2], QString("\"replica 0\",2,0.4,1,0.5,"));
+}
+
+void ChartsTest::runSeriesFromEvents() {
+  RunSeries s;
+  RunStartedEvent r;
+  r.replicas = 2;
+  r.steps_per_epoch = 4;
+  s.add(r);
+  for (int i = 1; i <= 6; ++i) {
+    StepEvent e;
+    e.step = i;
+    e.epoch = (i - 1) / 4 + 1;
+    e.epoch_step = (i - 1) % 4 + 1;
+    e.replica_losses = {1.0 * i, 2.0 * i};
+    e.loss = i == 6 ? std::nan("") : 1.5 * i;
+    s.add(e);
+  }
+  QCOMPARE(s.replicas(), size_t(2));
+  QCOMPARE(s.step.size(), size_t(6));
+  QCOMPARE(s.epoch_pos[5], 1.5);
+  QCOMPARE(s.replica_loss[1][2], 6.0);
+  QVERIFY(s.diverged_at && *s.diverged_at == 5);
+}
+
+void ChartsTest::runHistoryListsRuns() {
+  QTemporaryDir dir;
+  const std::string project = dir.filePath("p.strata").toStdString();
+  const std::string runs = runs_folder_for(project);
+  QCOMPARE(QString::fromStdString(runs), dir.filePath("p.runs"));
+  for (const char* name : {"20250101-100000", "20250102-100000"}) {
+    QDir().mkpath(QString::fromStdString(runs + "/" + name));
+    std::ofstream out(runs + "/" + name + "/events.jsonl");
+    RunStartedEvent r;
+    r.strategy = "mirrored";
+    r.replicas = 2;
+    r.steps_per_epoch = 2;
+    out << event_to_jsonl(r) << "\n";
+    StepEvent s;
+    s.step = 1;
+    s.epoch = 1;
+    s.epoch_step = 1;
+    s.replica_losses = {0.5, 0.7};
+    s.loss = 0.6;
+    out << event_to_jsonl(s) << "\n";
+    FinishedEvent f;
+    out << event_to_jsonl(f) << "\n{\"type\": \"ste";  // a run killed mid-line
+  }
+  const auto list = list_runs(project);
+  QCOMPARE(list.size(), size_t(2));
+  QCOMPARE(QString::fromStdString(list[0].name), QString("20250102-100000"));  // newest first
+  QVERIFY(QString::fromStdString(list[0].summary).contains("mirrored x2 · completed"));
+  int bad = 0;
+  const RunSeries s = load_run(list[0].dir, &bad);
+  QCOMPARE(bad, 1);
+  QCOMPARE(s.step.size(), size_t(1));
+  QCOMPARE(s.replica_loss[1][0], 0.7);
+}
+
+QTEST_MAIN(ChartsTest)
+#include "test_ui_charts.moc"

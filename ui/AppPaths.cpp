@@ -1,0 +1,23 @@
+#include "AppPaths.h"
+
+#include <QCoreApplication>
+#include <QFileInfo>
+#include <QStringList>
+
+namespace strata::ui {
+
+QString findExampleProject(const QString& name) {
+  const QString app_dir = QCoreApplication::applicationDirPath();
+  const QStringList candidates = {
+      app_dir + "/../share/strata/examples/" + name,  // relocatable install (cmake --install --prefix)
+      QStringLiteral(STRATA_INSTALL_DATADIR) + "/examples/" + name,
+      QStringLiteral(STRATA_SOURCE_EXAMPLES) + "/" + name,
+  };
+  for (const QString& c : candidates)
+    if (QFileInfo::exists(c)) return QFileInfo(c).absoluteFilePath();
+  return {};
+}
+
+QString strataVersion() { return QStringLiteral(STRATA_VERSION); }
+
+}  // namespace strata::ui

@@ -1,0 +1,234 @@
+#include "ChartsPanel.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QFileDialog>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QMenu>
+#include <QPushButton>
+#include <QSlider>
+#include <QSplitter>
+#include <QToolButton>
+#include <QVBoxLayout>
+#include <cmath>
+
+namespace strata::ui {
+
+namespace {
+// Tableau-10 without grey: distinct for the replicas; black stays for the
+// reduced loss so it reads as "the" loss.
+const QColor kPalette[] = {QColor(31, 119, 180), QColor(255, 127, 14), QColor(44, 160, 44),  QColor(214, 39, 40),
+                           QColor(148, 103, 189), QColor(140, 86, 75), QColor(227, 119, 194), QColor(188, 189, 34),
+                           QColor(23, 190, 207)};
+QColor series_color(size_t i) { return kPalette[i % (sizeof kPalette / sizeof kPalette[0])]; }
+}  // namespace
+
+ChartsPanel::ChartsPanel(QWidget* parent)
+    : QWidget(parent),
+      loss_(new ChartView(tr("Loss"), tr("loss"))),
+      accuracy_(new ChartView(tr("Accuracy"), tr("accuracy"))),
+      throughput_(new ChartView(tr("Throughput"), tr("samples/s"))) {
+  loss_->setObjectName("lossChart");
+  accuracy_->setObjectName("accuracyChart");
+  throughput_->setObjectName("throughputChart");
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(0, 0, 0, 0);
+  auto* bar = new QHBoxLayout;
+  x_mode_ = new QComboBox(this);
+  x_mode_->setObjectName("xAxisMode");
+  x_mode_->addItems({tr("Step"), tr("Epoch"), tr("Wall time")});
+  smoothing_ = new QSlider(Qt::Horizontal, this);
+  smoothing_->setObjectName("smoothing");
+  smoothing_->setRange(0, 99);
+  smoothing_->setMaximumWidth(160);
+  smoothing_->setToolTip(tr("Exponential moving average with bias correction, as TensorBoard draws it; "
+                            "the raw series stays faint behind"));
+  smoothing_label_ = new QLabel(tr("0.00"), this);
+  log_ = new QCheckBox(tr("Log scale"), this);
+  log_->setObjectName("logScale");
+  auto* reset = new QPushButton(tr("Reset view"), this);
+  reset->setToolTip(tr("Follow the data again (mouse wheel zooms, drag pans, double-click resets)"));
+  auto* exporter = new QToolButton(this);
+  exporter->setText(tr("Export"));
+  exporter->setPopupMode(QToolButton::InstantPopup);
+  auto* menu = new QMenu(exporter);
+  for (ChartView* chart : {loss_, accuracy_, throughput_}) {
+    for (const QString kind : {"png", "pdf", "csv"}) {
+      const QString title = chart->objectName().chopped(5);  // lossChart -> loss
+      menu->addAction(tr("%1 chart as %2…").arg(title, kind.toUpper()), this, [this, chart, kind, title] {
+        const QString path = QFileDialog::getSaveFileName(this, tr("Export"), title + "." + kind);
+        if (path.isEmpty()) return;
+        if (kind == "png") chart->exportPng(path);
+        else if (kind == "pdf") chart->exportPdf(path);
+        else chart->exportCsv(path);
+      });
+    }
+    menu->addSeparator();
+  }
+  exporter->setMenu(menu);
+  bar->addWidget(new QLabel(tr("X axis"), this));
+  bar->addWidget(x_mode_);
+  bar->addSpacing(12);
+  bar->addWidget(new QLabel(tr("Smoothing"), this));
+  bar->addWidget(smoothing_);
+  bar->addWidget(smoothing_label_);
+  bar->addSpacing(12);
+  bar->addWidget(log_);
+  bar->addWidget(reset);
+  bar->addWidget(exporter);
+  bar->addStretch();
+  layout->addLayout(bar);
+
+  auto* split = new QSplitter(Qt::Vertical, this);
+  auto* bottom = new QSplitter(Qt::Horizontal, split);
+  split->addWidget(loss_);
+  split->addWidget(bottom);
+  bottom->addWidget(accuracy_);
+  bottom->addWidget(throughput_);
+  split->setStretchFactor(0, 3);
+  split->setStretchFactor(1, 2);
+  layout->addWidget(split, 1);
+
+  connect(x_mode_, &QComboBox::currentIndexChanged, this, [this](int i) { setXMode(static_cast<XAxisMode>(i)); });
+  connect(smoothing_, &QSlider::valueChanged, this, [this](int v) { setSmoothing(v / 100.0); });
+  connect(log_, &QCheckBox::toggled, this, &ChartsPanel::setLogScale);
+  connect(reset, &QPushButton::clicked, this, &ChartsPanel::resetViews);
+}
+
+void ChartsPanel::clearAll() {
+  for (auto* c : {loss_, accuracy_, throughput_}) c->clear();
+  live_ = RunSeries{};
+  replica_series_.clear();
+  reduced_ = val_loss_ = train_acc_ = val_acc_ = speed_ = -1;
+  overlays_ = 0;
+}
+
+void ChartsPanel::beginRun(const RunStartedEvent& e) {
+  // The previous live run's series go; overlays (named after their run
+  // folder) stay.
+  for (const char* prefix : {"replica ", "loss (reduced)", "validation loss"}) loss_->removeSeries(tr(prefix));
+  for (const char* prefix : {"train accuracy", "validation accuracy"}) accuracy_->removeSeries(tr(prefix));
+  throughput_->removeSeries(tr("samples/s"));
+  live_ = RunSeries{};
+  live_.label = "live";
+  replica_series_.clear();
+  for (int r = 0; r < e.replicas; ++r) {
+    ChartView::Style s;
+    s.color = series_color(static_cast<size_t>(r));
+    s.width = 1.2;
+    replica_series_.push_back(loss_->addSeries(QStringLiteral("replica %1").arg(r), s));
+  }
+  ChartView::Style bold;
+  bold.color = Qt::black;
+  bold.width = 2.8;
+  bold.on_top = true;
+  reduced_ = loss_->addSeries(tr("loss (reduced)"), bold);
+  ChartView::Style epoch_style;
+  epoch_style.points = true;
+  epoch_style.smoothable = false;
+  epoch_style.color = QColor(214, 39, 40);
+  epoch_style.pen = Qt::DashLine;
+  val_loss_ = loss_->addSeries(tr("validation loss"), epoch_style);
+  epoch_style.color = QColor(31, 119, 180);
+  epoch_style.pen = Qt::SolidLine;
+  train_acc_ = accuracy_->addSeries(tr("train accuracy"), epoch_style);
+  epoch_style.color = QColor(214, 39, 40);
+  val_acc_ = accuracy_->addSeries(tr("validation accuracy"), epoch_style);
+  ChartView::Style speed;
+  speed.color = QColor(44, 160, 44);
+  speed_ = throughput_->addSeries(tr("samples/s"), speed);
+  live_.add(e);
+  flushAll();
+}
+
+void ChartsPanel::addStep(const StepEvent& s) {
+  const XPoint x{static_cast<double>(s.step), live_.epoch_position(s), s.time};
+  for (size_t r = 0; r < replica_series_.size() && r < s.replica_losses.size(); ++r)
+    loss_->append(replica_series_[r], x, s.replica_losses[r]);
+  loss_->append(reduced_, x, s.loss);
+  throughput_->append(speed_, x, s.samples_per_sec);
+  if (!std::isfinite(s.loss) && live_.diverged_at == live_.step.size() - 1) {
+    const QString what = std::isnan(s.loss) ? "NaN" : "Inf";
+    loss_->addMarker(x, tr("loss %1 at step %2: diverged").arg(what).arg(s.step));
+  }
+}
+
+void ChartsPanel::addEpoch(const EpochEvent& e) {
+  const double per_epoch = live_.started ? static_cast<double>(live_.started->steps_per_epoch) : 0.0;
+  const XPoint x{e.epoch * per_epoch, static_cast<double>(e.epoch), e.time};
+  accuracy_->append(train_acc_, x, e.accuracy);
+  if (e.val_accuracy) accuracy_->append(val_acc_, x, *e.val_accuracy);
+  if (e.val_loss) loss_->append(val_loss_, x, *e.val_loss);
+}
+
+void ChartsPanel::addEvents(const std::vector<Event>& batch) {
+  for (const auto& ev : batch) {
+    if (auto* r = std::get_if<RunStartedEvent>(&ev)) {
+      beginRun(*r);
+      continue;
+    }
+    if (reduced_ < 0) continue;  // events of a run we did not see start
+    live_.add(ev);
+    if (auto* s = std::get_if<StepEvent>(&ev)) addStep(*s);
+    else if (auto* e = std::get_if<EpochEvent>(&ev)) addEpoch(*e);
+  }
+  flushAll();
+}
+
+void ChartsPanel::addOverlay(const RunSeries& run, const QString& label) {
+  const QColor color = series_color(static_cast<size_t>(3 + overlays_++)).darker(110);
+  ChartView::Style s;
+  s.color = color;
+  s.pen = Qt::DashLine;
+  s.width = 1.6;
+  const int loss = loss_->addSeries(label + " · loss", s);
+  loss_->appendMany(loss, run.step, run.epoch_pos, run.time, run.loss);
+  const int speed = throughput_->addSeries(label + " · samples/s", s);
+  throughput_->appendMany(speed, run.step, run.epoch_pos, run.time, run.samples_per_sec);
+  s.points = true;
+  s.smoothable = false;
+  const int acc = accuracy_->addSeries(label + " · validation accuracy", s);
+  const double per_epoch = run.started ? static_cast<double>(run.started->steps_per_epoch) : 0.0;
+  for (const auto& e : run.epochs)
+    if (e.val_accuracy) accuracy_->append(acc, XPoint{e.epoch * per_epoch, static_cast<double>(e.epoch), e.time}, *e.val_accuracy);
+  flushAll();
+}
+
+void ChartsPanel::removeOverlay(const QString& label) {
+  for (auto* c : {loss_, accuracy_, throughput_}) c->removeSeries(label + " · ");
+  // Removing series renumbers the ones after them.
+  for (size_t r = 0; r < replica_series_.size(); ++r) replica_series_[r] = loss_->seriesIndex(QStringLiteral("replica %1").arg(r));
+  reduced_ = loss_->seriesIndex(tr("loss (reduced)"));
+  val_loss_ = loss_->seriesIndex(tr("validation loss"));
+  train_acc_ = accuracy_->seriesIndex(tr("train accuracy"));
+  val_acc_ = accuracy_->seriesIndex(tr("validation accuracy"));
+  speed_ = throughput_->seriesIndex(tr("samples/s"));
+}
+
+void ChartsPanel::setXMode(XAxisMode mode) {
+  if (x_mode_->currentIndex() != static_cast<int>(mode)) x_mode_->setCurrentIndex(static_cast<int>(mode));
+  for (auto* c : {loss_, accuracy_, throughput_}) c->setXMode(mode);
+}
+
+void ChartsPanel::setSmoothing(double weight) {
+  const int v = static_cast<int>(std::lround(weight * 100));
+  if (smoothing_->value() != v) smoothing_->setValue(v);
+  smoothing_label_->setText(QString::number(weight, 'f', 2));
+  for (auto* c : {loss_, throughput_}) c->setSmoothing(weight);
+}
+
+void ChartsPanel::setLogScale(bool on) {
+  if (log_->isChecked() != on) log_->setChecked(on);
+  loss_->setLogScale(on);
+}
+
+void ChartsPanel::resetViews() {
+  for (auto* c : {loss_, accuracy_, throughput_}) c->resetView();
+}
+
+void ChartsPanel::flushAll() {
+  for (auto* c : {loss_, accuracy_, throughput_}) c->flush();
+}
+
+}  // namespace strata::ui

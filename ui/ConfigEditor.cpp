@@ -1,0 +1,82 @@
+#include "ConfigEditor.h"
+
+#include <QScrollArea>
+#include <QSplitter>
+#include <QVBoxLayout>
+
+#include "DatasetPanel.h"
+#include "DevicesPanel.h"
+#include "ModelPanel.h"
+#include "StrategyPanel.h"
+#include "TrainingPanel.h"
+
+namespace strata::ui {
+
+namespace {
+QWidget* scrolled(QWidget* w) {
+  auto* area = new QScrollArea;
+  area->setWidget(w);
+  area->setWidgetResizable(true);
+  area->setFrameShape(QFrame::NoFrame);
+  return area;
+}
+}  // namespace
+
+ConfigEditor::ConfigEditor(QWidget* parent)
+    : QTabWidget(parent),
+      strategy_(new StrategyPanel),
+      devices_(new DevicesPanel),
+      dataset_(new DatasetPanel),
+      model_(new ModelPanel),
+      training_(new TrainingPanel) {
+  setObjectName("configEditor");
+  auto* run_page = new QSplitter(Qt::Vertical);
+  run_page->addWidget(strategy_);
+  run_page->addWidget(devices_);
+  addTab(run_page, tr("Strategy && devices"));
+  addTab(scrolled(dataset_), tr("Dataset"));
+  addTab(model_, tr("Model"));
+  addTab(scrolled(training_), tr("Training"));
+
+  connect(strategy_, &StrategyPanel::strategyChanged, devices_, &DevicesPanel::setStrategy);
+  connect(training_, &TrainingPanel::globalBatchChanged, devices_, &DevicesPanel::setGlobalBatch);
+  connect(dataset_, &DatasetPanel::inputChanged, model_, &ModelPanel::setInput);
+  auto forward = [this] {
+    if (!loading_) Q_EMIT edited();
+  };
+  connect(strategy_, &StrategyPanel::edited, this, forward);
+  connect(devices_, &DevicesPanel::edited, this, forward);
+  connect(dataset_, &DatasetPanel::edited, this, forward);
+  connect(model_, &ModelPanel::edited, this, forward);
+  connect(training_, &TrainingPanel::edited, this, forward);
+}
+
+void ConfigEditor::setConfig(const RunConfig& config) {
+  loading_ = true;
+  base_ = config;
+  // Order matters: devices need the strategy, and the model needs the
+  // dataset's input shape before it checks itself.
+  strategy_->setConfig(config);
+  devices_->setConfig(config);
+  training_->setConfig(config);
+  dataset_->setConfig(config);
+  model_->setConfig(config);
+  loading_ = false;
+}
+
+RunConfig ConfigEditor::config() const {
+  RunConfig c = base_;
+  strategy_->applyTo(c);
+  devices_->applyTo(c);
+  dataset_->applyTo(c);
+  model_->applyTo(c);
+  training_->applyTo(c);
+  return c;
+}
+
+void ConfigEditor::setLocked(bool locked) {
+  locked_ = locked;
+  for (int i = 0; i < count(); ++i) widget(i)->setEnabled(!locked);
+}
+
+}  // namespace strata::ui

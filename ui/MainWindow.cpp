@@ -1,0 +1,286 @@
+#include "MainWindow.h"
+
+#include <QApplication>
+#include <QCloseEvent>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QSplitter>
+#include <QStatusBar>
+#include <QTabWidget>
+#include <QToolBar>
+
+#include "ChartsPanel.h"
+#include "ConfigEditor.h"
+#include "LogPanel.h"
+#include "MessagePresenter.h"
+#include "RecentFiles.h"
+#include "RunController.h"
+#include "RunHistory.h"
+#include "RunHistoryPanel.h"
+#include "StatusPanel.h"
+#include "project/ProjectFile.h"
+
+// Resources of a static library must be registered by name, outside any
+// namespace, before first use.
+static void initStrataResources() { Q_INIT_RESOURCE(strata); }
+
+namespace strata::ui {
+
+namespace {
+// What File > New starts from: the Fashion-MNIST MLP of the tutorials.
+RunConfig blank_project() {
+  RunConfig c;
+  c.name = "untitled";
+  c.layers = {{{"type", "flatten"}},
+              {{"type", "dense"}, {"units", 128}, {"activation", "relu"}},
+              {{"type", "dense"}, {"units", 10}, {"activation", "linear"}}};
+  c.training.epochs = 5;
+  c.strategy.devices = {"cpu:0"};
+  return c;
+}
+const QString kFilter = QObject::tr("Strata projects (*.strata);;All files (*)");
+}  // namespace
+
+MainWindow::MainWindow(QWidget* parent)
+    : QMainWindow(parent),
+      presenter_(std::make_unique<DialogPresenter>()),
+      editor_(new ConfigEditor),
+      charts_(new ChartsPanel),
+      status_(new StatusPanel),
+      log_(new LogPanel),
+      history_(new RunHistoryPanel),
+      bottom_tabs_(new QTabWidget),
+      run_(new RunController(charts_, status_, log_, this)),
+      recent_(new RecentFiles(this)) {
+  initStrataResources();
+  setWindowIcon(QIcon(":/strata/strata.png"));
+  auto* right = new QSplitter(Qt::Vertical);
+  right->addWidget(charts_);
+  auto* lower = new QSplitter(Qt::Horizontal);
+  lower->addWidget(status_);
+  bottom_tabs_->addTab(log_, tr("Log"));
+  bottom_tabs_->addTab(history_, tr("Runs"));
+  lower->addWidget(bottom_tabs_);
+  lower->setStretchFactor(0, 1);
+  lower->setStretchFactor(1, 1);
+  right->addWidget(lower);
+  right->setStretchFactor(0, 4);
+  right->setStretchFactor(1, 1);
+  auto* main = new QSplitter(Qt::Horizontal);
+  main->addWidget(editor_);
+  main->addWidget(right);
+  main->setStretchFactor(0, 0);
+  main->setStretchFactor(1, 1);
+  editor_->setMinimumWidth(380);
+  setCentralWidget(main);
+  buildActions();
+  resize(1440, 900);
+
+  connect(editor_, &ConfigEditor::edited, this, [this] { setModified(true); });
+  connect(run_, &RunController::runningChanged, this, [this](bool running) {
+    editor_->setLocked(running);
+    updateRunActions();
+  });
+  connect(run_, &RunController::pausedChanged, this, &MainWindow::updateRunActions);
+  connect(run_, &RunController::finished, this, &MainWindow::onFinished);
+  connect(run_, &RunController::prepareFailed, this, [this](const QString& message) {
+    presenter_->error(this, tr("Cannot start the run"), message);
+  });
+  connect(history_, &RunHistoryPanel::overlayToggled, this, &MainWindow::onOverlay);
+  connect(recent_, &RecentFiles::openRequested, this, &MainWindow::openProject);
+  setDocument(blank_project(), {});
+}
+
+MainWindow::~MainWindow() = default;
+
+void MainWindow::setPresenter(std::unique_ptr<MessagePresenter> presenter) { presenter_ = std::move(presenter); }
+
+void MainWindow::buildActions() {
+  QMenu* file = menuBar()->addMenu(tr("&File"));
+  new_ = file->addAction(tr("&New"), QKeySequence::New, this, [this] { newProject(); });
+  open_ = file->addAction(tr("&Open…"), QKeySequence::Open, this, &MainWindow::chooseAndOpen);
+  recent_menu_ = file->addMenu(tr("Open &Recent"));
+  connect(recent_menu_, &QMenu::aboutToShow, this, [this] { recent_->fillMenu(recent_menu_); });
+  save_ = file->addAction(tr("&Save"), QKeySequence::Save, this, [this] { saveProject(); });
+  save_as_ = file->addAction(tr("Save &As…"), QKeySequence::SaveAs, this, [this] { chooseAndSave(); });
+  file->addSeparator();
+  file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
+
+  QMenu* run = menuBar()->addMenu(tr("&Run"));
+  start_ = run->addAction(tr("&Start"), QKeySequence(Qt::CTRL | Qt::Key_R), this, &MainWindow::startRun);
+  pause_ = run->addAction(tr("&Pause"), this, [this] { run_->paused() ? resumeRun() : pauseRun(); });
+  stop_ = run->addAction(tr("S&top"), this, &MainWindow::stopRun);
+  stop_->setToolTip(tr("Stop after the current step"));
+  for (QAction* a : {start_, pause_, stop_}) a->setObjectName(a->text().remove('&').toLower() + "Action");
+
+  QMenu* view = menuBar()->addMenu(tr("&View"));
+  view->addAction(tr("Reset chart views"), charts_, &ChartsPanel::resetViews);
+  QMenu* help = menuBar()->addMenu(tr("&Help"));
+  help->addAction(tr("&About Strata"), this, [this] {
+    QMessageBox::about(this, tr("About Strata"),
+                       tr("<b>Strata %1</b><br>Distributed neural-network training with TensorFlow-style "
+                          "distribution strategies.").arg(QApplication::applicationVersion()));
+  });
+
+  QToolBar* bar = addToolBar(tr("Main"));
+  bar->setObjectName("mainToolBar");
+  bar->setToolButtonStyle(Qt::ToolButtonTextOnly);
+  for (QAction* a : {new_, open_, save_}) bar->addAction(a);
+  bar->addSeparator();
+  for (QAction* a : {start_, pause_, stop_}) bar->addAction(a);
+  updateRunActions();
+}
+
+void MainWindow::updateRunActions() {
+  const bool running = run_->running();
+  start_->setEnabled(!running);
+  pause_->setEnabled(running);
+  pause_->setText(run_->paused() ? tr("&Resume") : tr("&Pause"));
+  stop_->setEnabled(running);
+  // A different project cannot be loaded under a running trainer.
+  for (QAction* a : {new_, open_}) a->setEnabled(!running);
+  recent_menu_->setEnabled(!running);
+  statusBar()->showMessage(running ? (run_->paused() ? tr("Paused") : tr("Training…")) : tr("Ready"));
+}
+
+RunConfig MainWindow::currentConfig() const { return editor_->config(); }
+
+void MainWindow::setDocument(const RunConfig& config, const QString& path) {
+  path_ = path;
+  name_ = QString::fromStdString(config.name);
+  charts_->clearAll();
+  status_->reset();
+  editor_->setConfig(config);
+  history_->setProject(path);
+  setModified(false);
+}
+
+void MainWindow::setModified(bool modified) {
+  modified_ = modified;
+  updateTitle();
+}
+
+void MainWindow::updateTitle() {
+  const QString file = path_.isEmpty() ? tr("not saved") : QFileInfo(path_).fileName();
+  setWindowTitle(QStringLiteral("%1 (%2)%3 — Strata").arg(name_, file, modified_ ? "*" : ""));
+}
+
+bool MainWindow::maybeSave() {
+  if (!modified_) return true;
+  switch (presenter_->askSaveChanges(this, name_)) {
+    case MessagePresenter::Choice::Save:
+      return saveProject();
+    case MessagePresenter::Choice::Discard:
+      return true;
+    case MessagePresenter::Choice::Cancel:
+      break;
+  }
+  return false;
+}
+
+bool MainWindow::newProject() {
+  if (run_->running() || !maybeSave()) return false;
+  setDocument(blank_project(), {});
+  return true;
+}
+
+bool MainWindow::openProject(const QString& path) {
+  if (run_->running() || !maybeSave()) return false;
+  RunConfig config;
+  try {
+    config = load_project(path.toStdString());
+  } catch (const std::exception& e) {
+    // The window keeps the project it had; the file is not touched.
+    presenter_->error(this, tr("Cannot open project"), tr("%1\n\n%2").arg(path, QString::fromStdString(e.what())));
+    return false;
+  }
+  setDocument(config, QFileInfo(path).absoluteFilePath());
+  recent_->add(path);
+  return true;
+}
+
+bool MainWindow::openTemplate(const QString& path) {
+  if (!openProject(path)) return false;
+  path_.clear();
+  history_->setProject({});
+  updateTitle();
+  return true;
+}
+
+bool MainWindow::saveProject() {
+  if (path_.isEmpty()) return chooseAndSave();
+  return saveProjectAs(path_);
+}
+
+bool MainWindow::saveProjectAs(const QString& path) {
+  RunConfig config = editor_->config();
+  try {
+    save_project(config, path.toStdString());  // atomic: the old file survives any failure
+  } catch (const std::exception& e) {
+    presenter_->error(this, tr("Cannot save project"), QString::fromStdString(e.what()));
+    return false;
+  }
+  const QString abs = QFileInfo(path).absoluteFilePath();
+  if (abs != path_) {
+    path_ = abs;
+    history_->setProject(path_);
+  }
+  recent_->add(path_);
+  setModified(false);
+  return true;
+}
+
+void MainWindow::chooseAndOpen() {
+  const QString path = QFileDialog::getOpenFileName(this, tr("Open project"), QFileInfo(path_).absolutePath(), kFilter);
+  if (!path.isEmpty()) openProject(path);
+}
+
+bool MainWindow::chooseAndSave() {
+  QString path = QFileDialog::getSaveFileName(this, tr("Save project"), path_.isEmpty() ? name_ + ".strata" : path_, kFilter);
+  if (path.isEmpty()) return false;
+  if (QFileInfo(path).suffix().isEmpty()) path += ".strata";
+  return saveProjectAs(path);
+}
+
+void MainWindow::startRun() {
+  if (run_->running()) return;
+  bottom_tabs_->setCurrentWidget(log_);
+  run_->start(editor_->config(), path_);
+}
+
+void MainWindow::pauseRun() { run_->pause(); }
+void MainWindow::resumeRun() { run_->resume(); }
+void MainWindow::stopRun() { run_->stop(); }
+
+void MainWindow::onFinished(const FinishedEvent& event) {
+  history_->refresh();
+  if (event.status != "failed") return;
+  const bool diverged = event.message.find("NaN") != std::string::npos || event.message.find("infinite") != std::string::npos;
+  presenter_->error(this, diverged ? tr("Training diverged") : tr("Training failed"), QString::fromStdString(event.message));
+}
+
+void MainWindow::onOverlay(const QString& run_dir, bool on) {
+  const QString label = QFileInfo(run_dir).fileName();
+  if (!on) {
+    charts_->removeOverlay(label);
+    return;
+  }
+  int bad = 0;
+  RunSeries run = load_run(run_dir.toStdString(), &bad);
+  if (bad > 0) log_->addLine("warning", tr("%1: skipped %2 unreadable line(s) in events.jsonl").arg(run_dir).arg(bad));
+  charts_->addOverlay(run, label);
+}
+
+void MainWindow::closeEvent(QCloseEvent* event) {
+  if (!maybeSave()) {
+    event->ignore();
+    return;
+  }
+  // The bridge stops the trainer after its current step and joins it.
+  run_->stop();
+  event->accept();
+}
+
+}  // namespace strata::ui

@@ -1,0 +1,93 @@
+#pragma once
+#include <QMainWindow>
+#include <memory>
+
+#include "train/Events.h"
+#include "train/RunConfig.h"
+
+class QAction;
+class QMenu;
+class QTabWidget;
+
+namespace strata::ui {
+
+class ChartsPanel;
+class ConfigEditor;
+class LogPanel;
+class MessagePresenter;
+class RecentFiles;
+class RunController;
+class RunHistoryPanel;
+class StatusPanel;
+
+// The `strata` window: assembles the panels, owns the project document
+// (path, unsaved changes, recent files) and the Start / Pause / Stop
+// actions. Each panel does its own work; this class only wires them.
+class MainWindow : public QMainWindow {
+  Q_OBJECT
+public:
+  explicit MainWindow(QWidget* parent = nullptr);
+  ~MainWindow() override;
+
+  // Dialogs go through the presenter; tests install one that records.
+  void setPresenter(std::unique_ptr<MessagePresenter> presenter);
+
+  // Project operations; false when cancelled or failed (after telling the
+  // user why). A failed open leaves the current project as it was.
+  bool newProject();
+  bool openProject(const QString& path);
+  // An example shipped read-only: loaded as a new, unsaved project.
+  bool openTemplate(const QString& path);
+  bool saveProject();
+  bool saveProjectAs(const QString& path);
+  // Asks to save unsaved changes; false if the user cancelled.
+  bool maybeSave();
+
+  void startRun();
+  void pauseRun();
+  void resumeRun();
+  void stopRun();
+
+  QString projectPath() const { return path_; }
+  bool isModified() const { return modified_; }
+  RunConfig currentConfig() const;
+
+  ConfigEditor* configEditor() const { return editor_; }
+  ChartsPanel* charts() const { return charts_; }
+  StatusPanel* statusPanel() const { return status_; }
+  LogPanel* logPanel() const { return log_; }
+  RunHistoryPanel* historyPanel() const { return history_; }
+  RunController* runController() const { return run_; }
+
+protected:
+  void closeEvent(QCloseEvent* event) override;
+
+private:
+  void buildActions();
+  void setDocument(const RunConfig& config, const QString& path);
+  void setModified(bool modified);
+  void updateTitle();
+  void updateRunActions();
+  void onFinished(const FinishedEvent& event);
+  void onOverlay(const QString& run_dir, bool on);
+  void chooseAndOpen();
+  bool chooseAndSave();
+
+  std::unique_ptr<MessagePresenter> presenter_;
+  ConfigEditor* editor_;
+  ChartsPanel* charts_;
+  StatusPanel* status_;
+  LogPanel* log_;
+  RunHistoryPanel* history_;
+  QTabWidget* bottom_tabs_;
+  RunController* run_;
+  RecentFiles* recent_;
+  QMenu* recent_menu_ = nullptr;
+  QAction *new_ = nullptr, *open_ = nullptr, *save_ = nullptr, *save_as_ = nullptr;
+  QAction *start_ = nullptr, *pause_ = nullptr, *stop_ = nullptr;
+  QString path_;
+  QString name_;
+  bool modified_ = false;
+};
+
+}  // namespace strata::ui

@@ -1,0 +1,136 @@
+#include "StatusPanel.h"
+
+#include <QHeaderView>
+#include <QLabel>
+#include <QProgressBar>
+#include <QTableWidget>
+#include <QVBoxLayout>
+#include <cmath>
+
+namespace strata::ui {
+
+namespace {
+QString duration(double seconds) {
+  if (!std::isfinite(seconds) || seconds < 0) return QStringLiteral("--:--");
+  const auto s = static_cast<qint64>(seconds + 0.5);
+  return s >= 3600 ? QStringLiteral("%1:%2:%3").arg(s / 3600).arg(s / 60 % 60, 2, 10, QChar('0')).arg(s % 60, 2, 10, QChar('0'))
+                   : QStringLiteral("%1:%2").arg(s / 60, 2, 10, QChar('0')).arg(s % 60, 2, 10, QChar('0'));
+}
+}  // namespace
+
+StatusPanel::StatusPanel(QWidget* parent)
+    : QWidget(parent),
+      run_line_(new QLabel(this)),
+      progress_(new QProgressBar(this)),
+      speed_(new QLabel(this)),
+      status_(new QLabel(this)),
+      devices_(new QTableWidget(0, 3, this)) {
+  auto* layout = new QVBoxLayout(this);
+  run_line_->setWordWrap(true);
+  progress_->setObjectName("runProgress");
+  status_->setObjectName("runStatus");
+  status_->setWordWrap(true);
+  status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  devices_->setHorizontalHeaderLabels({tr("Device"), tr("Utilisation"), tr("Memory")});
+  devices_->horizontalHeader()->setSectionResizeMode(QHeaderView::Stretch);
+  devices_->verticalHeader()->hide();
+  devices_->setMaximumHeight(110);
+  devices_->hide();  // shown once the engine sends device statistics
+  layout->addWidget(run_line_);
+  layout->addWidget(progress_);
+  layout->addWidget(speed_);
+  layout->addWidget(status_);
+  layout->addWidget(devices_);
+  layout->addStretch();
+  reset();
+}
+
+void StatusPanel::reset() {
+  run_line_->setText(tr("Not running."));
+  progress_->setRange(0, 1);
+  progress_->setValue(0);
+  progress_->setFormat(tr("idle"));
+  speed_->clear();
+  status_->clear();
+  status_->setStyleSheet({});
+}
+
+void StatusPanel::onStarted(const RunStartedEvent& e) {
+  epochs_ = e.epochs;
+  steps_per_epoch_ = e.steps_per_epoch;
+  total_steps_ = e.steps_per_epoch * e.epochs;
+  QStringList devices;
+  for (const auto& d : e.devices) devices << QString::fromStdString(d);
+  run_line_->setText(tr("<b>%1</b> on %2 replica(s) [%3] · global batch %4 · %5 steps/epoch · %6 parameters · %7 · all-reduce: %8")
+                         .arg(QString::fromStdString(e.strategy))
+                         .arg(e.replicas)
+                         .arg(devices.join(", "))
+                         .arg(e.global_batch)
+                         .arg(e.steps_per_epoch)
+                         .arg(e.params)
+                         .arg(QString::fromStdString(e.dataset).toHtmlEscaped())
+                         .arg(QString::fromStdString(e.cross_device_ops)));
+  progress_->setRange(0, static_cast<int>(std::max<int64_t>(1, total_steps_)));
+  progress_->setValue(0);
+  progress_->setFormat(tr("epoch 1/%1 · step 0/%2").arg(epochs_).arg(total_steps_));
+  status_->setText(tr("Running…"));
+  status_->setStyleSheet({});
+}
+
+void StatusPanel::onStep(const StepEvent& e) {
+  progress_->setValue(static_cast<int>(std::min<int64_t>(e.step, total_steps_)));
+  // Time per step so far, excluding pauses (the engine's clock skips them).
+  const double eta = e.step > 0 ? (static_cast<double>(total_steps_ - e.step)) * e.time / static_cast<double>(e.step) : NAN;
+  progress_->setFormat(tr("epoch %1/%2 · step %3/%4 · ETA %5")
+                           .arg(e.epoch)
+                           .arg(epochs_)
+                           .arg(e.step)
+                           .arg(total_steps_)
+                           .arg(duration(eta)));
+  speed_->setText(tr("%1 samples/s · loss %2 · lr %3 · elapsed %4")
+                      .arg(e.samples_per_sec, 0, 'f', 0)
+                      .arg(e.loss, 0, 'g', 5)
+                      .arg(e.lr, 0, 'g', 3)
+                      .arg(duration(e.time)));
+}
+
+void StatusPanel::onDeviceStats(const DeviceStatsEvent& e) {
+  devices_->show();
+  devices_->setRowCount(static_cast<int>(e.devices.size()));
+  for (size_t i = 0; i < e.devices.size(); ++i) {
+    const auto& d = e.devices[i];
+    const auto r = static_cast<int>(i);
+    devices_->setItem(r, 0, new QTableWidgetItem(QString::fromStdString(d.device)));
+    devices_->setItem(r, 1, new QTableWidgetItem(d.utilization ? QString("%1 %").arg(*d.utilization * 100, 0, 'f', 0) : "—"));
+    QString mem = "—";
+    if (d.memory_used && d.memory_total)
+      mem = QString("%1 / %2 MiB").arg(*d.memory_used >> 20).arg(*d.memory_total >> 20);
+    devices_->setItem(r, 2, new QTableWidgetItem(mem));
+  }
+}
+
+void StatusPanel::setPaused(bool paused) {
+  if (paused) status_->setText(tr("Paused (after the current step)."));
+  else if (status_->text().startsWith(tr("Paused"))) status_->setText(tr("Running…"));
+}
+
+void StatusPanel::onFinished(const FinishedEvent& e) {
+  const QString msg = QString::fromStdString(e.message);
+  if (e.status == "completed") {
+    status_->setText(tr("Completed: %1 (%2 steps, %3)").arg(msg).arg(e.steps).arg(duration(e.time)));
+    status_->setStyleSheet("color: #060;");
+    progress_->setValue(progress_->maximum());
+  } else if (e.status == "stopped") {
+    status_->setText(tr("Stopped: %1").arg(msg));
+    status_->setStyleSheet("color: #a60;");
+  } else {
+    status_->setText(tr("Failed: %1").arg(msg));
+    status_->setStyleSheet("color: #b00; font-weight: bold;");
+  }
+}
+
+QString StatusPanel::statusText() const { return status_->text(); }
+QString StatusPanel::progressText() const { return progress_->text(); }
+int StatusPanel::progressValue() const { return progress_->value(); }
+
+}  // namespace strata::ui

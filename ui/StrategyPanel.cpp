@@ -1,0 +1,119 @@
+#include "StrategyPanel.h"
+
+#include <QButtonGroup>
+#include <QLabel>
+#include <QRadioButton>
+#include <QVBoxLayout>
+
+#include "core/Error.h"
+#include "distribute/Strategies.h"
+
+namespace strata::ui {
+
+namespace {
+struct Info {
+  const char* title;
+  const char* description;
+};
+Info info_for(const std::string& name) {
+  if (name == "one_device") return {"OneDevice", "One replica on one device; no collectives. The baseline the others are compared with."};
+  if (name == "mirrored")
+    return {"Mirrored", "A replica per selected device, each with a copy of every variable; gradients are all-reduced every step."};
+  if (name == "central_storage")
+    return {"CentralStorage", "Variables live once on the host; replicas' gradients are gathered there, applied once and read by all."};
+  if (name == "multi_worker_mirrored")
+    return {"MultiWorkerMirrored", "Mirrored across worker processes or machines, launched with mpirun; collectives over MPI/NCCL."};
+  if (name == "parameter_server")
+    return {"ParameterServer", "Variables sharded over parameter-server tasks; workers push gradients and pull weights asynchronously."};
+  return {nullptr, ""};
+}
+
+// Why a strategy cannot be started here. The engine is asked first (it is
+// the authority on what this build has); the text adds what the user would
+// need, which the engine's message does not say.
+QString probe(const std::string& name) {
+  try {
+    StrategyOptions o;
+    o.devices = {Device{}};
+    o.threads = 1;
+    make_strategy(name, o);
+    return {};
+  } catch (const std::exception& e) {
+    QString why = QString::fromStdString(e.what());
+    if (name == "multi_worker_mirrored")
+      return QObject::tr("Not available in this build: multi-worker training needs the MPI launcher "
+                         "(strata-run under mpirun), which comes in a later release.\nEngine: %1").arg(why);
+    if (name == "parameter_server")
+      return QObject::tr("Not available in this build: parameter-server training needs parameter-server "
+                         "tasks, which come in a later release.\nEngine: %1").arg(why);
+    return QObject::tr("Not available: %1").arg(why);
+  }
+}
+}  // namespace
+
+StrategyPanel::StrategyPanel(QWidget* parent) : QWidget(parent), group_(new QButtonGroup(this)) {
+  auto* layout = new QVBoxLayout(this);
+  layout->addWidget(new QLabel(tr("<b>Distribution strategy</b>"), this));
+  for (const auto& name : strategy_names()) {
+    Info i = info_for(name);
+    auto* button = new QRadioButton(i.title ? QString::fromLatin1(i.title) : QString::fromStdString(name), this);
+    button->setObjectName(QString::fromStdString("strategy_" + name));
+    const QString reason = probe(name);
+    reasons_[name] = reason;
+    button->setEnabled(reason.isEmpty());
+    button->setToolTip(reason.isEmpty() ? QString::fromLatin1(i.description) : reason);
+    group_->addButton(button);
+    buttons_[name] = button;
+    layout->addWidget(button);
+    connect(button, &QRadioButton::toggled, this, [this, name](bool on) {
+      if (!on) return;
+      description_->setText(QString::fromLatin1(info_for(name).description));
+      Q_EMIT strategyChanged(QString::fromStdString(name));
+      Q_EMIT edited();
+    });
+  }
+  description_ = new QLabel(this);
+  description_->setWordWrap(true);
+  description_->setStyleSheet("color: palette(mid);");
+  layout->addWidget(description_);
+  layout->addStretch();
+}
+
+std::string StrategyPanel::strategy() const {
+  for (const auto& [name, button] : buttons_)
+    if (button->isChecked()) return name;
+  return "one_device";
+}
+
+bool StrategyPanel::isAvailable(const std::string& name) const {
+  auto it = reasons_.find(name);
+  return it != reasons_.end() && it->second.isEmpty();
+}
+
+QString StrategyPanel::unavailableReason(const std::string& name) const {
+  auto it = reasons_.find(name);
+  return it == reasons_.end() ? tr("unknown strategy") : it->second;
+}
+
+bool StrategyPanel::setStrategy(const std::string& name) {
+  auto it = buttons_.find(name);
+  if (it == buttons_.end() || !it->second->isEnabled()) return false;
+  it->second->setChecked(true);
+  return true;
+}
+
+void StrategyPanel::setConfig(const RunConfig& config) {
+  // A project may name a strategy this build lacks: show it selected (and
+  // disabled) rather than silently switching; Start will report why.
+  auto it = buttons_.find(config.strategy.name);
+  if (it != buttons_.end()) {
+    const QSignalBlocker blocker(this);
+    it->second->setChecked(true);
+    description_->setText(QString::fromLatin1(info_for(config.strategy.name).description));
+  }
+  Q_EMIT strategyChanged(QString::fromStdString(strategy()));
+}
+
+void StrategyPanel::applyTo(RunConfig& config) const { config.strategy.name = strategy(); }
+
+}  // namespace strata::ui

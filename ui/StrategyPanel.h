@@ -1,0 +1,40 @@
+#pragma once
+#include <QWidget>
+#include <map>
+#include <string>
+
+#include "train/RunConfig.h"
+
+class QButtonGroup;
+class QLabel;
+class QRadioButton;
+
+namespace strata::ui {
+
+// Picks the distribution strategy. Every name the engine knows is listed;
+// the ones this build or machine cannot run are disabled with a tooltip
+// saying why, so users see what exists without being able to start it.
+class StrategyPanel : public QWidget {
+  Q_OBJECT
+public:
+  explicit StrategyPanel(QWidget* parent = nullptr);
+  void setConfig(const RunConfig& config);
+  void applyTo(RunConfig& config) const;
+  std::string strategy() const;
+  // Selects by name; false if unknown or unavailable.
+  bool setStrategy(const std::string& name);
+  bool isAvailable(const std::string& name) const;
+  QString unavailableReason(const std::string& name) const;
+
+signals:
+  void strategyChanged(const QString& name);
+  void edited();
+
+private:
+  QButtonGroup* group_;
+  QLabel* description_;
+  std::map<std::string, QRadioButton*> buttons_;
+  std::map<std::string, QString> reasons_;  // empty = available
+};
+
+}  // namespace strata::ui

@@ -1,0 +1,161 @@
+#include "TrainingPanel.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QDoubleValidator>
+#include <QFormLayout>
+#include <QLabel>
+#include <QLineEdit>
+#include <QSpinBox>
+
+namespace strata::ui {
+
+namespace {
+QSpinBox* spin(QWidget* parent, int lo, int hi, const char* name) {
+  auto* s = new QSpinBox(parent);
+  s->setRange(lo, hi);
+  s->setObjectName(name);
+  return s;
+}
+QLineEdit* number_edit(QWidget* parent, const char* name) {
+  auto* e = new QLineEdit(parent);
+  auto* v = new QDoubleValidator(0.0, 1e6, 12, e);
+  v->setNotation(QDoubleValidator::ScientificNotation);
+  e->setValidator(v);
+  e->setObjectName(name);
+  return e;
+}
+}  // namespace
+
+TrainingPanel::TrainingPanel(QWidget* parent) : QWidget(parent) {
+  auto* form = new QFormLayout(this);
+  epochs_ = spin(this, 1, 100000, "epochs");
+  batch_ = spin(this, 1, 1 << 20, "globalBatch");
+  optimizer_ = new QComboBox(this);
+  optimizer_->setObjectName("optimizer");
+  optimizer_->addItem("Adam", "adam");
+  optimizer_->addItem("SGD", "sgd");
+  lr_ = number_edit(this, "learningRate");
+  form->addRow(new QLabel(tr("<b>Training</b>"), this));
+  form->addRow(tr("Epochs"), epochs_);
+  form->addRow(tr("Global batch"), batch_);
+  form->addRow(tr("Optimizer"), optimizer_);
+  form->addRow(tr("Learning rate"), lr_);
+
+  sgd_rows_ = new QWidget(this);
+  auto* sgd = new QFormLayout(sgd_rows_);
+  sgd->setContentsMargins(0, 0, 0, 0);
+  momentum_ = new QDoubleSpinBox(sgd_rows_);
+  momentum_->setRange(0.0, 0.999);
+  momentum_->setDecimals(3);
+  momentum_->setSingleStep(0.05);
+  nesterov_ = new QCheckBox(tr("Nesterov"), sgd_rows_);
+  sgd->addRow(tr("Momentum"), momentum_);
+  sgd->addRow(QString(), nesterov_);
+  form->addRow(sgd_rows_);
+
+  adam_rows_ = new QWidget(this);
+  auto* adam = new QFormLayout(adam_rows_);
+  adam->setContentsMargins(0, 0, 0, 0);
+  beta1_ = new QDoubleSpinBox(adam_rows_);
+  beta2_ = new QDoubleSpinBox(adam_rows_);
+  for (auto* b : {beta1_, beta2_}) {
+    b->setRange(0.0, 0.99999);
+    b->setDecimals(5);
+    b->setSingleStep(0.001);
+  }
+  epsilon_ = number_edit(adam_rows_, "epsilon");
+  adam->addRow(tr("β₁"), beta1_);
+  adam->addRow(tr("β₂"), beta2_);
+  adam->addRow(tr("ε"), epsilon_);
+  form->addRow(adam_rows_);
+
+  seed_ = spin(this, 0, 2147483647, "seed");
+  threads_ = spin(this, 0, 1024, "threads");
+  threads_->setSpecialValueText(tr("all cores"));
+  max_steps_ = spin(this, 0, 1 << 30, "maxSteps");
+  max_steps_->setSpecialValueText(tr("whole dataset"));
+  prefetch_ = spin(this, 0, 64, "prefetch");
+  shuffle_ = new QCheckBox(tr("Shuffle every epoch"), this);
+  drop_remainder_ = new QCheckBox(tr("Drop the last partial batch"), this);
+  form->addRow(tr("Seed"), seed_);
+  form->addRow(tr("CPU threads"), threads_);
+  form->addRow(tr("Steps per epoch (max)"), max_steps_);
+  form->addRow(tr("Prefetch batches"), prefetch_);
+  form->addRow(QString(), shuffle_);
+  form->addRow(QString(), drop_remainder_);
+  form->addRow(tr("Loss"), new QLabel(tr("sparse categorical cross-entropy (from logits)"), this));
+
+  auto changed = [this] {
+    if (!loading_) Q_EMIT edited();
+  };
+  for (auto* s : {epochs_, batch_, seed_, threads_, max_steps_, prefetch_})
+    connect(s, &QSpinBox::valueChanged, this, changed);
+  for (auto* d : {momentum_, beta1_, beta2_}) connect(d, &QDoubleSpinBox::valueChanged, this, changed);
+  for (auto* e : {lr_, epsilon_}) connect(e, &QLineEdit::textEdited, this, changed);
+  for (auto* c : {nesterov_, shuffle_, drop_remainder_}) connect(c, &QCheckBox::toggled, this, changed);
+  connect(optimizer_, &QComboBox::currentIndexChanged, this, [this, changed] {
+    updateOptimizerRows();
+    changed();
+  });
+  connect(batch_, &QSpinBox::valueChanged, this, [this](int v) { Q_EMIT globalBatchChanged(v); });
+  updateOptimizerRows();
+}
+
+void TrainingPanel::updateOptimizerRows() {
+  const QString type = optimizer_->currentData().toString();
+  sgd_rows_->setVisible(type == "sgd");
+  adam_rows_->setVisible(type == "adam");
+}
+
+void TrainingPanel::setConfig(const RunConfig& config) {
+  loading_ = true;
+  loaded_ = config;
+  const TrainingConfig& t = config.training;
+  epochs_->setValue(t.epochs);
+  batch_->setValue(static_cast<int>(t.batch_size));
+  const int idx = optimizer_->findData(QString::fromStdString(t.optimizer.type));
+  optimizer_->setCurrentIndex(idx < 0 ? 0 : idx);
+  lr_->setText(QString::number(t.optimizer.learning_rate, 'g', 6));
+  momentum_->setValue(t.optimizer.momentum);
+  nesterov_->setChecked(t.optimizer.nesterov);
+  beta1_->setValue(t.optimizer.beta_1);
+  beta2_->setValue(t.optimizer.beta_2);
+  epsilon_->setText(QString::number(t.optimizer.epsilon, 'g', 6));
+  seed_->setValue(static_cast<int>(t.seed));
+  threads_->setValue(t.threads);
+  max_steps_->setValue(static_cast<int>(t.max_steps_per_epoch));
+  prefetch_->setValue(t.prefetch);
+  shuffle_->setChecked(t.shuffle);
+  drop_remainder_->setChecked(t.drop_remainder);
+  updateOptimizerRows();
+  loading_ = false;
+  Q_EMIT globalBatchChanged(t.batch_size);
+}
+
+void TrainingPanel::applyTo(RunConfig& config) const {
+  TrainingConfig& t = config.training;
+  t.loss = loaded_.training.loss;
+  t.from_logits = loaded_.training.from_logits;
+  t.epochs = epochs_->value();
+  t.batch_size = batch_->value();
+  t.optimizer.type = optimizer_->currentData().toString().toStdString();
+  bool ok = false;
+  const float lr = lr_->text().toFloat(&ok);
+  t.optimizer.learning_rate = ok ? lr : loaded_.training.optimizer.learning_rate;
+  t.optimizer.momentum = static_cast<float>(momentum_->value());
+  t.optimizer.nesterov = nesterov_->isChecked();
+  t.optimizer.beta_1 = static_cast<float>(beta1_->value());
+  t.optimizer.beta_2 = static_cast<float>(beta2_->value());
+  const float eps = epsilon_->text().toFloat(&ok);
+  t.optimizer.epsilon = ok ? eps : loaded_.training.optimizer.epsilon;
+  t.seed = static_cast<uint64_t>(seed_->value());
+  t.threads = threads_->value();
+  t.max_steps_per_epoch = max_steps_->value();
+  t.prefetch = prefetch_->value();
+  t.shuffle = shuffle_->isChecked();
+  t.drop_remainder = drop_remainder_->isChecked();
+}
+
+}  // namespace strata::ui

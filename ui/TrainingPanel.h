@@ -1,0 +1,49 @@
+#pragma once
+#include <QWidget>
+
+#include "train/RunConfig.h"
+
+class QCheckBox;
+class QComboBox;
+class QDoubleSpinBox;
+class QLineEdit;
+class QSpinBox;
+class QWidget;
+
+namespace strata::ui {
+
+// Hyper-parameters: epochs, global batch, optimizer and its settings,
+// learning rate, seed and the loop's options. The optimizer-specific rows
+// show only for the optimizer that uses them.
+class TrainingPanel : public QWidget {
+  Q_OBJECT
+public:
+  explicit TrainingPanel(QWidget* parent = nullptr);
+  void setConfig(const RunConfig& config);
+  void applyTo(RunConfig& config) const;
+
+  QSpinBox* epochsBox() const { return epochs_; }
+  QSpinBox* batchBox() const { return batch_; }
+  QSpinBox* maxStepsBox() const { return max_steps_; }
+  QComboBox* optimizerBox() const { return optimizer_; }
+  QLineEdit* learningRateEdit() const { return lr_; }
+
+signals:
+  void globalBatchChanged(qint64 batch);
+  void edited();
+
+private:
+  void updateOptimizerRows();
+
+  QSpinBox *epochs_, *batch_, *seed_, *threads_, *max_steps_, *prefetch_;
+  QComboBox* optimizer_;
+  QLineEdit* lr_;  // text, so 1e-4 and 0.0003 both read naturally
+  QDoubleSpinBox *momentum_, *beta1_, *beta2_;
+  QLineEdit* epsilon_;
+  QCheckBox *nesterov_, *shuffle_, *drop_remainder_;
+  QWidget *sgd_rows_, *adam_rows_;
+  RunConfig loaded_;  // keeps fields this panel does not edit (loss, from_logits)
+  bool loading_ = false;
+};
+
+}  // namespace strata::ui
