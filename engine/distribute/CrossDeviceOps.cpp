@@ -8,6 +8,15 @@
 
 namespace strata {
 
+bool host_devices_only(const std::vector<Device>& devices, const std::string& who, std::string* why_not) {
+  for (auto& d : devices)
+    if (d.kind != DeviceKind::Cpu) {
+      if (why_not) *why_not = who + " serves host (cpu) replicas only, not " + d.str();
+      return false;
+    }
+  return true;
+}
+
 std::vector<std::unique_ptr<CrossDeviceOps>> all_cross_device_ops() {
   std::vector<std::unique_ptr<CrossDeviceOps>> ops;
   ops.push_back(std::make_unique<InProcessAllReduce>());

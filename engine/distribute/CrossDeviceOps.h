@@ -33,6 +33,9 @@ public:
   virtual void all_reduce_sum(ReplicaGroup& group, int replica, std::span<float> buffer) = 0;
 };
 
+// True when every device is a host (cpu) device; else says which is not.
+bool host_devices_only(const std::vector<Device>& devices, const std::string& who, std::string* why_not);
+
 // Every implementation this build has, best first.
 std::vector<std::unique_ptr<CrossDeviceOps>> all_cross_device_ops();
 // The highest-priority enabled implementation, or the one named ("auto" =

@@ -7,12 +7,7 @@
 namespace strata {
 
 bool InProcessAllReduce::enabled(const std::vector<Device>& devices, std::string* why_not) const {
-  for (auto& d : devices)
-    if (d.kind != DeviceKind::Cpu) {
-      if (why_not) *why_not = "in_process all-reduce serves host (cpu) replicas only, not " + d.str();
-      return false;
-    }
-  return true;
+  return host_devices_only(devices, "in_process all-reduce", why_not);
 }
 
 void InProcessAllReduce::all_reduce_sum(ReplicaGroup& group, int replica, std::span<float> buffer) {

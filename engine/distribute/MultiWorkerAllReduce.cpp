@@ -7,12 +7,7 @@
 namespace strata {
 
 bool MultiWorkerAllReduce::enabled(const std::vector<Device>& devices, std::string* why_not) const {
-  for (auto& d : devices)
-    if (d.kind != DeviceKind::Cpu) {
-      if (why_not) *why_not = "multi-worker all-reduce serves host (cpu) replicas in this build, not " + d.str();
-      return false;
-    }
-  return true;
+  return host_devices_only(devices, "the multi-worker all-reduce (in this build)", why_not);
 }
 
 void MultiWorkerAllReduce::all_reduce_sum(ReplicaGroup& group, int replica, std::span<float> buffer) {

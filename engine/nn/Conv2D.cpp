@@ -4,8 +4,10 @@
 
 #include "core/Error.h"
 #include "nn/Dense.h"
+#include "nn/Flatten.h"
 #include "nn/GradientTape.h"
 #include "nn/Initializers.h"
+#include "nn/LinearOp.h"
 
 namespace strata::nn {
 
@@ -47,57 +49,27 @@ Tensor Conv2DLayer::call(const Tensor& x, bool) {
   const Window2D win = make_window(hwc, x.shape()[0], kh_, kw_, sh_, sw_, padding_, "Conv2D");
   const int64_t rows = win.batch * win.out_h * win.out_w;
   const int64_t patch = kh_ * kw_ * hwc[2];
-  Backend& be = backend_for(x.device());
-
-  // A 1x1 stride-1 convolution needs no patch matrix: the image is one.
+  // Convolution = patch matrix (im2col) times the kernel as a (patch, filters)
+  // matrix: the same fused op as Dense. A 1x1 stride-1 convolution needs no
+  // patch matrix: the image already is one.
   const bool direct = kh_ == 1 && kw_ == 1 && sh_ == 1 && sw_ == 1;
-  Tensor col = direct ? x : Tensor::empty(Shape{rows, patch});
-  if (!direct) be.im2col(win, x.data(), col.data());
-  Tensor w = kernel_->value();
-  Tensor y = Tensor::empty(Shape{win.batch, win.out_h, win.out_w, filters_});
-  be.gemm(false, false, rows, filters_, patch, 1.0f, col.data(), w.data(), 0.0f, y.data());
-  Tensor b;
-  if (use_bias_) {
-    b = bias_->value();
-    be.add_bias_rows(y.data(), b.data(), rows, filters_);
-  }
-  if (activation_ != Activation::None) be.activation_forward(activation_, y.data(), y.data(), rows, filters_);
+  Tensor col = direct ? reshape_op(x, Shape{rows, patch}) : im2col_op(x, win);
+  Tensor w = reshape_op(kernel_->value(), Shape{patch, filters_});
+  Tensor y = linear(col, w, use_bias_ ? bias_->value() : Tensor(), activation_);
+  return reshape_op(y, Shape{win.batch, win.out_h, win.out_w, filters_});
+}
 
-  std::vector<Tensor> inputs{x, w};
-  if (use_bias_) inputs.push_back(b);
-  const Activation act = activation_;
-  const bool has_bias = use_bias_;
-  const int64_t filters = filters_;
-  record_op(std::move(inputs), y,
-            [x, w, y, col, win, rows, patch, filters, act, has_bias, direct](const Tensor& g, const std::vector<bool>& need) {
-              Backend& bk = backend_for(g.device());
-              Tensor dz = g;
-              if (act != Activation::None) {
-                dz = Tensor::empty(g.shape());
-                bk.activation_backward(act, y.data(), g.data(), dz.data(), rows, filters);
-              }
-              std::vector<Tensor> grads(has_bias ? 3 : 2);
-              if (need[0]) {
-                grads[0] = Tensor::empty(x.shape());
-                if (direct) {
-                  bk.gemm(false, true, rows, patch, filters, 1.0f, dz.data(), w.data(), 0.0f, grads[0].data());
-                } else {
-                  Tensor dcol = Tensor::empty(Shape{rows, patch});
-                  bk.gemm(false, true, rows, patch, filters, 1.0f, dz.data(), w.data(), 0.0f, dcol.data());
-                  bk.col2im(win, dcol.data(), grads[0].data());
-                }
-              }
-              if (need[1]) {
-                grads[1] = Tensor::empty(w.shape());
-                bk.gemm(true, false, patch, filters, rows, 1.0f, col.data(), dz.data(), 0.0f, grads[1].data());
-              }
-              if (has_bias && need[2]) {
-                grads[2] = Tensor::empty(Shape{filters});
-                bk.sum_rows(dz.data(), rows, filters, grads[2].data(), false);
-              }
-              return grads;
-            });
-  return y;
+Tensor im2col_op(const Tensor& x, const Window2D& win) {
+  const int64_t patch = win.kernel_h * win.kernel_w * win.channels;
+  Tensor col = Tensor::empty(Shape{win.batch * win.out_h * win.out_w, patch});
+  backend_for(x.device()).im2col(win, x.data(), col.data());
+  const Shape in_shape = x.shape();
+  record_op({x}, col, [win, in_shape](const Tensor& g, const std::vector<bool>&) {
+    Tensor dx = Tensor::empty(in_shape);
+    backend_for(g.device()).col2im(win, g.data(), dx.data());
+    return std::vector<Tensor>{dx};
+  });
+  return col;
 }
 
 LayerPtr Conv2D(int64_t filters, int64_t kernel_size, Activation activation, Padding padding, int64_t strides) {

@@ -30,6 +30,9 @@ private:
   Variable* bias_ = nullptr;
 };
 
+// The patch matrix of an NHWC batch as a recorded op (backward: col2im).
+Tensor im2col_op(const Tensor& x, const Window2D& win);
+
 LayerPtr Conv2D(int64_t filters, int64_t kernel_size, Activation activation = Activation::None,
                 Padding padding = Padding::Valid, int64_t strides = 1);
 

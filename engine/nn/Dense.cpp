@@ -3,8 +3,8 @@
 #include <nlohmann/json.hpp>
 
 #include "core/Error.h"
-#include "nn/GradientTape.h"
 #include "nn/Initializers.h"
+#include "nn/LinearOp.h"
 
 namespace strata::nn {
 
@@ -35,46 +35,7 @@ Tensor DenseLayer::call(const Tensor& x, bool /*training*/) {
   if (x.shape().rank() != 2 || x.shape()[1] != kernel_->shape()[0])
     throw bad_input("Dense(" + std::to_string(units_) + "): input shape " + x.shape().str() + " does not match kernel " +
                     kernel_->shape().str());
-  const int64_t batch = x.shape()[0], in = x.shape()[1], out = units_;
-  Backend& be = backend_for(x.device());
-  Tensor w = kernel_->value();
-  Tensor y = Tensor::empty(Shape{batch, out});
-  be.gemm(false, false, batch, out, in, 1.0f, x.data(), w.data(), 0.0f, y.data());
-  Tensor b;
-  if (use_bias_) {
-    b = bias_->value();
-    be.add_bias_rows(y.data(), b.data(), batch, out);
-  }
-  // Softmax's backward is not element-wise; the activation path handles it.
-  if (activation_ != Activation::None) be.activation_forward(activation_, y.data(), y.data(), batch, out);
-
-  std::vector<Tensor> inputs{x, w};
-  if (use_bias_) inputs.push_back(b);
-  const Activation act = activation_;
-  const bool has_bias = use_bias_;
-  record_op(std::move(inputs), y, [x, w, y, act, has_bias, batch, in, out](const Tensor& g, const std::vector<bool>& need) {
-    Backend& bk = backend_for(g.device());
-    Tensor dz = g;
-    if (act != Activation::None) {
-      dz = Tensor::empty(g.shape());
-      bk.activation_backward(act, y.data(), g.data(), dz.data(), batch, out);
-    }
-    std::vector<Tensor> grads(has_bias ? 3 : 2);
-    if (need[0]) {
-      grads[0] = Tensor::empty(x.shape());
-      bk.gemm(false, true, batch, in, out, 1.0f, dz.data(), w.data(), 0.0f, grads[0].data());
-    }
-    if (need[1]) {
-      grads[1] = Tensor::empty(w.shape());
-      bk.gemm(true, false, in, out, batch, 1.0f, x.data(), dz.data(), 0.0f, grads[1].data());
-    }
-    if (has_bias && need[2]) {
-      grads[2] = Tensor::empty(Shape{out});
-      bk.sum_rows(dz.data(), batch, out, grads[2].data(), false);
-    }
-    return grads;
-  });
-  return y;
+  return linear(x, kernel_->value(), use_bias_ ? bias_->value() : Tensor(), activation_);
 }
 
 LayerPtr Dense(int64_t units, Activation activation, bool use_bias) {
