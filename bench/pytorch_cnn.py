@@ -1,0 +1,67 @@
+#!/usr/bin/python3
+"""The TensorFlow-tutorial CNN of resources/examples/fashion-cnn.strata in
+PyTorch, for a side-by-side training throughput figure: Conv 5x5x32 'same' +
+ReLU, MaxPool 2, Conv 5x5x64 'same' + ReLU, MaxPool 2, Dense 1024 + ReLU,
+Dense 10; Adam 1e-3, cross-entropy from logits, batch 64, Fashion-MNIST in
+memory. Prints one JSON line per repetition.
+
+  /usr/bin/python3 bench/pytorch_cnn.py --threads 2 --steps 100
+  build/app/strata-run resources/examples/fashion-cnn.strata --no-run-dir \
+      --epochs 1 --max-steps 150 --threads 2 --events jsonl      # Strata, same work
+
+PyTorch runs convolutions through its own (mkldnn/oneDNN or native) kernels,
+not the BLAS, so no BLAS selection is needed here; denormals are flushed as
+Strata does.
+"""
+import argparse
+import json
+import time
+
+import torch
+import torch.nn.functional as F
+
+from pytorch_mlp import load_fashion_mnist
+
+
+def make_model():
+    return torch.nn.Sequential(
+        torch.nn.Conv2d(1, 32, 5, padding=2), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+        torch.nn.Conv2d(32, 64, 5, padding=2), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+        torch.nn.Flatten(), torch.nn.Linear(7 * 7 * 64, 1024), torch.nn.ReLU(), torch.nn.Linear(1024, 10))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--batch", type=int, default=64)
+    ap.add_argument("--steps", type=int, default=100)
+    ap.add_argument("--warmup", type=int, default=10)
+    ap.add_argument("--reps", type=int, default=3)
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads)
+    torch.set_flush_denormal(True)
+    x, y = load_fashion_mnist()
+    x = x.reshape(-1, 1, 28, 28)
+    torch.manual_seed(0)
+    model = make_model()
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    for rep in range(args.reps):
+        perm = torch.randperm(x.shape[0])
+        elapsed = 0.0
+        for step in range(args.warmup + args.steps):
+            idx = perm[(step * args.batch) % (x.shape[0] - args.batch):][:args.batch]
+            t0 = time.perf_counter()
+            xb, yb = x[idx], y[idx]
+            opt.zero_grad(set_to_none=True)
+            loss = F.cross_entropy(model(xb), yb)
+            loss.backward()
+            opt.step()
+            float(loss)
+            if step >= args.warmup:
+                elapsed += time.perf_counter() - t0
+        print(json.dumps({"bench": "pytorch_cnn", "threads": args.threads, "batch": args.batch, "rep": rep,
+                          "samples_per_sec": args.steps * args.batch / elapsed, "torch": torch.__version__}), flush=True)
+
+
+if __name__ == "__main__":
+    main()
