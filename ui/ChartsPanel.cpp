@@ -28,10 +28,14 @@ ChartsPanel::ChartsPanel(QWidget* parent)
     : QWidget(parent),
       loss_(new ChartView(tr("Loss"), tr("loss"))),
       accuracy_(new ChartView(tr("Accuracy"), tr("accuracy"))),
-      throughput_(new ChartView(tr("Throughput"), tr("samples/s"))) {
+      throughput_(new ChartView(tr("Throughput"), tr("samples/s"))),
+      workers_(new ChartView(tr("Worker step time"), tr("compute s/step"))) {
   loss_->setObjectName("lossChart");
   accuracy_->setObjectName("accuracyChart");
   throughput_->setObjectName("throughputChart");
+  workers_->setObjectName("workerChart");
+  workers_->setToolTip(tr("Seconds each worker process spent computing per step (not waiting in collectives): "
+                          "a straggler is the highest line"));
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(0, 0, 0, 0);
   auto* bar = new QHBoxLayout;
@@ -53,7 +57,7 @@ ChartsPanel::ChartsPanel(QWidget* parent)
   exporter->setText(tr("Export"));
   exporter->setPopupMode(QToolButton::InstantPopup);
   auto* menu = new QMenu(exporter);
-  for (ChartView* chart : {loss_, accuracy_, throughput_}) {
+  for (ChartView* chart : charts()) {
     for (const QString kind : {"png", "pdf", "csv"}) {
       const QString title = chart->objectName().chopped(5);  // lossChart -> loss
       menu->addAction(tr("%1 chart as %2…").arg(title, kind.toUpper()), this, [this, chart, kind, title] {
@@ -86,6 +90,7 @@ ChartsPanel::ChartsPanel(QWidget* parent)
   split->addWidget(bottom);
   bottom->addWidget(accuracy_);
   bottom->addWidget(throughput_);
+  bottom->addWidget(workers_);
   split->setStretchFactor(0, 3);
   split->setStretchFactor(1, 2);
   layout->addWidget(split, 1);
@@ -97,9 +102,11 @@ ChartsPanel::ChartsPanel(QWidget* parent)
 }
 
 void ChartsPanel::clearAll() {
-  for (auto* c : {loss_, accuracy_, throughput_}) c->clear();
+  for (auto* c : charts()) c->clear();
   live_ = RunSeries{};
   replica_series_.clear();
+  worker_series_.clear();
+  prelude_.clear();
   reduced_ = val_loss_ = train_acc_ = val_acc_ = speed_ = -1;
   overlays_ = 0;
 }
@@ -110,6 +117,8 @@ void ChartsPanel::beginRun(const RunStartedEvent& e) {
   for (const char* prefix : {"replica ", "loss (reduced)", "validation loss"}) loss_->removeSeries(tr(prefix));
   for (const char* prefix : {"train accuracy", "validation accuracy"}) accuracy_->removeSeries(tr(prefix));
   throughput_->removeSeries(tr("samples/s"));
+  workers_->clear();  // never overlaid: only the live run's workers
+  worker_series_.clear();
   live_ = RunSeries{};
   live_.label = "live";
   replica_series_.clear();
@@ -138,6 +147,7 @@ void ChartsPanel::beginRun(const RunStartedEvent& e) {
   ChartView::Style speed;
   speed.color = QColor(44, 160, 44);
   speed_ = throughput_->addSeries(tr("samples/s"), speed);
+  for (int w = 0; w < std::max(1, e.workers); ++w) addWorkerSeries();
   live_.add(e);
   flushAll();
 }
@@ -148,6 +158,8 @@ void ChartsPanel::addStep(const StepEvent& s) {
     loss_->append(replica_series_[r], x, s.replica_losses[r]);
   loss_->append(reduced_, x, s.loss);
   throughput_->append(speed_, x, s.samples_per_sec);
+  while (worker_series_.size() < s.worker_step_times.size()) addWorkerSeries();
+  for (size_t w = 0; w < s.worker_step_times.size(); ++w) workers_->append(worker_series_[w], x, s.worker_step_times[w]);
   if (!std::isfinite(s.loss) && live_.diverged_at == live_.step.size() - 1) {
     const QString what = std::isnan(s.loss) ? "NaN" : "Inf";
     loss_->addMarker(x, tr("loss %1 at step %2: diverged").arg(what).arg(s.step));
@@ -162,16 +174,31 @@ void ChartsPanel::addEpoch(const EpochEvent& e) {
   if (e.val_loss) loss_->append(val_loss_, x, *e.val_loss);
 }
 
+void ChartsPanel::addWorkerSeries() {
+  ChartView::Style s;
+  s.color = series_color(worker_series_.size());
+  s.width = 1.2;
+  worker_series_.push_back(workers_->addSeries(QStringLiteral("worker %1").arg(worker_series_.size()), s));
+}
+
+void ChartsPanel::addEventToLive(const Event& ev) {
+  live_.add(ev);
+  if (auto* s = std::get_if<StepEvent>(&ev)) addStep(*s);
+  else if (auto* e = std::get_if<EpochEvent>(&ev)) addEpoch(*e);
+}
+
 void ChartsPanel::addEvents(const std::vector<Event>& batch) {
   for (const auto& ev : batch) {
     if (auto* r = std::get_if<RunStartedEvent>(&ev)) {
       beginRun(*r);
+      // A resumed run: its earlier steps first, so the new ones continue them.
+      for (const auto& old : prelude_)
+        if (!std::holds_alternative<RunStartedEvent>(old)) addEventToLive(old);
+      prelude_.clear();
       continue;
     }
     if (reduced_ < 0) continue;  // events of a run we did not see start
-    live_.add(ev);
-    if (auto* s = std::get_if<StepEvent>(&ev)) addStep(*s);
-    else if (auto* e = std::get_if<EpochEvent>(&ev)) addEpoch(*e);
+    addEventToLive(ev);
   }
   flushAll();
 }
@@ -208,14 +235,14 @@ void ChartsPanel::removeOverlay(const QString& label) {
 
 void ChartsPanel::setXMode(XAxisMode mode) {
   if (x_mode_->currentIndex() != static_cast<int>(mode)) x_mode_->setCurrentIndex(static_cast<int>(mode));
-  for (auto* c : {loss_, accuracy_, throughput_}) c->setXMode(mode);
+  for (auto* c : charts()) c->setXMode(mode);
 }
 
 void ChartsPanel::setSmoothing(double weight) {
   const int v = static_cast<int>(std::lround(weight * 100));
   if (smoothing_->value() != v) smoothing_->setValue(v);
   smoothing_label_->setText(QString::number(weight, 'f', 2));
-  for (auto* c : {loss_, throughput_}) c->setSmoothing(weight);
+  for (auto* c : {loss_, throughput_, workers_}) c->setSmoothing(weight);
 }
 
 void ChartsPanel::setLogScale(bool on) {
@@ -224,11 +251,11 @@ void ChartsPanel::setLogScale(bool on) {
 }
 
 void ChartsPanel::resetViews() {
-  for (auto* c : {loss_, accuracy_, throughput_}) c->resetView();
+  for (auto* c : charts()) c->resetView();
 }
 
 void ChartsPanel::flushAll() {
-  for (auto* c : {loss_, accuracy_, throughput_}) c->flush();
+  for (auto* c : charts()) c->flush();
 }
 
 }  // namespace strata::ui

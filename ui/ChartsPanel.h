@@ -13,8 +13,9 @@ class QSlider;
 
 namespace strata::ui {
 
-// The three live charts (loss per replica with the reduced loss bold on
-// top, accuracy per epoch, throughput) and the controls they share: x axis,
+// The live charts (loss per replica with the reduced loss bold on top,
+// accuracy per epoch, throughput, each worker's compute time per step so
+// stragglers stand out) and the controls they share: x axis,
 // smoothing, log scale, reset, export. Receives the engine's events in the
 // batches the bridge delivers and replots once per batch.
 class ChartsPanel : public QWidget {
@@ -25,6 +26,9 @@ public:
   // replica, then the reduced loss.
   void beginRun(const RunStartedEvent& e);
   void addEvents(const std::vector<Event>& batch);
+  // Events drawn right after the next run_started, before its own steps: a
+  // resumed run's history up to its checkpoint, so the charts continue.
+  void setPrelude(std::vector<Event> events) { prelude_ = std::move(events); }
   // A stored run drawn dashed beside the live one; label keys removal.
   void addOverlay(const RunSeries& run, const QString& label);
   void removeOverlay(const QString& label);
@@ -38,20 +42,26 @@ public:
   ChartView* lossChart() const { return loss_; }
   ChartView* accuracyChart() const { return accuracy_; }
   ChartView* throughputChart() const { return throughput_; }
+  ChartView* workerChart() const { return workers_; }
   const RunSeries& liveRun() const { return live_; }
 
 private:
   void addStep(const StepEvent& s);
   void addEpoch(const EpochEvent& e);
   void flushAll();
+  void addEventToLive(const Event& ev);
+  void addWorkerSeries();
+  std::vector<ChartView*> charts() const { return {loss_, accuracy_, throughput_, workers_}; }
 
-  ChartView *loss_, *accuracy_, *throughput_;
+  ChartView *loss_, *accuracy_, *throughput_, *workers_;
   QComboBox* x_mode_;
   QSlider* smoothing_;
   QLabel* smoothing_label_;
   QCheckBox* log_;
   RunSeries live_;
   std::vector<int> replica_series_;
+  std::vector<int> worker_series_;
+  std::vector<Event> prelude_;
   int reduced_ = -1, val_loss_ = -1, train_acc_ = -1, val_acc_ = -1, speed_ = -1;
   int overlays_ = 0;
 };

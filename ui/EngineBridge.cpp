@@ -34,7 +34,7 @@ EngineBridge::~EngineBridge() {
   if (reaper_.joinable()) reaper_.join();
 }
 
-void EngineBridge::start(const RunConfig& config, const std::string& run_dir) {
+void EngineBridge::start(const RunConfig& config, const std::string& run_dir, const std::string& resume_from) {
   if (running_) return;
   finishThread();
   queue_.take();
@@ -46,12 +46,17 @@ void EngineBridge::start(const RunConfig& config, const std::string& run_dir) {
   running_ = true;
   paused_ = false;
   Trainer* trainer = trainer_.get();
-  thread_ = std::thread([this, trainer, sink, config, run_dir] {
+  thread_ = std::thread([this, trainer, sink, config, run_dir, resume_from] {
     try {
       trainer->prepare();
       // As strata-run does: the folder is created only once the config is
       // known to be good, so a bad project leaves nothing behind.
-      if (!run_dir.empty()) run_dir_ = std::make_unique<RunDirectory>(run_dir, config);
+      if (!run_dir.empty()) {
+        auto dir = std::make_unique<RunDirectory>(run_dir, config, /*resume=*/!resume_from.empty());
+        trainer->enable_checkpoints(dir->checkpoints());
+        run_dir_ = std::move(dir);
+      }
+      if (!resume_from.empty()) trainer->restore(resume_from);
     } catch (const std::exception& e) {
       prepare_error_ = e.what();
       prepare_failed_ = true;

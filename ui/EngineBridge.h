@@ -30,8 +30,10 @@ public:
   // Starts training `config`; run_dir empty = no run folder. Data loading and
   // model building (Trainer::prepare) happen on the training thread too, so
   // a large dataset does not freeze the window; their errors arrive as
-  // `prepareFailed`.
-  void start(const RunConfig& config, const std::string& run_dir);
+  // `prepareFailed`. With a run folder, checkpoints go to its checkpoints/.
+  // resume_from (a checkpoint folder): continue that run instead, appending
+  // to run_dir's events.
+  void start(const RunConfig& config, const std::string& run_dir, const std::string& resume_from = {});
   void pause();
   void resume();
   // Finishes the current step, then the trainer reports "stopped".

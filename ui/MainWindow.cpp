@@ -12,7 +12,9 @@
 #include <QToolBar>
 
 #include "ChartsPanel.h"
+#include "CheckpointEvaluation.h"
 #include "ConfigEditor.h"
+#include "EvaluationView.h"
 #include "LogPanel.h"
 #include "MessagePresenter.h"
 #include "RecentFiles.h"
@@ -20,6 +22,7 @@
 #include "RunHistory.h"
 #include "RunHistoryPanel.h"
 #include "StatusPanel.h"
+#include "StrategyPanel.h"
 #include "project/ProjectFile.h"
 
 // Resources of a static library must be registered by name, outside any
@@ -53,8 +56,13 @@ MainWindow::MainWindow(QWidget* parent)
       history_(new RunHistoryPanel),
       bottom_tabs_(new QTabWidget),
       run_(new RunController(charts_, status_, log_, this)),
+      evaluation_(new EvaluationView(this)),
       recent_(new RecentFiles(this)) {
   initStrataResources();
+  // Its own window: the sample grid and the matrix need more room than the
+  // panels below the charts have.
+  evaluation_->setWindowFlag(Qt::Window);
+  evaluation_->setPresenter(presenter_.get());
   setWindowIcon(QIcon(":/strata/strata.png"));
   auto* right = new QSplitter(Qt::Vertical);
   right->addWidget(charts_);
@@ -81,6 +89,7 @@ MainWindow::MainWindow(QWidget* parent)
   connect(editor_, &ConfigEditor::edited, this, [this] { setModified(true); });
   connect(run_, &RunController::runningChanged, this, [this](bool running) {
     editor_->setLocked(running);
+    history_->setRunning(running);
     updateRunActions();
   });
   connect(run_, &RunController::pausedChanged, this, &MainWindow::updateRunActions);
@@ -89,13 +98,18 @@ MainWindow::MainWindow(QWidget* parent)
     presenter_->error(this, tr("Cannot start the run"), message);
   });
   connect(history_, &RunHistoryPanel::overlayToggled, this, &MainWindow::onOverlay);
+  connect(history_, &RunHistoryPanel::resumeRequested, this, &MainWindow::resumeStoredRun);
+  connect(history_, &RunHistoryPanel::evaluateRequested, this, &MainWindow::evaluateRun);
   connect(recent_, &RecentFiles::openRequested, this, &MainWindow::openProject);
   setDocument(blank_project(), {});
 }
 
 MainWindow::~MainWindow() = default;
 
-void MainWindow::setPresenter(std::unique_ptr<MessagePresenter> presenter) { presenter_ = std::move(presenter); }
+void MainWindow::setPresenter(std::unique_ptr<MessagePresenter> presenter) {
+  presenter_ = std::move(presenter);
+  evaluation_->setPresenter(presenter_.get());
+}
 
 void MainWindow::buildActions() {
   QMenu* file = menuBar()->addMenu(tr("&File"));
@@ -136,8 +150,12 @@ void MainWindow::buildActions() {
 void MainWindow::updateRunActions() {
   const bool running = run_->running();
   start_->setEnabled(!running);
-  pause_->setEnabled(running);
+  pause_->setEnabled(run_->canPause());
   pause_->setText(run_->paused() ? tr("&Resume") : tr("&Pause"));
+  pause_->setToolTip(running && !run_->canPause()
+                         ? tr("A multi-worker run cannot pause: its ranks run in other processes and would time out "
+                              "waiting for each other; Stop checkpoints it, and Resume in the run history continues it")
+                         : tr("Pause after the current step"));
   stop_->setEnabled(running);
   // A different project cannot be loaded under a running trainer.
   for (QAction* a : {new_, open_}) a->setEnabled(!running);
@@ -247,7 +265,35 @@ bool MainWindow::chooseAndSave() {
 void MainWindow::startRun() {
   if (run_->running()) return;
   bottom_tabs_->setCurrentWidget(log_);
-  run_->start(editor_->config(), path_);
+  run_->start(editor_->config(), path_, editor_->strategyPanel()->multiWorkerOptions());
+}
+
+void MainWindow::resumeStoredRun(const QString& run_dir) {
+  if (run_->running()) return;
+  RunConfig config;
+  try {
+    // The run's own configuration, as it was started, not the editor's:
+    // the checkpoint only fits the model it was written for.
+    config = run_config(run_dir.toStdString(), QFileInfo(path_).absolutePath().toStdString());
+  } catch (const std::exception& e) {
+    presenter_->error(this, tr("Cannot resume the run"), QString::fromStdString(e.what()));
+    return;
+  }
+  bottom_tabs_->setCurrentWidget(log_);
+  run_->resumeRun(config, run_dir, editor_->strategyPanel()->multiWorkerOptions());
+}
+
+void MainWindow::evaluateRun(const QString& run_dir) {
+  RunConfig config;
+  try {
+    config = run_config(run_dir.toStdString(), QFileInfo(path_).absolutePath().toStdString());
+  } catch (const std::exception& e) {
+    presenter_->error(this, tr("Cannot evaluate the run"), QString::fromStdString(e.what()));
+    return;
+  }
+  evaluation_->show();
+  evaluation_->raise();
+  evaluation_->setRun(config, run_dir);
 }
 
 void MainWindow::pauseRun() { run_->pause(); }

@@ -13,6 +13,7 @@ namespace strata::ui {
 
 class ChartsPanel;
 class ConfigEditor;
+class EvaluationView;
 class LogPanel;
 class MessagePresenter;
 class RecentFiles;
@@ -47,6 +48,11 @@ public:
   void pauseRun();
   void resumeRun();
   void stopRun();
+  // Continues a stopped or failed run of this project from its latest
+  // checkpoint (the run's own configuration, in its folder).
+  void resumeStoredRun(const QString& run_dir);
+  // Opens the evaluation window on a run's checkpoints.
+  void evaluateRun(const QString& run_dir);
 
   QString projectPath() const { return path_; }
   bool isModified() const { return modified_; }
@@ -58,6 +64,7 @@ public:
   LogPanel* logPanel() const { return log_; }
   RunHistoryPanel* historyPanel() const { return history_; }
   RunController* runController() const { return run_; }
+  EvaluationView* evaluationView() const { return evaluation_; }
 
 protected:
   void closeEvent(QCloseEvent* event) override;
@@ -81,6 +88,7 @@ private:
   RunHistoryPanel* history_;
   QTabWidget* bottom_tabs_;
   RunController* run_;
+  EvaluationView* evaluation_;
   RecentFiles* recent_;
   QMenu* recent_menu_ = nullptr;
   QAction *new_ = nullptr, *open_ = nullptr, *save_ = nullptr, *save_as_ = nullptr;

@@ -1,5 +1,6 @@
 #include "MessagePresenter.h"
 
+#include <QFileDialog>
 #include <QMessageBox>
 
 namespace strata::ui {
@@ -10,6 +11,10 @@ void DialogPresenter::error(QWidget* parent, const QString& title, const QString
   // user copy them.
   box.setTextInteractionFlags(Qt::TextSelectableByMouse);
   box.exec();
+}
+
+QString MessagePresenter::saveFileName(QWidget* parent, const QString& title, const QString& suggested, const QString& filter) {
+  return QFileDialog::getSaveFileName(parent, title, suggested, filter);
 }
 
 MessagePresenter::Choice DialogPresenter::askSaveChanges(QWidget* parent, const QString& project) {

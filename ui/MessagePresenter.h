@@ -14,6 +14,9 @@ public:
   virtual void error(QWidget* parent, const QString& title, const QString& message) = 0;
   // "Save changes to X?" before they would be lost.
   virtual Choice askSaveChanges(QWidget* parent, const QString& project) = 0;
+  // A file to write (export). Empty = cancelled. Not pure, so presenters
+  // written before exports existed keep working; tests override it.
+  virtual QString saveFileName(QWidget* parent, const QString& title, const QString& suggested, const QString& filter);
 };
 
 // The real thing: QMessageBox.

@@ -1,46 +1,140 @@
 #include "RunController.h"
 
+#include <QDir>
+#include <QFileInfo>
+
 #include "ChartsPanel.h"
+#include "CheckpointEvaluation.h"
 #include "EngineBridge.h"
 #include "LogPanel.h"
+#include "ProcessBridge.h"
+#include "RunHistory.h"
 #include "StatusPanel.h"
+#include "project/ProjectFile.h"
 #include "project/RunDirectory.h"
+#include "train/DataSource.h"
 
 namespace strata::ui {
 
+namespace {
+const char* kMultiWorker = "multi_worker_mirrored";
+
+// The ranks read the project from a file in another folder: make dataset
+// paths absolute, or they would resolve against that folder.
+RunConfig with_absolute_paths(RunConfig c) {
+  for (std::string* p : {&c.dataset.path, &c.dataset.train_images, &c.dataset.train_labels, &c.dataset.test_images,
+                         &c.dataset.test_labels, &c.dataset.train_csv, &c.dataset.test_csv})
+    if (!p->empty()) *p = resolve_path(*p, c.base_dir);
+  return c;
+}
+}  // namespace
+
 RunController::RunController(ChartsPanel* charts, StatusPanel* status, LogPanel* log, QObject* parent)
-    : QObject(parent), bridge_(new EngineBridge(this)), charts_(charts), status_(status), log_(log) {
+    : QObject(parent), bridge_(new EngineBridge(this)), process_(new ProcessBridge(this)), charts_(charts), status_(status), log_(log) {
   connect(bridge_, &EngineBridge::events, this, &RunController::onEvents);
+  connect(process_, &ProcessBridge::events, this, &RunController::onEvents);
   connect(bridge_, &EngineBridge::runningChanged, this, &RunController::runningChanged);
+  connect(process_, &ProcessBridge::runningChanged, this, &RunController::runningChanged);
+  connect(process_, &ProcessBridge::logLine, this, [this](const QString& level, const QString& text) { log_->addLine(level, text); });
   connect(bridge_, &EngineBridge::pausedChanged, this, [this](bool paused) {
     status_->setPaused(paused);
     Q_EMIT pausedChanged(paused);
   });
-  connect(bridge_, &EngineBridge::prepareFailed, this, [this](const QString& message) {
+  auto failed = [this](const QString& message) {
     status_->reset();
     log_->addLine("error", message);
     Q_EMIT prepareFailed(message);
-  });
+  };
+  connect(bridge_, &EngineBridge::prepareFailed, this, failed);
+  connect(process_, &ProcessBridge::prepareFailed, this, failed);
 }
 
-void RunController::start(const RunConfig& config, const QString& project_path) {
+RunController::~RunController() = default;
+
+void RunController::start(const RunConfig& config, const QString& project_path, const MultiWorkerOptions& workers) {
   if (running()) return;
-  run_dir_ = project_path.isEmpty() ? QString() : QString::fromStdString(RunDirectory::default_for(project_path.toStdString()));
+  charts_->setPrelude({});
+  const QString dir = project_path.isEmpty() ? QString() : QString::fromStdString(RunDirectory::default_for(project_path.toStdString()));
+  launch(config, dir, {}, workers);
+}
+
+void RunController::resumeRun(const RunConfig& config, const QString& run_dir, const MultiWorkerOptions& workers) {
+  if (running()) return;
+  std::string checkpoint;
+  try {
+    checkpoint = CheckpointManager::resolve(run_dir.toStdString());
+  } catch (const std::exception& e) {
+    Q_EMIT prepareFailed(QString::fromStdString(e.what()));
+    return;
+  }
+  // The charts start with the run as it was up to the checkpoint; steps
+  // after it (done but not checkpointed) are trained again.
+  const CheckpointInfo info = CheckpointManager::read_info(checkpoint);
+  charts_->setPrelude(events_until(run_dir.toStdString(), info.position.step));
+  log_->addLine("info", tr("resuming %1 from %2 (step %3)").arg(run_dir, QString::fromStdString(checkpoint)).arg(info.position.step));
+  launch(config, run_dir, QString::fromStdString(checkpoint), workers);
+}
+
+void RunController::launch(const RunConfig& config, const QString& run_dir, const QString& resume_from,
+                           const MultiWorkerOptions& workers) {
+  run_dir_ = run_dir;
+  multi_worker_ = config.strategy.name == kMultiWorker;
   status_->reset();
   log_->addLine("info", tr("starting %1 (%2)").arg(QString::fromStdString(config.name), QString::fromStdString(config.strategy.name)));
   log_->addLine("info", run_dir_.isEmpty() ? tr("unsaved project: this run is not stored (save the project to keep runs)")
                                            : tr("run folder: %1").arg(run_dir_));
-  bridge_->start(config, run_dir_.toStdString());
+  if (multi_worker_) {
+    launchProcess(config, run_dir_, !resume_from.isEmpty(), workers);
+    return;
+  }
+  bridge_->start(config, run_dir_.toStdString(), resume_from.toStdString());
 }
 
-void RunController::pause() { bridge_->pause(); }
-void RunController::resume() { bridge_->resume(); }
+bool RunController::launchProcess(const RunConfig& config, const QString& run_dir, bool resume, const MultiWorkerOptions& workers) {
+  // The ranks read the configuration as shown, saved or not, so it goes to a
+  // file of its own (atomically, by the engine); the user's project file is
+  // never touched. With a run folder it is kept there, beside config.json.
+  QString project;
+  try {
+    if (run_dir.isEmpty()) {
+      temp_project_ = std::make_unique<QTemporaryDir>();
+      project = temp_project_->filePath("project.strata");
+    } else {
+      QDir().mkpath(run_dir);
+      project = QDir(run_dir).filePath(resume ? "project-resume.strata" : "project.strata");
+    }
+    save_project(with_absolute_paths(config), project.toStdString());
+  } catch (const std::exception& e) {
+    Q_EMIT prepareFailed(QString::fromStdString(e.what()));
+    return false;
+  }
+  const QString mpirun = find_mpirun(), strata_run = find_strata_run();
+  if (mpirun.isEmpty() || strata_run.isEmpty()) {
+    Q_EMIT prepareFailed(multi_worker_unavailable_reason());
+    return false;
+  }
+  QStringList devices;
+  for (const auto& d : config.strategy.devices) devices << QString::fromStdString(d);
+  command_ = mpirun_arguments(workers, strata_run, project, devices, run_dir, resume);
+  log_->addLine("info", tr("launching: mpirun %1").arg(command_.join(' ')));
+  process_->start(mpirun, command_);
+  return true;
+}
+
+void RunController::pause() {
+  if (!multi_worker_) bridge_->pause();
+}
+void RunController::resume() {
+  if (!multi_worker_) bridge_->resume();
+}
 void RunController::stop() {
   if (!running()) return;
-  log_->addLine("info", tr("stop requested: finishing the current step"));
-  bridge_->stop();
+  log_->addLine("info", multi_worker_ ? tr("stop requested: every worker finishes the current step and checkpoints")
+                                      : tr("stop requested: finishing the current step"));
+  if (multi_worker_) process_->stop();
+  else bridge_->stop();
 }
-bool RunController::running() const { return bridge_->running(); }
+bool RunController::running() const { return bridge_->running() || process_->running(); }
 bool RunController::paused() const { return bridge_->paused(); }
 
 void RunController::onEvents(const std::vector<Event>& batch) {

@@ -1,8 +1,11 @@
 #pragma once
 #include <QObject>
 #include <QString>
+#include <QTemporaryDir>
+#include <memory>
 #include <vector>
 
+#include "MultiWorkerLaunch.h"
 #include "train/Events.h"
 #include "train/RunConfig.h"
 
@@ -11,25 +14,37 @@ namespace strata::ui {
 class ChartsPanel;
 class EngineBridge;
 class LogPanel;
+class ProcessBridge;
 class StatusPanel;
 
 // Connects one training run to the panels that show it: starts the engine
-// bridge (with a run folder beside the project when it has a file), routes
-// each delivered batch of events to the charts, status and log, and
-// reports the end.
+// bridge (with a run folder beside the project when it has a file), or, for
+// a multi-worker run, mpirun as a child process; routes each delivered
+// batch of events, from either, to the charts, status and log through the
+// same code, and reports the end.
 class RunController : public QObject {
   Q_OBJECT
 public:
   RunController(ChartsPanel* charts, StatusPanel* status, LogPanel* log, QObject* parent = nullptr);
+  ~RunController() override;
   // project_path empty: an unsaved project, so the run is not stored.
-  void start(const RunConfig& config, const QString& project_path);
+  void start(const RunConfig& config, const QString& project_path, const MultiWorkerOptions& workers = {});
+  // Continues a stopped or failed run from its latest checkpoint, in the
+  // same folder; the charts first show the run up to that checkpoint.
+  void resumeRun(const RunConfig& config, const QString& run_dir, const MultiWorkerOptions& workers = {});
   void pause();
   void resume();
   void stop();
   bool running() const;
   bool paused() const;
+  // Pause exists only in-process: mpirun cannot hold ranks between steps.
+  bool canPause() const { return running() && !multi_worker_; }
+  bool multiWorker() const { return multi_worker_; }
   EngineBridge* bridge() const { return bridge_; }
+  ProcessBridge* processBridge() const { return process_; }
   QString lastRunDir() const { return run_dir_; }
+  // The mpirun command line of the last multi-worker start (shown in the log).
+  QStringList lastCommand() const { return command_; }
 
 signals:
   void runningChanged(bool running);
@@ -39,12 +54,18 @@ signals:
 
 private:
   void onEvents(const std::vector<Event>& batch);
+  void launch(const RunConfig& config, const QString& run_dir, const QString& resume_from, const MultiWorkerOptions& workers);
+  bool launchProcess(const RunConfig& config, const QString& run_dir, bool resume, const MultiWorkerOptions& workers);
 
   EngineBridge* bridge_;
+  ProcessBridge* process_;
   ChartsPanel* charts_;
   StatusPanel* status_;
   LogPanel* log_;
   QString run_dir_;
+  QStringList command_;
+  std::unique_ptr<QTemporaryDir> temp_project_;  // an unsaved project's file for the ranks
+  bool multi_worker_ = false;
 };
 
 }  // namespace strata::ui

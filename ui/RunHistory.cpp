@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "CheckpointEvaluation.h"
 #include "core/Error.h"
 #include "train/EventJson.h"
 
@@ -33,6 +34,46 @@ RunSeries load_run(const std::string& run_dir, int* bad_lines) {
   }
   if (bad_lines) *bad_lines = bad;
   return series;
+}
+
+std::vector<Event> events_until(const std::string& run_dir, int64_t step) {
+  std::vector<Event> out;
+  std::ifstream in(fs::path(run_dir) / "events.jsonl");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    Event e;
+    try {
+      e = event_from_jsonl(line);
+    } catch (const std::exception&) {
+      continue;
+    }
+    if (std::holds_alternative<RunStartedEvent>(e)) {
+      if (out.empty()) out.push_back(e);  // the first attempt's description
+      continue;
+    }
+    // Only what the charts draw; logs and checkpoints of the old attempt
+    // are in the file, not in the prelude.
+    if (out.empty()) continue;
+    if (auto* s = std::get_if<StepEvent>(&e)) {
+      if (s->step > step) continue;
+      // A later attempt repeating steps replaces them and what followed.
+      while (out.size() > 1) {
+        const auto* st = std::get_if<StepEvent>(&out.back());
+        const auto* ep = std::get_if<EpochEvent>(&out.back());
+        if ((st && st->step >= s->step) || (ep && ep->epoch >= s->epoch)) out.pop_back();
+        else break;
+      }
+    } else if (auto* ep = std::get_if<EpochEvent>(&e)) {
+      // An epoch summary belongs to the prelude only if its steps do.
+      const auto* st = std::get_if<StepEvent>(&out.back());
+      if (!st || st->epoch != ep->epoch || st->step > step) continue;
+    } else {
+      continue;
+    }
+    out.push_back(std::move(e));
+  }
+  return out;
 }
 
 namespace {
@@ -65,7 +106,11 @@ std::vector<RunRecord> list_runs(const std::string& project_path) {
     RunRecord r;
     r.dir = entry.path().string();
     r.name = entry.path().filename().string();
-    r.summary = summarize(load_run(r.dir));
+    const RunSeries series = load_run(r.dir);
+    r.summary = summarize(series);
+    r.strategy = series.started ? series.started->strategy : std::string();
+    r.status = series.finished ? series.finished->status : std::string("interrupted");
+    r.has_checkpoint = has_checkpoint(r.dir);
     out.push_back(std::move(r));
   }
   // Folder names are time stamps, so name order is time order.

@@ -12,6 +12,11 @@ struct RunRecord {
   std::string dir;    // the run folder
   std::string name;   // its folder name (the time stamp)
   std::string summary;  // "mirrored x2 · completed · 3 epochs · loss 0.123"
+  std::string strategy;
+  std::string status;   // completed, stopped, failed, interrupted
+  bool has_checkpoint = false;
+  // Resume is offered for a run that did not complete and left a checkpoint.
+  bool resumable() const { return has_checkpoint && status != "completed"; }
 };
 
 // "<dir>/<stem>.runs" for a project path.
@@ -21,5 +26,10 @@ std::vector<RunRecord> list_runs(const std::string& project_path);
 // Reads a run's events.jsonl; malformed lines are skipped and counted (a run
 // killed mid-write may end with half a line).
 RunSeries load_run(const std::string& run_dir, int* bad_lines = nullptr);
+// A run's events up to and including `step` (run_started first, no
+// finished): what the charts show before a resumed run continues. A resumed
+// run's events.jsonl holds several attempts; later ones replace the steps
+// of earlier ones they repeat.
+std::vector<Event> events_until(const std::string& run_dir, int64_t step);
 
 }  // namespace strata::ui

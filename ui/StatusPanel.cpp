@@ -21,6 +21,7 @@ QString duration(double seconds) {
 StatusPanel::StatusPanel(QWidget* parent)
     : QWidget(parent),
       run_line_(new QLabel(this)),
+      workers_(new QLabel(this)),
       progress_(new QProgressBar(this)),
       speed_(new QLabel(this)),
       status_(new QLabel(this)),
@@ -36,7 +37,10 @@ StatusPanel::StatusPanel(QWidget* parent)
   devices_->verticalHeader()->hide();
   devices_->setMaximumHeight(110);
   devices_->hide();  // shown once the engine sends device statistics
+  workers_->setObjectName("workersLine");
+  workers_->setWordWrap(true);
   layout->addWidget(run_line_);
+  layout->addWidget(workers_);
   layout->addWidget(progress_);
   layout->addWidget(speed_);
   layout->addWidget(status_);
@@ -47,6 +51,7 @@ StatusPanel::StatusPanel(QWidget* parent)
 
 void StatusPanel::reset() {
   run_line_->setText(tr("Not running."));
+  workers_->clear();
   progress_->setRange(0, 1);
   progress_->setValue(0);
   progress_->setFormat(tr("idle"));
@@ -70,6 +75,11 @@ void StatusPanel::onStarted(const RunStartedEvent& e) {
                          .arg(e.params)
                          .arg(QString::fromStdString(e.dataset).toHtmlEscaped())
                          .arg(QString::fromStdString(e.cross_device_ops)));
+  // Which processes (MPI ranks) on which hosts: a multi-worker run's
+  // replicas are spread over them, in rank order.
+  QStringList hosts;
+  for (size_t r = 0; r < e.hosts.size(); ++r) hosts << tr("%1 (rank %2)").arg(QString::fromStdString(e.hosts[r])).arg(r);
+  workers_->setText(tr("%n worker process(es)", nullptr, e.workers) + (hosts.isEmpty() ? QString() : ": " + hosts.join(", ")));
   progress_->setRange(0, static_cast<int>(std::max<int64_t>(1, total_steps_)));
   progress_->setValue(0);
   progress_->setFormat(tr("epoch 1/%1 · step 0/%2").arg(epochs_).arg(total_steps_));
@@ -129,6 +139,7 @@ void StatusPanel::onFinished(const FinishedEvent& e) {
   }
 }
 
+QString StatusPanel::workersText() const { return workers_->text(); }
 QString StatusPanel::statusText() const { return status_->text(); }
 QString StatusPanel::progressText() const { return progress_->text(); }
 int StatusPanel::progressValue() const { return progress_->value(); }

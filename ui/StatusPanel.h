@@ -25,9 +25,12 @@ public:
   QString statusText() const;
   QString progressText() const;
   int progressValue() const;
+  // "2 workers: hostA (rank 0), hostA (rank 1)"; empty before a run starts.
+  QString workersText() const;
 
 private:
   QLabel* run_line_;
+  QLabel* workers_;
   QProgressBar* progress_;
   QLabel* speed_;
   QLabel* status_;

@@ -5,6 +5,7 @@
 #include <QRadioButton>
 #include <QVBoxLayout>
 
+#include "MultiWorkerPanel.h"
 #include "core/Error.h"
 #include "distribute/Strategies.h"
 
@@ -32,6 +33,10 @@ Info info_for(const std::string& name) {
 // the authority on what this build has); the text adds what the user would
 // need, which the engine's message does not say.
 QString probe(const std::string& name) {
+  // This process was not started by mpirun, so the engine refuses to build
+  // the strategy here; what matters is whether the dashboard can launch
+  // ranks that will.
+  if (name == "multi_worker_mirrored") return multi_worker_unavailable_reason();
   try {
     StrategyOptions o;
     o.devices = {Device{}};
@@ -40,9 +45,6 @@ QString probe(const std::string& name) {
     return {};
   } catch (const std::exception& e) {
     QString why = QString::fromStdString(e.what());
-    if (name == "multi_worker_mirrored")
-      return QObject::tr("Not available in this build: multi-worker training needs the MPI launcher "
-                         "(strata-run under mpirun), which comes in a later release.\nEngine: %1").arg(why);
     if (name == "parameter_server")
       return QObject::tr("Not available in this build: parameter-server training needs parameter-server "
                          "tasks, which come in a later release.\nEngine: %1").arg(why);
@@ -68,6 +70,7 @@ StrategyPanel::StrategyPanel(QWidget* parent) : QWidget(parent), group_(new QBut
     connect(button, &QRadioButton::toggled, this, [this, name](bool on) {
       if (!on) return;
       description_->setText(QString::fromLatin1(info_for(name).description));
+      workers_->setVisible(name == "multi_worker_mirrored");
       Q_EMIT strategyChanged(QString::fromStdString(name));
       Q_EMIT edited();
     });
@@ -76,6 +79,10 @@ StrategyPanel::StrategyPanel(QWidget* parent) : QWidget(parent), group_(new QBut
   description_->setWordWrap(true);
   description_->setStyleSheet("color: palette(mid);");
   layout->addWidget(description_);
+  workers_ = new MultiWorkerPanel(this);
+  workers_->hide();
+  connect(workers_, &MultiWorkerPanel::edited, this, &StrategyPanel::edited);
+  layout->addWidget(workers_);
   layout->addStretch();
 }
 
@@ -111,8 +118,11 @@ void StrategyPanel::setConfig(const RunConfig& config) {
     it->second->setChecked(true);
     description_->setText(QString::fromLatin1(info_for(config.strategy.name).description));
   }
+  workers_->setVisible(strategy() == "multi_worker_mirrored");
   Q_EMIT strategyChanged(QString::fromStdString(strategy()));
 }
+
+MultiWorkerOptions StrategyPanel::multiWorkerOptions() const { return workers_->options(); }
 
 void StrategyPanel::applyTo(RunConfig& config) const { config.strategy.name = strategy(); }
 

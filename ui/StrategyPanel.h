@@ -3,6 +3,7 @@
 #include <map>
 #include <string>
 
+#include "MultiWorkerLaunch.h"
 #include "train/RunConfig.h"
 
 class QButtonGroup;
@@ -10,6 +11,8 @@ class QLabel;
 class QRadioButton;
 
 namespace strata::ui {
+
+class MultiWorkerPanel;
 
 // Picks the distribution strategy. Every name the engine knows is listed;
 // the ones this build or machine cannot run are disabled with a tooltip
@@ -25,6 +28,9 @@ public:
   bool setStrategy(const std::string& name);
   bool isAvailable(const std::string& name) const;
   QString unavailableReason(const std::string& name) const;
+  // mpirun settings, shown while MultiWorkerMirrored is chosen.
+  MultiWorkerPanel* multiWorkerPanel() const { return workers_; }
+  MultiWorkerOptions multiWorkerOptions() const;
 
 signals:
   void strategyChanged(const QString& name);
@@ -33,6 +39,7 @@ signals:
 private:
   QButtonGroup* group_;
   QLabel* description_;
+  MultiWorkerPanel* workers_;
   std::map<std::string, QRadioButton*> buttons_;
   std::map<std::string, QString> reasons_;  // empty = available
 };

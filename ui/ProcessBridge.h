@@ -1,0 +1,55 @@
+#pragma once
+#include <QObject>
+#include <QProcess>
+#include <QTimer>
+#include <vector>
+
+#include "train/Events.h"
+
+namespace strata::ui {
+
+// Follows a training run in a child process (mpirun … strata-run --events
+// jsonl): each stdout line is one event (docs/events.md), parsed with the
+// engine's own reader and delivered in the same ~30 Hz batches as the
+// in-process EngineBridge, so the charts and status code cannot tell the
+// two apart. stderr lines (other ranks' warnings, mpirun's own messages)
+// come out as `logLine`.
+class ProcessBridge : public QObject {
+  Q_OBJECT
+public:
+  explicit ProcessBridge(QObject* parent = nullptr);
+  ~ProcessBridge() override;
+  void start(const QString& program, const QStringList& arguments);
+  // Graceful: SIGTERM to the local ranks, which finish the current step,
+  // agree over MPI to stop, checkpoint and exit 130 (see the .cpp for why
+  // not SIGINT to mpirun, which is only the fallback).
+  void stop();
+  bool running() const { return running_; }
+  qint64 pid() const { return process_.processId(); }
+  void setInterval(int ms) { timer_.setInterval(ms); }
+
+signals:
+  void events(const std::vector<strata::Event>& batch);
+  void logLine(const QString& level, const QString& text);
+  // The process ended before the run started (a bad launch or project).
+  void prepareFailed(const QString& message);
+  void runningChanged(bool running);
+
+private:
+  void readStdout();
+  void readStderr();
+  void drain();
+  void onExited(int code, QProcess::ExitStatus status);
+
+  QProcess process_;
+  QTimer timer_;
+  QByteArray out_buffer_, err_buffer_;
+  std::vector<Event> pending_;
+  QStringList recent_errors_;  // the last stderr lines, for a failure message
+  bool running_ = false;
+  bool started_ = false;   // a run_started event arrived
+  bool finished_ = false;  // a finished event arrived
+  bool stop_requested_ = false;
+};
+
+}  // namespace strata::ui
