@@ -9,13 +9,6 @@
 namespace strata {
 
 namespace {
-// Prepares a trainer only to build the model and load the data; its events
-// are not wanted here.
-class NullSink final : public EventSink {
-public:
-  void emit(const Event&) override {}
-};
-
 std::string class_name(const RunConfig& config, size_t c) {
   if (config.dataset.kind == "fashion_mnist") return fashion_mnist_class_name(static_cast<int>(c));
   return "class " + std::to_string(c);

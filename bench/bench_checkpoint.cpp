@@ -18,11 +18,6 @@ using namespace strata;
 namespace fs = std::filesystem;
 
 namespace {
-class Null final : public EventSink {
-public:
-  void emit(const Event&) override {}
-};
-
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -40,7 +35,7 @@ int main(int argc, char** argv) {
     RunConfig config = load_project(argv[1]);
     config.training.epochs = 1;
     config.training.max_steps_per_epoch = 1;
-    Null sink;
+    NullSink sink;
     Trainer trainer(config, sink);
     trainer.prepare();
     trainer.run();  // one step: the optimizer's slots now exist

@@ -15,12 +15,6 @@ namespace strata::ui {
 namespace fs = std::filesystem;
 
 namespace {
-// Evaluation needs a Trainer, which needs somewhere to send its events.
-class DiscardSink final : public EventSink {
-public:
-  void emit(const Event&) override {}
-};
-
 std::string class_name(const RunConfig& config, int c) {
   if (config.dataset.kind == "fashion_mnist") return fashion_mnist_class_name(c);
   return "class " + std::to_string(c);
@@ -67,7 +61,7 @@ RunConfig run_config(const std::string& run_dir, const std::string& base_dir) {
 }
 
 CheckpointEvaluation evaluate_checkpoint(const RunConfig& config, const std::string& checkpoint, int samples) {
-  DiscardSink sink;
+  NullSink sink;
   Trainer trainer(config, sink);
   trainer.prepare();
   const auto& data = trainer.data();
@@ -104,7 +98,7 @@ CheckpointEvaluation evaluate_checkpoint(const RunConfig& config, const std::str
 }
 
 void export_checkpoint_weights(const RunConfig& config, const std::string& checkpoint, const std::string& out) {
-  DiscardSink sink;
+  NullSink sink;
   Trainer trainer(config, sink);
   trainer.prepare();
   CheckpointManager::export_weights(checkpoint, trainer.model(), out, config.name);

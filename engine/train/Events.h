@@ -98,6 +98,13 @@ public:
   virtual void emit(const Event& event) = 0;
 };
 
+// Discards every event: for tools that build a Trainer only to load data,
+// build the model or evaluate (evaluation, export, benchmarks).
+class NullSink final : public EventSink {
+public:
+  void emit(const Event&) override {}
+};
+
 // Forwards to several sinks (run folder + console + dashboard).
 class FanOutSink final : public EventSink {
 public:

@@ -375,6 +375,7 @@ private slots:
       out += p.readAllStandardOutput();
     }
     QVERIFY2(out.contains(marker), out.constData());
+    QVERIFY(p.processId() > 0);  // kill(0, ...) would signal this test's own process group
     QCOMPARE(::kill(static_cast<pid_t>(p.processId()), sig), 0);
     QVERIFY(p.waitForFinished(kGuardMs));
     out += p.readAllStandardOutput();

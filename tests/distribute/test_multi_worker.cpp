@@ -69,6 +69,22 @@ std::map<std::string, std::vector<float>> weights(const QString& run) {
 class TestMultiWorker : public QObject {
   Q_OBJECT
 
+  // Starts a 2-rank run that would train for hours and returns the pid of
+  // its newest worker process once training is under way.
+  static qint64 start_long_run(QTemporaryDir& tmp, QProcess& p, int timeout) {
+    const QString proj = tmp.path() + "/long.strata";
+    save_project(project(100000), proj.toStdString());
+    p.start("mpirun", mpirun_args(2) + QStringList{bin("app/strata-run"), proj, "--strategy", "multi_worker_mirrored",
+                                                   "--no-run-dir", "--events", "jsonl", "--collective-timeout",
+                                                   QString::number(timeout)});
+    if (!p.waitForStarted() || !p.waitForReadyRead(30000)) return -1;
+    QTest::qWait(500);
+    QProcess pgrep;
+    pgrep.start("pgrep", {"-f", "-n", "strata-run " + proj});
+    pgrep.waitForFinished();
+    return pgrep.readAllStandardOutput().trimmed().toLongLong();
+  }
+
 private slots:
   void initTestCase() {
 #ifndef STRATA_WITH_MPI
@@ -133,20 +149,9 @@ private slots:
 
   void killed_rank_ends_the_run() {
     QTemporaryDir tmp;
-    const QString proj = tmp.path() + "/long.strata";
-    save_project(project(100000), proj.toStdString());
     QProcess p;
-    p.start("mpirun", mpirun_args(2) + QStringList{bin("app/strata-run"), proj, "--strategy", "multi_worker_mirrored",
-                                                   "--no-run-dir", "--events", "jsonl", "--collective-timeout", "5"});
-    QVERIFY(p.waitForStarted());
-    // Wait for training to run, then kill one worker (not mpirun).
-    QVERIFY(p.waitForReadyRead(30000));
-    QTest::qWait(500);
-    QProcess pgrep;
-    pgrep.start("pgrep", {"-f", "-n", "strata-run " + proj});
-    pgrep.waitForFinished();
-    const qint64 victim = pgrep.readAllStandardOutput().trimmed().toLongLong();
-    QVERIFY(victim > 0);
+    const qint64 victim = start_long_run(tmp, p, 5);
+    QVERIFY(victim > 0);  // never kill(-1, ...)
     ::kill(static_cast<pid_t>(victim), SIGKILL);
     QVERIFY2(p.waitForFinished(30000), "the other ranks did not stop within 30 s");
     QVERIFY(p.exitCode() != 0 || p.exitStatus() != QProcess::NormalExit);
@@ -156,19 +161,9 @@ private slots:
 
   void hung_rank_times_out() {
     QTemporaryDir tmp;
-    const QString proj = tmp.path() + "/hang.strata";
-    save_project(project(100000), proj.toStdString());
     QProcess p;
-    p.start("mpirun", mpirun_args(2) + QStringList{bin("app/strata-run"), proj, "--strategy", "multi_worker_mirrored",
-                                                   "--no-run-dir", "--events", "jsonl", "--collective-timeout", "3"});
-    QVERIFY(p.waitForStarted());
-    QVERIFY(p.waitForReadyRead(30000));
-    QTest::qWait(500);
-    QProcess pgrep;
-    pgrep.start("pgrep", {"-f", "-n", "strata-run " + proj});
-    pgrep.waitForFinished();
-    const qint64 victim = pgrep.readAllStandardOutput().trimmed().toLongLong();
-    QVERIFY(victim > 0);
+    const qint64 victim = start_long_run(tmp, p, 3);
+    QVERIFY(victim > 0);  // never kill(-1, ...)
     ::kill(static_cast<pid_t>(victim), SIGSTOP);  // alive but silent
     const bool finished = p.waitForFinished(40000);
     ::kill(static_cast<pid_t>(victim), SIGKILL);

@@ -30,11 +30,6 @@ private:
   int64_t step_;
 };
 
-class Null final : public EventSink {
-public:
-  void emit(const Event&) override {}
-};
-
 RunConfig config_for(const std::string& strategy, std::vector<std::string> devices) {
   RunConfig c;
   c.name = "ckpt-test";
@@ -141,7 +136,7 @@ private slots:
     const auto saved = weights_of(ckpt);
     for (auto [name, devs] : std::vector<std::pair<std::string, std::vector<std::string>>>{
              {"one_device", {"cpu:0"}}, {"mirrored", {"cpu:0", "cpu:1", "cpu:2", "cpu:3"}}, {"central_storage", {"cpu:0", "cpu:1"}}}) {
-      Null sink;
+      NullSink sink;
       Trainer t(config_for(name, devs), sink);
       t.prepare();
       t.restore(ckpt);
@@ -169,7 +164,7 @@ private slots:
       original.assign(std::istreambuf_iterator<char>(in), {});
     }
     auto expect = [&](const QString& needle) {
-      Null sink;
+      NullSink sink;
       Trainer t(config_for("one_device", {}), sink);
       t.prepare();
       const auto before = t.model().variables().front()->value().clone();
@@ -197,7 +192,7 @@ private slots:
     // A model whose shapes differ from the checkpoint's.
     RunConfig other = config_for("one_device", {});
     other.layers[0]["units"] = 33;
-    Null sink;
+    NullSink sink;
     Trainer t(other, sink);
     t.prepare();
     try {
@@ -241,7 +236,9 @@ private slots:
       p.start(bin("app/strata-run"), args);
       QVERIFY(p.waitForStarted());
       QTest::qWait(700 + 150 * round);
-      ::kill(static_cast<pid_t>(p.processId()), SIGKILL);
+      // processId() is 0 once the process has ended, and kill(0, ...) would
+      // hit this test's own process group.
+      if (const auto pid = static_cast<pid_t>(p.processId()); pid > 0) ::kill(pid, SIGKILL);
       p.waitForFinished();
     }
     // Whatever the kills left, the latest checkpoint is complete and loads.

@@ -155,9 +155,10 @@ void DashboardTest::modelEditorChecksShapes() {
   Window win;
   QVERIFY(win.w.openProject(project_));
   ModelPanel* model = win.editor()->modelPanel();
-  QTRY_VERIFY(!win.editor()->datasetPanel()->previewBusy());
+  // The preview loads on a worker thread and may not have started yet when
+  // the project is open: wait for its result, not just for "not busy".
+  QTRY_COMPARE_WITH_TIMEOUT(win.editor()->datasetPanel()->previewRows(), qint64(800), 30000);
   QVERIFY2(win.editor()->datasetPanel()->previewError().isEmpty(), qPrintable(win.editor()->datasetPanel()->previewError()));
-  QCOMPARE(win.editor()->datasetPanel()->previewRows(), qint64(800));
   QCOMPARE(model->layerCount(), 2);
   QCOMPARE(model->outputShape(0), QString("(32)"));
   QCOMPARE(model->layerParams(0), qint64(16 * 32 + 32));
