@@ -3,29 +3,16 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
-#include "data/FashionMnist.h"
 #include "train/Trainer.h"
 
 namespace strata {
 
-namespace {
-std::string class_name(const RunConfig& config, size_t c) {
-  if (config.dataset.kind == "fashion_mnist") return fashion_mnist_class_name(static_cast<int>(c));
-  return "class " + std::to_string(c);
-}
-}  // namespace
-
 int evaluate_command(const RunConfig& config, const std::string& checkpoint, bool json) {
   NullSink sink;
   Trainer trainer(config, sink);
-  trainer.prepare();
+  const std::string resolved = checkpoint.ends_with(".safetensors") ? checkpoint : CheckpointManager::resolve(checkpoint);
+  Trainer::Evaluation e = trainer.evaluate_checkpoint(resolved);
   const auto& data = trainer.data();
-  if (!data.validation || data.validation->size() == 0)
-    throw bad_input("dataset: the project's dataset has no test split to evaluate on");
-  const std::string resolved =
-      checkpoint.size() > 12 && checkpoint.ends_with(".safetensors") ? checkpoint : CheckpointManager::resolve(checkpoint);
-  CheckpointManager::load_weights(resolved, trainer.model());
-  Trainer::Evaluation e = trainer.evaluate(*data.validation);
   const auto per_class = e.per_class_accuracy();
   const std::string split = config.dataset.validation_split > 0 ? "validation" : "test";
 
@@ -39,7 +26,7 @@ int evaluate_command(const RunConfig& config, const std::string& checkpoint, boo
                      {"per_class_accuracy", per_class},
                      {"confusion_matrix", e.confusion}};
     std::vector<std::string> names;
-    for (size_t c = 0; c < per_class.size(); ++c) names.push_back(class_name(config, c));
+    for (size_t c = 0; c < per_class.size(); ++c) names.push_back(class_name(config.dataset, static_cast<int>(c)));
     j["class_names"] = names;
     std::printf("%s\n", j.dump().c_str());
     return 0;
@@ -48,7 +35,7 @@ int evaluate_command(const RunConfig& config, const std::string& checkpoint, boo
               static_cast<long long>(e.examples));
   std::printf("loss %.4f  accuracy %.4f\n\nper-class accuracy:\n", e.loss, e.accuracy);
   for (size_t c = 0; c < per_class.size(); ++c)
-    std::printf("  %2zu %-14s %.4f\n", c, class_name(config, c).c_str(), per_class[c]);
+    std::printf("  %2zu %-14s %.4f\n", c, class_name(config.dataset, static_cast<int>(c)).c_str(), per_class[c]);
   std::printf("\nconfusion matrix (rows: true class, columns: predicted):\n     ");
   for (size_t c = 0; c < e.confusion.size(); ++c) std::printf("%6zu", c);
   std::printf("\n");

@@ -6,20 +6,12 @@
 #include <nlohmann/json.hpp>
 
 #include "core/Error.h"
-#include "data/FashionMnist.h"
 #include "nn/Metrics.h"
 #include "project/ProjectFile.h"
 
 namespace strata::ui {
 
 namespace fs = std::filesystem;
-
-namespace {
-std::string class_name(const RunConfig& config, int c) {
-  if (config.dataset.kind == "fashion_mnist") return fashion_mnist_class_name(c);
-  return "class " + std::to_string(c);
-}
-}  // namespace
 
 std::vector<CheckpointEntry> list_checkpoints(const std::string& run_dir) {
   std::vector<CheckpointEntry> out;
@@ -63,15 +55,11 @@ RunConfig run_config(const std::string& run_dir, const std::string& base_dir) {
 CheckpointEvaluation evaluate_checkpoint(const RunConfig& config, const std::string& checkpoint, int samples) {
   NullSink sink;
   Trainer trainer(config, sink);
-  trainer.prepare();
-  const auto& data = trainer.data();
-  if (!data.validation || data.validation->size() == 0)
-    throw bad_input("dataset: the project's dataset has no test split to evaluate on");
-  CheckpointManager::load_weights(checkpoint, trainer.model());
   CheckpointEvaluation out;
   out.checkpoint = checkpoint;
-  out.evaluation = trainer.evaluate(*data.validation);
-  for (size_t c = 0; c < out.evaluation.confusion.size(); ++c) out.class_names.push_back(class_name(config, static_cast<int>(c)));
+  out.evaluation = trainer.evaluate_checkpoint(checkpoint);
+  const auto& data = trainer.data();
+  for (size_t c = 0; c < out.evaluation.confusion.size(); ++c) out.class_names.push_back(class_name(config.dataset, static_cast<int>(c)));
 
   const Dataset& test = *data.validation;
   const int64_t n = std::min<int64_t>(samples, test.size());

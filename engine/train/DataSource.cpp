@@ -19,6 +19,11 @@ CsvOptions csv_options(const DatasetConfig& c) {
 }
 }  // namespace
 
+std::string class_name(const DatasetConfig& config, int label) {
+  if (config.kind == "fashion_mnist") return fashion_mnist_class_name(label);
+  return "class " + std::to_string(label);
+}
+
 std::string resolve_path(const std::string& p, const std::string& base) {
   if (p.empty() || base.empty() || std::filesystem::path(p).is_absolute()) return p;
   return (std::filesystem::path(base) / p).lexically_normal().string();

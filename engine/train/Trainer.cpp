@@ -143,6 +143,14 @@ Trainer::Evaluation Trainer::evaluate(const Dataset& dataset) {
   return e;
 }
 
+Trainer::Evaluation Trainer::evaluate_checkpoint(const std::string& checkpoint) {
+  if (!strategy_) prepare();
+  if (!data_.validation || data_.validation->size() == 0)
+    throw bad_input("dataset: the project's dataset has no test split to evaluate on");
+  CheckpointManager::load_weights(checkpoint, *model_);
+  return evaluate(*data_.validation);
+}
+
 std::vector<double> Trainer::Evaluation::per_class_accuracy() const {
   std::vector<double> out;
   for (size_t c = 0; c < confusion.size(); ++c) {

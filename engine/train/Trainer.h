@@ -56,6 +56,10 @@ public:
   };
   // Loss and accuracy on a dataset, computed across the replicas.
   Evaluation evaluate(const Dataset& dataset);
+  // Loads a checkpoint's (or .safetensors file's) weights into the model and
+  // evaluates the project's test split (its validation split if it has one);
+  // prepares first if needed. bad_input when the data has no such split.
+  Evaluation evaluate_checkpoint(const std::string& checkpoint);
 
 private:
   struct StepResult {
