@@ -62,7 +62,13 @@ void usage(std::FILE* out) {
                "  --events text|jsonl   text progress (default) or JSON Lines events on stdout\n"
                "  --run-dir DIR         write the run folder here (default: PROJECT.runs/<time>)\n"
                "  --no-run-dir          do not write a run folder\n"
-               "  --strategy NAME       one_device, mirrored, central_storage, multi_worker_mirrored (under mpirun)\n"
+               "  --strategy NAME       one_device, mirrored, central_storage, multi_worker_mirrored (under mpirun),\n"
+               "                        parameter_server\n"
+               "  --servers N           parameter_server: number of parameter servers (1)\n"
+               "  --staleness K|inf     parameter_server: steps a worker may run ahead (0 = synchronous; inf = async)\n"
+               "  --min-shard-bytes B   parameter_server: split variables into pieces of at least B bytes (0 = whole)\n"
+               "  --straggler R[:F]     benchmarks/demos: replica R takes F (2) times as long per step\n"
+               "  --fail-worker W@STEP  demos/tests: parameter_server worker W fails at its step STEP\n"
                "  --collective-timeout S  multi-worker: seconds to wait for the other ranks before failing (300)\n"
                "  --devices LIST        replica devices, e.g. cpu:0,cpu:1\n"
                "  --threads N           CPU threads in all, divided among replicas (0 = all cores)\n"
@@ -94,6 +100,9 @@ int main(int argc, char** argv) {
   int epochs = 0, threads = -1, batch = 0, max_steps = -1, collective_timeout = 0;
   bool no_run_dir = false, resume = false;
   std::string resume_run, evaluate, export_from, export_to;
+  std::optional<int> servers, staleness, straggler, fail_worker;
+  std::optional<int64_t> min_shard_bytes, fail_step;
+  double slowdown = 2.0;
   try {
     for (int i = 1; i < argc; ++i) {
       std::string a = argv[i];
@@ -143,6 +152,36 @@ int main(int argc, char** argv) {
       } else if (a == "--collective-timeout") {
         collective_timeout = to_int(a, value());
         if (collective_timeout <= 0) throw bad_input("--collective-timeout: must be a positive number of seconds");
+      } else if (a == "--servers") {
+        servers = to_int(a, value());
+        if (*servers <= 0) throw bad_input("--servers: must be at least 1, got " + std::to_string(*servers));
+      } else if (a == "--staleness") {
+        const std::string v = value();
+        staleness = v == "inf" || v == "unbounded" ? -1 : to_int(a, v);
+        if (v != "inf" && v != "unbounded" && *staleness < 0)
+          throw bad_input("--staleness: must be 0 (synchronous), a positive bound, or inf; got " + v);
+      } else if (a == "--min-shard-bytes") {
+        min_shard_bytes = to_int(a, value());
+        if (*min_shard_bytes < 0) throw bad_input("--min-shard-bytes: must be 0 (whole variables) or positive");
+      } else if (a == "--straggler") {
+        const std::string v = value();
+        const auto colon = v.find(':');
+        straggler = to_int(a, v.substr(0, colon));
+        if (colon != std::string::npos) {
+          try {
+            slowdown = std::stod(v.substr(colon + 1));
+          } catch (...) {
+            throw bad_input("--straggler: expected R or R:FACTOR, got '" + v + "'");
+          }
+        }
+        if (*straggler < 0 || !(slowdown >= 1.0)) throw bad_input("--straggler: replica must be >= 0 and the factor >= 1, got '" + v + "'");
+      } else if (a == "--fail-worker") {
+        const std::string v = value();
+        const auto at = v.find('@');
+        if (at == std::string::npos) throw bad_input("--fail-worker: expected W@STEP, got '" + v + "'");
+        fail_worker = to_int(a, v.substr(0, at));
+        fail_step = to_int(a, v.substr(at + 1));
+        if (*fail_worker < 0 || *fail_step < 1) throw bad_input("--fail-worker: expected W >= 0 and STEP >= 1, got '" + v + "'");
       } else if (a == "--max-steps") {
         max_steps = to_int(a, value());
         if (max_steps < 0) throw bad_input("--max-steps: must be 0 (whole epoch) or positive, got " + std::to_string(max_steps));
@@ -170,6 +209,17 @@ int main(int argc, char** argv) {
     if (batch > 0) config.training.batch_size = batch;
     if (max_steps >= 0) config.training.max_steps_per_epoch = max_steps;
     if (collective_timeout > 0) config.strategy.collective_timeout = collective_timeout;
+    if (servers) config.strategy.servers = *servers;
+    if (staleness) config.strategy.staleness = *staleness;
+    if (min_shard_bytes) config.strategy.min_shard_bytes = *min_shard_bytes;
+    if (straggler) {
+      config.strategy.straggler = *straggler;
+      config.strategy.slowdown = slowdown;
+    }
+    if (fail_worker) {
+      config.strategy.fail_worker = *fail_worker;
+      config.strategy.fail_worker_step = *fail_step;
+    }
 
     if (!evaluate.empty()) return evaluate_command(config, evaluate, events == "jsonl");
     if (!export_from.empty()) return export_command(config, export_from, export_to);

@@ -4,6 +4,7 @@
 
 #include "core/Error.h"
 #include "distribute/MultiWorkerAllReduce.h"
+#include "distribute/ParameterServerStrategy.h"
 #include "distribute/ReduceToOneDevice.h"
 
 namespace strata {
@@ -67,7 +68,7 @@ std::unique_ptr<Strategy> make_strategy(const std::string& name, const StrategyO
                         " replica devices, rank 0 has " + std::to_string(int(counts[0])) + "; give every worker the same --devices count");
     return std::make_unique<MultiWorkerMirroredStrategy>(options.devices, options, cluster);
   }
-  if (name == "parameter_server") throw bad_input("strategy 'parameter_server' is not available in this build yet");
+  if (name == "parameter_server") return std::make_unique<ParameterServerStrategy>(options.devices, options);
   std::string all;
   for (auto& n : strategy_names()) all += (all.empty() ? "" : ", ") + n;
   throw bad_input("strategy '" + name + "' does not exist (choose one of " + all + ")");

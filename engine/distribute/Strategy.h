@@ -16,12 +16,22 @@
 
 namespace strata {
 
+// ParameterServerStrategy's settings.
+struct ParameterServerOptions {
+  int servers = 1;
+  // How many rounds (global batches) a worker may run ahead of the oldest
+  // unfinished one; 0 = synchronous, nullopt = unbounded (fully asynchronous).
+  std::optional<int> staleness;
+  int64_t min_shard_bytes = 0;  // 0: whole variables round-robin over servers
+};
+
 struct StrategyOptions {
   std::vector<Device> devices;          // empty: the strategy's default
   int threads = 0;                      // CPU threads in all, divided among replicas (0 = every core)
   std::string cross_device_ops = "auto";
   size_t fusion_bytes = 4u << 20;       // gradient bucket size for all-reduce
   double collective_timeout = 300;      // seconds a worker waits for the others (multi-worker)
+  ParameterServerOptions parameter_server;
 };
 
 // While alive, variables created on this thread are mirrored as the strategy

@@ -46,7 +46,7 @@ void Optimizer::apply_local(const std::vector<Tensor>& grads, const std::vector<
   ensure_slots(vars);
   const size_t counter = vars.empty() || vars.front()->num_components() == 1 ? 0 : static_cast<size_t>(replica);
   const int64_t step = ++iterations_[counter];
-  for (size_t i = 0; i < vars.size(); ++i) update(*vars[i], replica, grads[i], step);
+  for (size_t i = 0; i < vars.size(); ++i) update(*vars[i], replica, grads[i].data(), 0, grads[i].numel(), step);
 }
 
 void Optimizer::apply_gradients(const std::vector<Tensor>& grads, const std::vector<Variable*>& vars) {
@@ -88,10 +88,10 @@ std::vector<std::string> SGD::slot_names() const {
   return {"momentum"};
 }
 
-void SGD::update(Variable& var, int replica, const Tensor& grad, int64_t) {
+void SGD::update(Variable& var, int replica, const float* grad, int64_t offset, int64_t count, int64_t) {
   Tensor& w = var.num_components() == 1 ? var.component(0) : var.component(replica);
-  float* velocity = momentum_ == 0.0f ? nullptr : slot(var, "momentum", replica).data();
-  backend_for(w.device()).sgd_update(w.numel(), w.data(), grad.data(), velocity, learning_rate(), momentum_, nesterov_);
+  float* velocity = momentum_ == 0.0f ? nullptr : slot(var, "momentum", replica).data() + offset;
+  backend_for(w.device()).sgd_update(count, w.data() + offset, grad, velocity, learning_rate(), momentum_, nesterov_);
 }
 
 // ---- Adam ---------------------------------------------------------------------
@@ -107,11 +107,11 @@ Json Adam::config() const {
   return Json{{"type", "adam"}, {"learning_rate", learning_rate()}, {"beta_1", beta_1_}, {"beta_2", beta_2_}, {"epsilon", epsilon_}};
 }
 
-void Adam::update(Variable& var, int replica, const Tensor& grad, int64_t step) {
+void Adam::update(Variable& var, int replica, const float* grad, int64_t offset, int64_t count, int64_t step) {
   Tensor& w = var.num_components() == 1 ? var.component(0) : var.component(replica);
   AdamParams p{learning_rate(), beta_1_, beta_2_, epsilon_, step};
-  backend_for(w.device()).adam_update(w.numel(), w.data(), grad.data(), slot(var, "m", replica).data(),
-                                      slot(var, "v", replica).data(), p);
+  backend_for(w.device()).adam_update(count, w.data() + offset, grad, slot(var, "m", replica).data() + offset,
+                                      slot(var, "v", replica).data() + offset, p);
 }
 
 }  // namespace strata::nn

@@ -42,9 +42,18 @@ public:
   std::vector<std::pair<std::string, Variable*>> slot_variables();
   std::vector<int64_t>& iteration_counts() { return iterations_; }
 
+  // Updates elements [offset, offset + count) of a single-component variable
+  // with grad (count values) as the step-th update. A parameter server applies
+  // its shard of a variable this way; build() must have run for `var`, and
+  // disjoint ranges may be updated from different threads at once.
+  void apply_slice(Variable& var, const float* grad, int64_t offset, int64_t count, int64_t step) {
+    update(var, 0, grad, offset, count, step);
+  }
+
 protected:
-  // Updates component `replica` of `var`; step is 1-based.
-  virtual void update(Variable& var, int replica, const Tensor& grad, int64_t step) = 0;
+  // Updates elements [offset, offset + count) of component `replica` of
+  // `var`; grad points at the gradient of that range; step is 1-based.
+  virtual void update(Variable& var, int replica, const float* grad, int64_t offset, int64_t count, int64_t step) = 0;
   virtual std::vector<std::string> slot_names() const = 0;
   Tensor& slot(Variable& var, const std::string& name, int replica);
 
@@ -68,7 +77,7 @@ public:
   bool nesterov() const { return nesterov_; }
 
 protected:
-  void update(Variable& var, int replica, const Tensor& grad, int64_t step) override;
+  void update(Variable& var, int replica, const float* grad, int64_t offset, int64_t count, int64_t step) override;
   std::vector<std::string> slot_names() const override;
 
 private:
@@ -84,7 +93,7 @@ public:
   Json config() const override;
 
 protected:
-  void update(Variable& var, int replica, const Tensor& grad, int64_t step) override;
+  void update(Variable& var, int replica, const float* grad, int64_t offset, int64_t count, int64_t step) override;
   std::vector<std::string> slot_names() const override { return {"m", "v"}; }
 
 private:

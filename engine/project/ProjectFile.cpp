@@ -246,6 +246,16 @@ RunConfig parse(const Json& j, const std::string& base_dir, std::vector<std::str
     f.read("cross_device_ops", sc.cross_device_ops);
     f.positive("fusion_bytes", sc.fusion_bytes);
     f.positive("collective_timeout", sc.collective_timeout);
+    f.positive("servers", sc.servers);
+    // null (or absent) = unbounded, i.e. fully asynchronous.
+    if (const Json* k = f.object("staleness"); k && !k->is_null()) {
+      if (!k->is_number_integer() || k->get<int64_t>() < 0 || k->get<int64_t>() > 1000000)
+        f.fail("staleness", "must be 0 (synchronous) or a positive bound on how many steps a worker may run ahead, or null "
+                            "for unbounded", *k);
+      else
+        sc.staleness = static_cast<int>(k->get<int64_t>());
+    }
+    f.range("min_shard_bytes", sc.min_shard_bytes, 0, 1e15, "must be 0 (whole variables) or a positive number of bytes");
     f.reject_unknown();
   }
   root.reject_unknown();
@@ -329,6 +339,11 @@ Json project_to_json(const RunConfig& c) {
                        {"cross_device_ops", c.strategy.cross_device_ops},
                        {"fusion_bytes", c.strategy.fusion_bytes},
                        {"collective_timeout", c.strategy.collective_timeout}};
+  if (c.strategy.name == "parameter_server") {
+    j["strategy"]["servers"] = c.strategy.servers;
+    j["strategy"]["staleness"] = c.strategy.staleness >= 0 ? Json(c.strategy.staleness) : Json(nullptr);
+    j["strategy"]["min_shard_bytes"] = c.strategy.min_shard_bytes;
+  }
   return j;
 }
 

@@ -260,7 +260,9 @@ CheckpointInfo CheckpointManager::load(const std::string& dir, nn::Sequential& m
     if (opt.metadata["optimizer"] != optimizer->type())
       throw bad_input(opt_path + ": optimizer state is for '" + opt.metadata["optimizer"] + "', the project uses '" +
                       optimizer->type() + "'");
-    optimizer->build(model.trainable_variables());
+    // An optimizer already built keeps its variables: under a parameter-server
+    // strategy its slots belong to the servers' copies, not the model's.
+    if (optimizer->slot_variables().empty()) optimizer->build(model.trainable_variables());
     for (auto& [name, v] : optimizer->slot_variables()) {
       const Tensor* t = opt.find(name);
       if (!t || t->shape() != v->shape())

@@ -72,6 +72,11 @@ Json event_to_json(const Event& event) {
           j["threads_per_replica"] = e.threads_per_replica;
           j["workers"] = e.workers;
           j["hosts"] = e.hosts;
+          if (e.servers > 0) {
+            j["servers"] = e.servers;
+            j["staleness_bound"] = e.staleness_bound ? Json(*e.staleness_bound) : Json(nullptr);
+            j["shards"] = e.shards;
+          }
         } else if constexpr (std::is_same_v<T, StepEvent>) {
           j["step"] = e.step;
           j["epoch"] = e.epoch;
@@ -84,6 +89,12 @@ Json event_to_json(const Event& event) {
           j["lr"] = e.lr;
           j["samples_per_sec"] = e.samples_per_sec;
           j["worker_step_times"] = e.worker_step_times;
+          if (e.staleness) {
+            j["staleness"] = *e.staleness;
+            j["worker_steps"] = e.worker_steps;
+            j["lost_workers"] = e.lost_workers;
+            j["server_updates_per_sec"] = e.server_updates_per_sec;
+          }
         } else if constexpr (std::is_same_v<T, EpochEvent>) {
           j["epoch"] = e.epoch;
           j["loss"] = number(e.loss);
@@ -148,6 +159,9 @@ Event event_from_json(const Json& j) {
       e.threads_per_replica = get_or<int>(j, "threads_per_replica", 1);
       e.workers = get_or<int>(j, "workers", 1);
       e.hosts = get_or<std::vector<std::string>>(j, "hosts", {});
+      e.servers = get_or<int>(j, "servers", 0);
+      if (j.contains("staleness_bound") && !j["staleness_bound"].is_null()) e.staleness_bound = j["staleness_bound"].get<int>();
+      e.shards = get_or<std::string>(j, "shards", "");
       return e;
     }
     if (type == "step") {
@@ -165,6 +179,10 @@ Event event_from_json(const Json& j) {
       e.lr = read_number(j, "lr");
       e.samples_per_sec = read_number(j, "samples_per_sec");
       e.worker_step_times = get_or<std::vector<double>>(j, "worker_step_times", {});
+      if (j.contains("staleness") && !j["staleness"].is_null()) e.staleness = j["staleness"].get<int>();
+      e.worker_steps = get_or<std::vector<int64_t>>(j, "worker_steps", {});
+      e.lost_workers = get_or<std::vector<int>>(j, "lost_workers", {});
+      e.server_updates_per_sec = get_or<std::vector<double>>(j, "server_updates_per_sec", {});
       return e;
     }
     if (type == "epoch") {

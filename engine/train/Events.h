@@ -27,6 +27,11 @@ struct RunStartedEvent {
   int threads_per_replica = 1;
   int workers = 1;                 // processes (MPI ranks)
   std::vector<std::string> hosts;  // per worker, rank order
+  // parameter_server only: servers, the staleness bound (nullopt =
+  // unbounded) and which server holds which variables.
+  int servers = 0;
+  std::optional<int> staleness_bound;
+  std::string shards;
 };
 
 struct StepEvent {
@@ -42,6 +47,16 @@ struct StepEvent {
   // Per worker process (rank order): seconds of the step spent computing,
   // i.e. not waiting in collectives. A straggler has the largest value.
   std::vector<double> worker_step_times;
+  // parameter_server only. A step is one global batch (a round) whose slices
+  // are all applied. staleness: the largest over its slices of how many
+  // earlier rounds were missing from the weights a worker read (<= the
+  // bound); worker_steps: slices each worker has finished in all;
+  // lost_workers: workers that failed; server_updates_per_sec: per server,
+  // since the previous step event.
+  std::optional<int> staleness;
+  std::vector<int64_t> worker_steps;
+  std::vector<int> lost_workers;
+  std::vector<double> server_updates_per_sec;
 };
 
 struct EpochEvent {

@@ -61,6 +61,18 @@ struct StrategyConfig {
   std::string cross_device_ops = "auto";
   int64_t fusion_bytes = 4 << 20;
   double collective_timeout = 300;  // multi-worker: seconds to wait for the other workers
+  // parameter_server: servers, staleness bound (-1 = unbounded, 0 = synchronous)
+  // and the minimum piece size when variables are split (0 = whole variables).
+  int servers = 1;
+  int staleness = -1;
+  int64_t min_shard_bytes = 0;
+  // Benchmarks and demonstrations (not saved in projects): replica
+  // `straggler` takes `slowdown` times as long for each step, and
+  // parameter-server worker `fail_worker` fails at its step `fail_worker_step`.
+  int straggler = -1;
+  double slowdown = 2.0;
+  int fail_worker = -1;
+  int64_t fail_worker_step = 0;
 };
 
 struct RunConfig {

@@ -1,8 +1,9 @@
 #include "train/Trainer.h"
 
-#include <chrono>
 #include <cmath>
+#include <thread>
 
+#include "core/Clock.h"
 #include "core/Error.h"
 #include "core/Rng.h"
 #include "distribute/Strategies.h"
@@ -11,12 +12,6 @@
 #include "nn/Metrics.h"
 
 namespace strata {
-
-namespace {
-double now_seconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-}  // namespace
 
 std::unique_ptr<nn::Sequential> make_model(const RunConfig& config) {
   if (config.layers.empty()) throw bad_input("model.layers: the model has no layers");
@@ -54,7 +49,15 @@ void Trainer::prepare() {
   so.cross_device_ops = config_.strategy.cross_device_ops;
   so.fusion_bytes = static_cast<size_t>(config_.strategy.fusion_bytes);
   so.collective_timeout = config_.strategy.collective_timeout;
+  so.parameter_server.servers = config_.strategy.servers;
+  if (config_.strategy.staleness >= 0) so.parameter_server.staleness = config_.strategy.staleness;
+  so.parameter_server.min_shard_bytes = config_.strategy.min_shard_bytes;
   strategy_ = make_strategy(config_.strategy.name, so);
+  if (config_.strategy.straggler >= strategy_->num_replicas_in_sync())
+    throw bad_input("straggler: replica " + std::to_string(config_.strategy.straggler) + " does not exist (" +
+                    std::to_string(strategy_->num_replicas_in_sync()) + " replicas)");
+  if (config_.strategy.straggler >= 0 && !(config_.strategy.slowdown >= 1.0))
+    throw bad_input("straggler: the slowdown must be at least 1, got " + std::to_string(config_.strategy.slowdown));
   if (t.batch_size < strategy_->num_replicas_in_sync())
     throw bad_input("training.batch_size: global batch " + std::to_string(t.batch_size) + " is smaller than the " +
                     std::to_string(strategy_->num_replicas_in_sync()) + " replicas");
@@ -69,6 +72,7 @@ void Trainer::prepare() {
   }
   loss_ = make_loss(t);
   trainable_ = model_->trainable_variables();
+  prepare_parameter_server();
   const auto out = model_->summary(data_.train->example_shape()).back().output_shape;
   if (out.rank() != 1 || out[0] < data_.train->num_classes())
     throw bad_input("model: the last layer gives " + out.str() + " outputs per example but the dataset has " +
@@ -86,12 +90,19 @@ void Trainer::prepare() {
                     std::to_string(t.batch_size) + " with drop_remainder");
 }
 
+void Trainer::straggle(int replica, double step_seconds) const {
+  if (replica != config_.strategy.straggler || config_.strategy.slowdown <= 1.0) return;
+  std::this_thread::sleep_for(std::chrono::duration<double>(step_seconds * (config_.strategy.slowdown - 1.0)));
+}
+
 Trainer::StepResult Trainer::train_step(ReplicaContext& ctx, const Batch& in) {
+  const double t0 = monotonic_seconds();
   GradientTape tape;
   Tensor logits = (*model_)(in.features, true, tape);
   Tensor per_example = (*loss_)(in.labels, logits);
   Tensor loss = nn::compute_average_loss(per_example, in.global_batch_size);
   std::vector<Tensor> grads = tape.gradient(loss, trainable_);
+  straggle(ctx.replica_id_in_sync_group(), monotonic_seconds() - t0);
   optimizer_->apply_gradients(ctx, std::move(grads), trainable_);
 
   StepResult r;
@@ -169,16 +180,20 @@ CheckpointInfo Trainer::restore(const std::string& checkpoint_dir) {
   if (!strategy_) prepare();
   CheckpointInfo info = CheckpointManager::load(checkpoint_dir, *model_, optimizer_.get());
   start_ = info.position;
+  if (ps_) {
+    ps_->store().copy_from_model();
+    ps_->store().set_updates(optimizer_->iterations());
+  }
   if (info.project_hash != project_hash(config_))
     sink_.emit(LogEvent{"warning", "the checkpoint was written for a different model or data; continuing anyway", 0});
   return info;
 }
 
-void Trainer::save_checkpoint(const TrainingPosition& position, std::optional<double> val_loss,
-                              std::optional<double> val_accuracy) {
+void Trainer::save_checkpoint(const TrainingPosition& position) {
   if (!checkpoints_) return;
   try {
-    const std::string dir = checkpoints_->save(*model_, *optimizer_, position, val_loss, val_accuracy, strategy_->name(),
+    sync_model_from_servers();
+    const std::string dir = checkpoints_->save(*model_, *optimizer_, position, last_val_loss_, last_val_accuracy_, strategy_->name(),
                                                strategy_->num_replicas_in_sync(), project_hash(config_));
     sink_.emit(CheckpointEvent{dir, position.step, position.epoch, elapsed()});
   } catch (const Error& e) {
@@ -199,28 +214,20 @@ void Trainer::resume() {
 
 void Trainer::wait_while_paused() {
   if (!paused_) return;
-  const double t0 = now_seconds();
+  const double t0 = monotonic_seconds();
   sink_.emit(LogEvent{"info", "paused", elapsed()});
   std::unique_lock lock(pause_mutex_);
   pause_cv_.wait(lock, [&] { return !paused_ || stop_; });
   // Paused time does not count towards the run's wall time or samples/s.
-  paused_seconds_ += now_seconds() - t0;
+  paused_seconds_ += monotonic_seconds() - t0;
   lock.unlock();
   if (!stop_) sink_.emit(LogEvent{"info", "resumed", elapsed()});
 }
 
-double Trainer::elapsed() const { return now_seconds() - start_time_ - paused_seconds_; }
+double Trainer::elapsed() const { return monotonic_seconds() - start_time_ - paused_seconds_; }
 
-FinishedEvent Trainer::run() {
-  if (!strategy_) prepare();
-  // A resumed run's clock continues from the checkpoint's training time.
-  start_time_ = now_seconds() - start_.elapsed;
+void Trainer::emit_run_started(int64_t steps_per_epoch) {
   const TrainingConfig& t = config_.training;
-  const CheckpointConfig& ck = t.checkpoint;
-  DistributedDataset dist = strategy_->distribute(pipeline_);
-  int64_t steps_per_epoch = dist.steps_per_epoch();
-  if (t.max_steps_per_epoch > 0) steps_per_epoch = std::min(steps_per_epoch, t.max_steps_per_epoch);
-
   RunStartedEvent started;
   started.project = config_.name;
   started.strategy = strategy_->name();
@@ -246,7 +253,100 @@ FinishedEvent Trainer::run() {
   started.params = model_->param_count();
   started.cross_device_ops = strategy_->num_replicas_in_sync() > 1 ? strategy_->cross_device_ops().name() : "none";
   started.threads_per_replica = strategy_->threads_per_replica();
+  if (ps_) {
+    started.cross_device_ops = "parameter_server";
+    started.servers = ps_->num_servers();
+    started.staleness_bound = ps_->staleness_bound();
+    started.shards = ps_->store().plan().describe(trainable_);
+  }
   sink_.emit(started);
+}
+
+bool Trainer::record_step(StepEvent& ev, TrainingPosition& pos, int64_t batch, int64_t correct, EpochProgress& ep,
+                          FinishedEvent& fin) {
+  ++pos.step;
+  ++pos.epoch_step;
+  ev.step = pos.step;
+  ev.epoch = pos.epoch;
+  ev.epoch_step = pos.epoch_step;
+  pos.epoch_correct += correct;
+  pos.epoch_seen += batch;
+  ep.samples += batch;
+  pos.epoch_loss_sum += ev.loss * static_cast<double>(batch);
+  ev.time = elapsed();
+  ev.lr = optimizer_->learning_rate();
+  ev.samples_per_sec = static_cast<double>(ep.samples) / std::max(1e-9, ev.time - ep.start);
+  sink_.emit(ev);
+  if (std::isfinite(ev.loss)) return true;
+  fin.status = "failed";
+  fin.message = "loss became " + std::string(std::isnan(ev.loss) ? "NaN" : "infinite") + " at step " +
+                std::to_string(pos.step) + " (epoch " + std::to_string(pos.epoch) +
+                "): training diverged; try a lower learning rate";
+  return false;
+}
+
+void Trainer::run_epoch_sync(TrainingPosition& pos, int64_t steps_per_epoch, DistributedDataset& dist, EpochProgress& ep,
+                             FinishedEvent& fin) {
+  const CheckpointConfig& ck = config_.training.checkpoint;
+  Cluster& cluster = strategy_->cluster();
+  while (pos.epoch_step < steps_per_epoch) {
+    wait_while_paused();
+    // Across workers a stop takes effect only once all have heard of it
+    // (through the step's exchange); alone, at once.
+    if (cluster.size() == 1 && stop_) ep.stopping = true;
+    if (ep.stopping) return;
+    auto inputs = dist.next();
+    if (!inputs) return;
+    const double t0 = monotonic_seconds(), c0 = strategy_->collective_seconds();
+    auto results = strategy_->run([this](ReplicaContext& ctx, const Batch& in) { return train_step(ctx, in); }, *inputs);
+    const double compute = (monotonic_seconds() - t0) - (strategy_->collective_seconds() - c0);
+    // One exchange per step gives every worker every replica's figures
+    // (and a stop request from any of them), so all decide alike.
+    const int L = results.num_replicas();
+    std::vector<double> mine;
+    for (auto& r : results) mine.push_back(r.scaled_loss);
+    for (auto& r : results) mine.push_back(r.local_loss);
+    int64_t local_correct = 0, local_examples = 0;
+    for (auto& r : results) {
+      local_correct += r.correct;
+      local_examples += r.examples;
+    }
+    mine.insert(mine.end(), {static_cast<double>(local_correct), static_cast<double>(local_examples), compute,
+                             stop_ ? 1.0 : 0.0});
+    const std::vector<double> all = cluster.size() > 1 ? cluster.all_gather(mine) : mine;
+    const size_t stride = mine.size();
+    StepEvent ev;
+    int64_t batch = 0, correct = 0;
+    bool any_stop = false;
+    for (int w = 0; w < cluster.size(); ++w) {
+      const double* v = all.data() + static_cast<size_t>(w) * stride;
+      for (int r = 0; r < L; ++r) {
+        ev.loss += v[r];
+        ev.replica_losses.push_back(v[L + r]);
+      }
+      correct += static_cast<int64_t>(v[2 * L]);
+      batch += static_cast<int64_t>(v[2 * L + 1]);
+      ev.worker_step_times.push_back(v[2 * L + 2]);
+      any_stop = any_stop || v[2 * L + 3] != 0.0;
+    }
+    ep.stopping = any_stop;
+    if (!record_step(ev, pos, batch, correct, ep, fin)) return;
+    if (ck.every_steps > 0 && pos.step % ck.every_steps == 0 && pos.epoch_step < steps_per_epoch) {
+      pos.elapsed = elapsed();
+      save_checkpoint(pos);
+    }
+  }
+}
+
+FinishedEvent Trainer::run() {
+  if (!strategy_) prepare();
+  // A resumed run's clock continues from the checkpoint's training time.
+  start_time_ = monotonic_seconds() - start_.elapsed;
+  const TrainingConfig& t = config_.training;
+  DistributedDataset dist = strategy_->distribute(pipeline_);
+  int64_t steps_per_epoch = dist.steps_per_epoch();
+  if (t.max_steps_per_epoch > 0) steps_per_epoch = std::min(steps_per_epoch, t.max_steps_per_epoch);
+  emit_run_started(steps_per_epoch);
   if (start_.step > 0)
     sink_.emit(LogEvent{"info", "resumed at step " + std::to_string(start_.step) + " (epoch " + std::to_string(start_.epoch) +
                                     (start_.epoch_complete ? ", complete" : ", step " + std::to_string(start_.epoch_step)) + ")",
@@ -258,103 +358,38 @@ FinishedEvent Trainer::run() {
     pos = TrainingPosition{pos.step, pos.epoch + 1, 0, false, 0, 0, 0, pos.elapsed};
   }
   fin.epochs_completed = pos.epoch - 1;
-  std::optional<double> last_val_loss, last_val_accuracy;
   try {
     for (; pos.epoch <= t.epochs; pos = TrainingPosition{pos.step, pos.epoch + 1, 0, false, 0, 0, 0, pos.elapsed}) {
       const int epoch = pos.epoch;
       dist.begin_epoch(epoch - 1, pos.epoch_step);
-      const double epoch_start = elapsed();
-      int64_t epoch_samples = 0;  // this session's, for throughput
-      // Across workers a stop takes effect only once all have heard of it
-      // (through the step's exchange); alone, at once.
-      bool stopping = false;
-      while (pos.epoch_step < steps_per_epoch) {
-        wait_while_paused();
-        if (cluster.size() == 1 && stop_) stopping = true;
-        if (stopping) break;
-        auto inputs = dist.next();
-        if (!inputs) break;
-        const double t0 = now_seconds(), c0 = strategy_->collective_seconds();
-        auto results = strategy_->run([this](ReplicaContext& ctx, const Batch& in) { return train_step(ctx, in); }, *inputs);
-        const double compute = (now_seconds() - t0) - (strategy_->collective_seconds() - c0);
-        ++pos.step;
-        ++pos.epoch_step;
-        // One exchange per step gives every worker every replica's figures
-        // (and a stop request from any of them), so all decide alike.
-        const int L = results.num_replicas();
-        std::vector<double> mine;
-        for (auto& r : results) mine.push_back(r.scaled_loss);
-        for (auto& r : results) mine.push_back(r.local_loss);
-        int64_t local_correct = 0, local_examples = 0;
-        for (auto& r : results) {
-          local_correct += r.correct;
-          local_examples += r.examples;
-        }
-        mine.insert(mine.end(), {static_cast<double>(local_correct), static_cast<double>(local_examples), compute,
-                                 stop_ ? 1.0 : 0.0});
-        const std::vector<double> all = cluster.size() > 1 ? cluster.all_gather(mine) : mine;
-        const size_t stride = mine.size();
-        StepEvent ev;
-        ev.step = pos.step;
-        ev.epoch = epoch;
-        ev.epoch_step = pos.epoch_step;
-        int64_t batch = 0;
-        bool any_stop = false;
-        for (int w = 0; w < cluster.size(); ++w) {
-          const double* v = all.data() + static_cast<size_t>(w) * stride;
-          for (int r = 0; r < L; ++r) {
-            ev.loss += v[r];
-            ev.replica_losses.push_back(v[L + r]);
-          }
-          pos.epoch_correct += static_cast<int64_t>(v[2 * L]);
-          batch += static_cast<int64_t>(v[2 * L + 1]);
-          ev.worker_step_times.push_back(v[2 * L + 2]);
-          any_stop = any_stop || v[2 * L + 3] != 0.0;
-        }
-        stopping = any_stop;
-        pos.epoch_seen += batch;
-        epoch_samples += batch;
-        pos.epoch_loss_sum += ev.loss * static_cast<double>(batch);
-        ev.time = elapsed();
-        ev.lr = optimizer_->learning_rate();
-        ev.samples_per_sec = static_cast<double>(epoch_samples) / std::max(1e-9, ev.time - epoch_start);
-        sink_.emit(ev);
-        if (!std::isfinite(ev.loss)) {
-          fin.status = "failed";
-          fin.message = "loss became " + std::string(std::isnan(ev.loss) ? "NaN" : "infinite") + " at step " +
-                        std::to_string(pos.step) + " (epoch " + std::to_string(epoch) +
-                        "): training diverged; try a lower learning rate";
-          break;
-        }
-        if (ck.every_steps > 0 && pos.step % ck.every_steps == 0 && pos.epoch_step < steps_per_epoch) {
-          pos.elapsed = elapsed();
-          save_checkpoint(pos, last_val_loss, last_val_accuracy);
-        }
-      }
+      EpochProgress ep;
+      ep.start = elapsed();
+      if (ps_) run_epoch_async(pos, steps_per_epoch, dist, ep, fin);
+      else run_epoch_sync(pos, steps_per_epoch, dist, ep, fin);
       if (fin.status == "failed") break;
-      if (stopping) {
+      if (ep.stopping) {
         fin.status = "stopped";
         fin.message = "stopped by request after step " + std::to_string(pos.step) + " (epoch " + std::to_string(epoch) + ")";
         pos.elapsed = elapsed();
-        save_checkpoint(pos, last_val_loss, last_val_accuracy);
+        save_checkpoint(pos);
         break;
       }
       EpochEvent ee;
       ee.epoch = epoch;
       ee.loss = pos.epoch_seen ? pos.epoch_loss_sum / static_cast<double>(pos.epoch_seen) : 0.0;
       ee.accuracy = pos.epoch_seen ? static_cast<double>(pos.epoch_correct) / static_cast<double>(pos.epoch_seen) : 0.0;
-      ee.samples_per_sec = static_cast<double>(epoch_samples) / std::max(1e-9, elapsed() - epoch_start);
+      ee.samples_per_sec = static_cast<double>(ep.samples) / std::max(1e-9, elapsed() - ep.start);
       if (data_.validation && data_.validation->size() > 0) {
         Evaluation v = evaluate(*data_.validation);
-        ee.val_loss = last_val_loss = v.loss;
-        ee.val_accuracy = last_val_accuracy = v.accuracy;
+        ee.val_loss = last_val_loss_ = v.loss;
+        ee.val_accuracy = last_val_accuracy_ = v.accuracy;
       }
       ee.time = elapsed();
       sink_.emit(ee);
       fin.epochs_completed = epoch;
       pos.epoch_complete = true;
       pos.elapsed = elapsed();
-      if (ck.every_epoch || epoch == t.epochs) save_checkpoint(pos, last_val_loss, last_val_accuracy);
+      if (t.checkpoint.every_epoch || epoch == t.epochs) save_checkpoint(pos);
     }
   } catch (const Error& e) {
     fin.status = "failed";

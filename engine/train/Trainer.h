@@ -4,6 +4,7 @@
 #include <memory>
 #include <mutex>
 
+#include "distribute/ClusterCoordinator.h"
 #include "distribute/Strategy.h"
 #include "nn/Loss.h"
 #include "nn/Optimizer.h"
@@ -67,10 +68,33 @@ private:
     double local_loss = 0;   // mean over this replica's own examples
     int64_t correct = 0, examples = 0;
   };
+  // One epoch's running figures for throughput and the stop decision.
+  struct EpochProgress {
+    double start = 0;
+    int64_t samples = 0;  // this session's, for throughput
+    bool stopping = false;
+  };
   StepResult train_step(ReplicaContext& ctx, const Batch& in);
+  // Makes the configured straggler replica take `slowdown` times as long.
+  void straggle(int replica, double step_seconds) const;
   void wait_while_paused();
   double elapsed() const;
-  void save_checkpoint(const TrainingPosition& position, std::optional<double> val_loss, std::optional<double> val_accuracy);
+  void save_checkpoint(const TrainingPosition& position);
+  void emit_run_started(int64_t steps_per_epoch);
+  // Advances pos by one step, completes and emits ev; false (and fin failed)
+  // when the loss diverged.
+  bool record_step(StepEvent& ev, TrainingPosition& pos, int64_t batch, int64_t correct, EpochProgress& ep, FinishedEvent& fin);
+  // Synchronous strategies: every replica takes its slice of each global batch.
+  void run_epoch_sync(TrainingPosition& pos, int64_t steps_per_epoch, DistributedDataset& dist, EpochProgress& ep,
+                      FinishedEvent& fin);
+  // ParameterServer (TrainerParameterServer.cpp): the coordinator hands the
+  // slices to whichever worker is free; steps are emitted as rounds complete.
+  void prepare_parameter_server();
+  void run_epoch_async(TrainingPosition& pos, int64_t steps_per_epoch, DistributedDataset& dist, EpochProgress& ep,
+                       FinishedEvent& fin);
+  // Puts the servers' weights into the model (and their step count into the
+  // optimizer) before evaluating or saving; a no-op for other strategies.
+  void sync_model_from_servers();
 
   RunConfig config_;
   EventSink& sink_;
@@ -83,6 +107,14 @@ private:
   std::shared_ptr<BatchPipeline> pipeline_;
   std::unique_ptr<CheckpointManager> checkpoints_;
   TrainingPosition start_;  // where run() begins (a restored checkpoint's position)
+  std::optional<double> last_val_loss_, last_val_accuracy_;
+  ParameterServerStrategy* ps_ = nullptr;  // strategy_ when it is a ParameterServerStrategy
+  std::unique_ptr<ClusterCoordinator> coordinator_;
+  // Per-worker loss since the last step event (sum, count) and the last one reported.
+  std::vector<std::pair<double, int64_t>> worker_loss_acc_;
+  std::vector<double> worker_last_loss_, worker_last_seconds_;
+  std::vector<ServerStats> last_server_stats_;
+  double last_server_stats_time_ = 0;
 
   std::atomic<bool> stop_{false};
   std::atomic<bool> paused_{false};

@@ -263,7 +263,13 @@ private slots:
     expect([] { MirroredStrategy m({"cpu:0", "cpu:0"}); }, "listed twice");
     expect([] { MirroredStrategy m({"tpu:0"}); }, "unknown kind");
     expect([] { make_strategy("hyperdrive", {}); }, "does not exist");
-    expect([] { make_strategy("mirrored", StrategyOptions{{}, 0, "carrier_pigeon", 1024}); }, "carrier_pigeon");
+    expect(
+        [] {
+          StrategyOptions o;
+          o.cross_device_ops = "carrier_pigeon";
+          make_strategy("mirrored", o);
+        },
+        "carrier_pigeon");
     expect([&] {
       MirroredStrategy m(cpus(4));
       PipelineOptions po;
@@ -278,7 +284,9 @@ private slots:
     o.threads = 8;
     MirroredStrategy m(cpus(4), o);
     QCOMPARE(m.threads_per_replica(), 2);
-    MirroredStrategy few(cpus(4), StrategyOptions{{}, 2, "auto", 1024});
+    StrategyOptions two_threads;
+    two_threads.threads = 2;
+    MirroredStrategy few(cpus(4), two_threads);
     QCOMPARE(few.threads_per_replica(), 1);
   }
 };
