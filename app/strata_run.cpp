@@ -69,6 +69,7 @@ void usage(std::FILE* out) {
                "  --min-shard-bytes B   parameter_server: split variables into pieces of at least B bytes (0 = whole)\n"
                "  --straggler R[:F]     benchmarks/demos: replica R takes F (2) times as long per step\n"
                "  --fail-worker W@STEP  demos/tests: parameter_server worker W fails at its step STEP\n"
+               "  --fail-server S@N     demos/tests: parameter server S fails at its update N (the run fails)\n"
                "  --collective-timeout S  multi-worker: seconds to wait for the other ranks before failing (300)\n"
                "  --devices LIST        replica devices, e.g. cpu:0,cpu:1\n"
                "  --threads N           CPU threads in all, divided among replicas (0 = all cores)\n"
@@ -100,8 +101,8 @@ int main(int argc, char** argv) {
   int epochs = 0, threads = -1, batch = 0, max_steps = -1, collective_timeout = 0;
   bool no_run_dir = false, resume = false;
   std::string resume_run, evaluate, export_from, export_to;
-  std::optional<int> servers, staleness, straggler, fail_worker;
-  std::optional<int64_t> min_shard_bytes, fail_step;
+  std::optional<int> servers, staleness, straggler, fail_worker, fail_server;
+  std::optional<int64_t> min_shard_bytes, fail_step, fail_update;
   double slowdown = 2.0;
   try {
     for (int i = 1; i < argc; ++i) {
@@ -182,6 +183,13 @@ int main(int argc, char** argv) {
         fail_worker = to_int(a, v.substr(0, at));
         fail_step = to_int(a, v.substr(at + 1));
         if (*fail_worker < 0 || *fail_step < 1) throw bad_input("--fail-worker: expected W >= 0 and STEP >= 1, got '" + v + "'");
+      } else if (a == "--fail-server") {
+        const std::string v = value();
+        const auto at = v.find('@');
+        if (at == std::string::npos) throw bad_input("--fail-server: expected S@UPDATE, got '" + v + "'");
+        fail_server = to_int(a, v.substr(0, at));
+        fail_update = to_int(a, v.substr(at + 1));
+        if (*fail_server < 0 || *fail_update < 1) throw bad_input("--fail-server: expected S >= 0 and UPDATE >= 1, got '" + v + "'");
       } else if (a == "--max-steps") {
         max_steps = to_int(a, value());
         if (max_steps < 0) throw bad_input("--max-steps: must be 0 (whole epoch) or positive, got " + std::to_string(max_steps));
@@ -215,6 +223,10 @@ int main(int argc, char** argv) {
     if (straggler) {
       config.strategy.straggler = *straggler;
       config.strategy.slowdown = slowdown;
+    }
+    if (fail_server) {
+      config.strategy.fail_server = *fail_server;
+      config.strategy.fail_server_update = *fail_update;
     }
     if (fail_worker) {
       config.strategy.fail_worker = *fail_worker;

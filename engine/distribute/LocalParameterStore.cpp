@@ -13,6 +13,8 @@ struct LocalParameterStore::Shard {
   std::vector<ShardPiece> pieces;
   int64_t elements = 0;
   int64_t version = 0;  // updates applied
+  int64_t fail_at = 0;
+  int index = 0;
   ServerStats stats;
   // Synchronous mode: the round's weighted sum so far and how many slices it holds.
   std::vector<float> sum;
@@ -32,6 +34,7 @@ LocalParameterStore::LocalParameterStore(const std::vector<Variable*>& vars, Sha
     shard->pieces = plan_.pieces(s);
     shard->elements = plan_.elements(s);
     shard->stats.elements = shard->elements;
+    shard->index = s;
     shards_.push_back(std::move(shard));
   }
   set_updates(optimizer_.iterations());
@@ -60,6 +63,9 @@ std::vector<int64_t> LocalParameterStore::pull(int worker) {
 }
 
 void LocalParameterStore::apply(Shard& shard, const float* g) {
+  if (shard.fail_at > 0 && shard.version + 1 >= shard.fail_at)
+    throw runtime_error("parameter server " + std::to_string(shard.index) + " failed (injected at its update " +
+                        std::to_string(shard.fail_at) + ")");
   const double t0 = monotonic_seconds();
   const int64_t step = ++shard.version;
   for (auto& p : shard.pieces) {
@@ -133,6 +139,18 @@ void LocalParameterStore::set_updates(int64_t n) {
     std::lock_guard lock(shard->mutex);
     shard->version = n;
   }
+}
+
+}  // namespace strata
+
+namespace strata {
+
+void LocalParameterStore::fail_at(int server, int64_t at_update) {
+  if (server < 0 || server >= static_cast<int>(shards_.size()))
+    throw bad_input("parameter_server: no server " + std::to_string(server) + " to fail (there are " +
+                    std::to_string(shards_.size()) + ")");
+  std::lock_guard lock(shards_[static_cast<size_t>(server)]->mutex);
+  shards_[static_cast<size_t>(server)]->fail_at = at_update;
 }
 
 }  // namespace strata

@@ -35,6 +35,9 @@ public:
   // set_updates continues a restored run's count.
   int64_t updates() const;
   void set_updates(int64_t n);
+  // Fault injection for tests and demonstrations: server `server` fails
+  // (throws) when it would apply its update number `at_update`.
+  void fail_at(int server, int64_t at_update);
 
 private:
   struct Shard;

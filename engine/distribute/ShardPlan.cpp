@@ -68,7 +68,13 @@ std::string ShardPlan::describe(const std::vector<Variable*>& vars) const {
     for (auto& p : pieces(s)) {
       const Variable& v = *vars[static_cast<size_t>(p.variable)];
       out += " " + v.name();
-      if (p.count != v.shape().numel()) out += "[" + std::to_string(p.offset) + ":" + std::to_string(p.offset + p.count) + "]";
+      if (p.count != v.shape().numel()) {
+        out += '[';
+        out += std::to_string(p.offset);
+        out += ':';
+        out += std::to_string(p.offset + p.count);
+        out += ']';
+      }
     }
   }
   return out;

@@ -73,6 +73,8 @@ struct StrategyConfig {
   double slowdown = 2.0;
   int fail_worker = -1;
   int64_t fail_worker_step = 0;
+  int fail_server = -1;  // server `fail_server` fails at its update `fail_server_update`
+  int64_t fail_server_update = 0;
 };
 
 struct RunConfig {

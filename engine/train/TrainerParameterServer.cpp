@@ -16,8 +16,8 @@ namespace strata {
 void Trainer::prepare_parameter_server() {
   ps_ = dynamic_cast<ParameterServerStrategy*>(strategy_.get());
   if (!ps_) {
-    if (config_.strategy.fail_worker >= 0)
-      throw bad_input("fail_worker: only parameter_server workers can be failed on purpose (the strategy is " +
+    if (config_.strategy.fail_worker >= 0 || config_.strategy.fail_server >= 0)
+      throw bad_input("fail_worker/fail_server: only parameter_server workers and servers can be failed on purpose (the strategy is " +
                       strategy_->name() + ")");
     return;
   }
@@ -37,6 +37,8 @@ void Trainer::prepare_parameter_server() {
     straggle(worker, monotonic_seconds() - t0);
     return out;
   });
+  if (config_.strategy.fail_server >= 0)
+    ps_->store().fail_at(config_.strategy.fail_server, std::max<int64_t>(1, config_.strategy.fail_server_update));
   if (config_.strategy.fail_worker >= 0)
     coordinator_->fail_worker_at(config_.strategy.fail_worker, std::max<int64_t>(1, config_.strategy.fail_worker_step));
   const size_t w = static_cast<size_t>(ps_->num_workers());
