@@ -129,14 +129,20 @@ void ChartView::clear() {
     plot_->removeGraph(s->smooth);
   }
   series_.clear();
+  clearMarkers();
+  user_view_ = false;
+}
+
+void ChartView::clearMarkers() {
   for (auto& m : markers_) {
     plot_->removeItem(m->line);
     plot_->removeItem(m->label);
   }
   markers_.clear();
-  user_view_ = false;
   plot_->replot(QCustomPlot::rpQueuedReplot);
 }
+
+QString ChartView::markerText(int marker) const { return markers_.at(static_cast<size_t>(marker))->label->text(); }
 
 void ChartView::append(int series, const XPoint& x, double y) {
   Series& s = *series_.at(static_cast<size_t>(series));
@@ -313,6 +319,26 @@ int ChartView::seriesIndex(const QString& name) const {
 }
 
 QString ChartView::seriesName(int series) const { return series_.at(static_cast<size_t>(series))->name; }
+
+void ChartView::setSeriesLabel(int series, const QString& label) {
+  Series& s = *series_.at(static_cast<size_t>(series));
+  s.raw->setName(label);
+  s.smooth->setName(label);
+  plot_->replot(QCustomPlot::rpQueuedReplot);
+}
+
+QString ChartView::seriesLabel(int series) const { return series_.at(static_cast<size_t>(series))->raw->name(); }
+
+void ChartView::setSeriesStyle(int series, const Style& style) {
+  Series& s = *series_.at(static_cast<size_t>(series));
+  s.style = style;
+  applyPens(s);
+  plot_->replot(QCustomPlot::rpQueuedReplot);
+}
+
+const ChartView::Style& ChartView::seriesStyle(int series) const { return series_.at(static_cast<size_t>(series))->style; }
+
+const std::vector<double>& ChartView::seriesValues(int series) const { return series_.at(static_cast<size_t>(series))->y; }
 
 int ChartView::pointCount(int series) const {
   return series_.at(static_cast<size_t>(series))->raw->data()->size();

@@ -66,6 +66,9 @@ public:
   // A vertical line with a label, e.g. where the loss became NaN.
   void addMarker(const XPoint& x, const QString& text, const QColor& color = Qt::red);
   int markerCount() const { return static_cast<int>(markers_.size()); }
+  QString markerText(int marker) const;
+  // A new run's markers must not inherit the previous run's.
+  void clearMarkers();
 
   bool exportPng(const QString& path);
   bool exportPdf(const QString& path);
@@ -74,6 +77,15 @@ public:
   int seriesCount() const { return static_cast<int>(series_.size()); }
   int seriesIndex(const QString& name) const;  // -1 if absent
   QString seriesName(int series) const;
+  // The legend text; the name stays the series' key (seriesIndex, removal,
+  // CSV), so a label can carry live figures ("worker 1 — 812 steps").
+  void setSeriesLabel(int series, const QString& label);
+  QString seriesLabel(int series) const;
+  // Pens and points; the layer (on_top) stays as the series was added.
+  void setSeriesStyle(int series, const Style& style);
+  const Style& seriesStyle(int series) const;
+  // Every appended value, flushed or not.
+  const std::vector<double>& seriesValues(int series) const;
   int pointCount(int series) const;  // points in the plotted graph
   void setSeriesVisible(int series, bool visible);
   bool seriesVisible(int series) const;

@@ -13,23 +13,18 @@
 #include <QVBoxLayout>
 #include <cmath>
 
-namespace strata::ui {
+#include "Palette.h"
+#include "ParameterServerCharts.h"
 
-namespace {
-// Tableau-10 without grey: distinct for the replicas; black stays for the
-// reduced loss so it reads as "the" loss.
-const QColor kPalette[] = {QColor(31, 119, 180), QColor(255, 127, 14), QColor(44, 160, 44),  QColor(214, 39, 40),
-                           QColor(148, 103, 189), QColor(140, 86, 75), QColor(227, 119, 194), QColor(188, 189, 34),
-                           QColor(23, 190, 207)};
-QColor series_color(size_t i) { return kPalette[i % (sizeof kPalette / sizeof kPalette[0])]; }
-}  // namespace
+namespace strata::ui {
 
 ChartsPanel::ChartsPanel(QWidget* parent)
     : QWidget(parent),
       loss_(new ChartView(tr("Loss"), tr("loss"))),
       accuracy_(new ChartView(tr("Accuracy"), tr("accuracy"))),
       throughput_(new ChartView(tr("Throughput"), tr("samples/s"))),
-      workers_(new ChartView(tr("Worker step time"), tr("compute s/step"))) {
+      workers_(new ChartView(tr("Worker step time"), tr("compute s/step"))),
+      ps_(new ParameterServerCharts(loss_)) {
   loss_->setObjectName("lossChart");
   accuracy_->setObjectName("accuracyChart");
   throughput_->setObjectName("throughputChart");
@@ -91,8 +86,10 @@ ChartsPanel::ChartsPanel(QWidget* parent)
   bottom->addWidget(accuracy_);
   bottom->addWidget(throughput_);
   bottom->addWidget(workers_);
+  split->addWidget(ps_);  // hidden unless a parameter-server run is shown
   split->setStretchFactor(0, 3);
   split->setStretchFactor(1, 2);
+  split->setStretchFactor(2, 2);
   layout->addWidget(split, 1);
 
   connect(x_mode_, &QComboBox::currentIndexChanged, this, [this](int i) { setXMode(static_cast<XAxisMode>(i)); });
@@ -101,8 +98,20 @@ ChartsPanel::ChartsPanel(QWidget* parent)
   connect(reset, &QPushButton::clicked, this, &ChartsPanel::resetViews);
 }
 
+std::vector<ChartView*> ChartsPanel::charts() const {
+  return {loss_, accuracy_, throughput_, workers_, ps_->stalenessChart(), ps_->serverChart()};
+}
+
+ChartView* ChartsPanel::stalenessChart() const { return ps_->stalenessChart(); }
+ChartView* ChartsPanel::serverUpdatesChart() const { return ps_->serverChart(); }
+
+QString ChartsPanel::replicaSeriesName(size_t r) const {
+  return live_.is_parameter_server() ? ParameterServerCharts::workerSeriesName(r) : QStringLiteral("replica %1").arg(r);
+}
+
 void ChartsPanel::clearAll() {
   for (auto* c : charts()) c->clear();
+  ps_->clear();
   live_ = RunSeries{};
   replica_series_.clear();
   worker_series_.clear();
@@ -114,19 +123,21 @@ void ChartsPanel::clearAll() {
 void ChartsPanel::beginRun(const RunStartedEvent& e) {
   // The previous live run's series go; overlays (named after their run
   // folder) stay.
-  for (const char* prefix : {"replica ", "loss (reduced)", "validation loss"}) loss_->removeSeries(tr(prefix));
+  for (const char* prefix : {"replica ", "worker ", "loss (reduced)", "validation loss"}) loss_->removeSeries(tr(prefix));
+  loss_->clearMarkers();  // the previous run's divergence or lost workers
   for (const char* prefix : {"train accuracy", "validation accuracy"}) accuracy_->removeSeries(tr(prefix));
   throughput_->removeSeries(tr("samples/s"));
   workers_->clear();  // never overlaid: only the live run's workers
   worker_series_.clear();
   live_ = RunSeries{};
   live_.label = "live";
+  live_.add(e);  // first: the series names depend on the strategy
   replica_series_.clear();
   for (int r = 0; r < e.replicas; ++r) {
     ChartView::Style s;
     s.color = series_color(static_cast<size_t>(r));
     s.width = 1.2;
-    replica_series_.push_back(loss_->addSeries(QStringLiteral("replica %1").arg(r), s));
+    replica_series_.push_back(loss_->addSeries(replicaSeriesName(static_cast<size_t>(r)), s));
   }
   ChartView::Style bold;
   bold.color = Qt::black;
@@ -148,18 +159,20 @@ void ChartsPanel::beginRun(const RunStartedEvent& e) {
   speed.color = QColor(44, 160, 44);
   speed_ = throughput_->addSeries(tr("samples/s"), speed);
   for (int w = 0; w < std::max(1, e.workers); ++w) addWorkerSeries();
-  live_.add(e);
+  ps_->beginRun(e);
   flushAll();
 }
 
 void ChartsPanel::addStep(const StepEvent& s) {
   const XPoint x{static_cast<double>(s.step), live_.epoch_position(s), s.time};
+  ps_->addStep(s, x);  // first: it knows which workers' figures are real
   for (size_t r = 0; r < replica_series_.size() && r < s.replica_losses.size(); ++r)
-    loss_->append(replica_series_[r], x, s.replica_losses[r]);
+    if (ps_->drawsWorker(r)) loss_->append(replica_series_[r], x, s.replica_losses[r]);
   loss_->append(reduced_, x, s.loss);
   throughput_->append(speed_, x, s.samples_per_sec);
   while (worker_series_.size() < s.worker_step_times.size()) addWorkerSeries();
-  for (size_t w = 0; w < s.worker_step_times.size(); ++w) workers_->append(worker_series_[w], x, s.worker_step_times[w]);
+  for (size_t w = 0; w < s.worker_step_times.size(); ++w)
+    if (ps_->drawsWorker(w)) workers_->append(worker_series_[w], x, s.worker_step_times[w]);
   if (!std::isfinite(s.loss) && live_.diverged_at == live_.step.size() - 1) {
     const QString what = std::isnan(s.loss) ? "NaN" : "Inf";
     loss_->addMarker(x, tr("loss %1 at step %2: diverged").arg(what).arg(s.step));
@@ -213,6 +226,7 @@ void ChartsPanel::addOverlay(const RunSeries& run, const QString& label) {
   loss_->appendMany(loss, run.step, run.epoch_pos, run.time, run.loss);
   const int speed = throughput_->addSeries(label + " · samples/s", s);
   throughput_->appendMany(speed, run.step, run.epoch_pos, run.time, run.samples_per_sec);
+  ps_->addOverlay(run, label, s);
   s.points = true;
   s.smoothable = false;
   const int acc = accuracy_->addSeries(label + " · validation accuracy", s);
@@ -224,8 +238,9 @@ void ChartsPanel::addOverlay(const RunSeries& run, const QString& label) {
 
 void ChartsPanel::removeOverlay(const QString& label) {
   for (auto* c : {loss_, accuracy_, throughput_}) c->removeSeries(label + " · ");
+  ps_->removeOverlay(label);
   // Removing series renumbers the ones after them.
-  for (size_t r = 0; r < replica_series_.size(); ++r) replica_series_[r] = loss_->seriesIndex(QStringLiteral("replica %1").arg(r));
+  for (size_t r = 0; r < replica_series_.size(); ++r) replica_series_[r] = loss_->seriesIndex(replicaSeriesName(r));
   reduced_ = loss_->seriesIndex(tr("loss (reduced)"));
   val_loss_ = loss_->seriesIndex(tr("validation loss"));
   train_acc_ = accuracy_->seriesIndex(tr("train accuracy"));
@@ -242,7 +257,7 @@ void ChartsPanel::setSmoothing(double weight) {
   const int v = static_cast<int>(std::lround(weight * 100));
   if (smoothing_->value() != v) smoothing_->setValue(v);
   smoothing_label_->setText(QString::number(weight, 'f', 2));
-  for (auto* c : {loss_, throughput_, workers_}) c->setSmoothing(weight);
+  for (auto* c : {loss_, throughput_, workers_, ps_->serverChart()}) c->setSmoothing(weight);
 }
 
 void ChartsPanel::setLogScale(bool on) {
@@ -255,6 +270,7 @@ void ChartsPanel::resetViews() {
 }
 
 void ChartsPanel::flushAll() {
+  ps_->refreshLegend();
   for (auto* c : charts()) c->flush();
 }
 

@@ -13,11 +13,14 @@ class QSlider;
 
 namespace strata::ui {
 
+class ParameterServerCharts;
+
 // The live charts (loss per replica with the reduced loss bold on top,
 // accuracy per epoch, throughput, each worker's compute time per step so
-// stragglers stand out) and the controls they share: x axis,
-// smoothing, log scale, reset, export. Receives the engine's events in the
-// batches the bridge delivers and replots once per batch.
+// stragglers stand out; for a parameter-server run also staleness and
+// server update rates, see ParameterServerCharts) and the controls they
+// share: x axis, smoothing, log scale, reset, export. Receives the engine's
+// events in the batches the bridge delivers and replots once per batch.
 class ChartsPanel : public QWidget {
   Q_OBJECT
 public:
@@ -43,6 +46,9 @@ public:
   ChartView* accuracyChart() const { return accuracy_; }
   ChartView* throughputChart() const { return throughput_; }
   ChartView* workerChart() const { return workers_; }
+  ChartView* stalenessChart() const;
+  ChartView* serverUpdatesChart() const;
+  ParameterServerCharts* parameterServerCharts() const { return ps_; }
   const RunSeries& liveRun() const { return live_; }
 
 private:
@@ -51,9 +57,12 @@ private:
   void flushAll();
   void addEventToLive(const Event& ev);
   void addWorkerSeries();
-  std::vector<ChartView*> charts() const { return {loss_, accuracy_, throughput_, workers_}; }
+  // "replica r", or "worker r" in a parameter-server run (one replica a worker).
+  QString replicaSeriesName(size_t r) const;
+  std::vector<ChartView*> charts() const;
 
   ChartView *loss_, *accuracy_, *throughput_, *workers_;
+  ParameterServerCharts* ps_;  // after loss_: it draws on the loss chart
   QComboBox* x_mode_;
   QSlider* smoothing_;
   QLabel* smoothing_label_;

@@ -105,7 +105,10 @@ void DevicesPanel::updateSummary() {
     summary_->setText(tr("<span style='color:#b00'>Select at least one device.</span>"));
     return;
   }
-  QString text = tr("%n replica(s): %1", nullptr, static_cast<int>(n)).arg(selected.join(", "));
+  // A parameter-server run has a worker per device (each a replica).
+  QString text = (strategy_ == "parameter_server" ? tr("%n worker(s): %1", nullptr, static_cast<int>(n))
+                                                  : tr("%n replica(s): %1", nullptr, static_cast<int>(n)))
+                     .arg(selected.join(", "));
   if (global_batch_ > 0) {
     if (global_batch_ < n) {
       text += tr("<br><span style='color:#b00'>Global batch %1 is smaller than the replica count.</span>").arg(global_batch_);

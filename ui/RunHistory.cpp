@@ -80,9 +80,13 @@ namespace {
 std::string summarize(const RunSeries& s) {
   std::string out;
   if (s.started) out += s.started->strategy + " x" + std::to_string(s.started->replicas);
+  if (s.started && s.started->servers > 0)
+    out += " · " + std::to_string(s.started->servers) + (s.started->servers == 1 ? " server" : " servers");
   out += out.empty() ? "" : " · ";
   out += s.finished ? s.finished->status : std::string("interrupted");
   out += " · " + std::to_string(s.step.size()) + " steps";
+  if (const int lost = s.lost_worker_count(); lost > 0)
+    out += " · " + std::to_string(lost) + (lost == 1 ? " worker lost" : " workers lost");
   if (!s.epochs.empty()) {
     char buf[64];
     std::snprintf(buf, sizeof buf, " · loss %.4g", s.epochs.back().loss);

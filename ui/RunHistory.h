@@ -11,7 +11,9 @@ namespace strata::ui {
 struct RunRecord {
   std::string dir;    // the run folder
   std::string name;   // its folder name (the time stamp)
-  std::string summary;  // "mirrored x2 · completed · 3 epochs · loss 0.123"
+  // "mirrored x2 · completed · 48 steps · loss 0.123"; a parameter-server
+  // run adds its servers and lost workers.
+  std::string summary;
   std::string strategy;
   std::string status;   // completed, stopped, failed, interrupted
   bool has_checkpoint = false;

@@ -79,7 +79,14 @@ void StatusPanel::onStarted(const RunStartedEvent& e) {
   // replicas are spread over them, in rank order.
   QStringList hosts;
   for (size_t r = 0; r < e.hosts.size(); ++r) hosts << tr("%1 (rank %2)").arg(QString::fromStdString(e.hosts[r])).arg(r);
-  workers_->setText(tr("%n worker process(es)", nullptr, e.workers) + (hosts.isEmpty() ? QString() : ": " + hosts.join(", ")));
+  QString workers = tr("%n worker process(es)", nullptr, e.workers) + (hosts.isEmpty() ? QString() : ": " + hosts.join(", "));
+  // A parameter-server run's workers are its replicas (threads of this
+  // process); what it adds is where the variables live and the bound.
+  if (e.servers > 0)
+    workers += tr(" · %n parameter server(s), staleness %1", nullptr, e.servers)
+                   .arg(e.staleness_bound ? tr("≤ %1").arg(*e.staleness_bound) : tr("unbounded"));
+  workers_->setText(workers);
+  workers_->setToolTip(QString::fromStdString(e.shards).replace("; ", "\n"));
   progress_->setRange(0, static_cast<int>(std::max<int64_t>(1, total_steps_)));
   progress_->setValue(0);
   progress_->setFormat(tr("epoch 1/%1 · step 0/%2").arg(epochs_).arg(total_steps_));

@@ -6,6 +6,7 @@
 #include <QVBoxLayout>
 
 #include "MultiWorkerPanel.h"
+#include "ParameterServerSettings.h"
 #include "core/Error.h"
 #include "distribute/Strategies.h"
 
@@ -25,7 +26,8 @@ Info info_for(const std::string& name) {
   if (name == "multi_worker_mirrored")
     return {"MultiWorkerMirrored", "Mirrored across worker processes or machines, launched with mpirun; collectives over MPI/NCCL."};
   if (name == "parameter_server")
-    return {"ParameterServer", "Variables sharded over parameter-server tasks; workers push gradients and pull weights asynchronously."};
+    return {"ParameterServer", "Variables sharded over parameter servers; each worker (one per device) pulls the weights, "
+                               "computes gradients on its slice and pushes them, running at most k rounds ahead."};
   return {nullptr, ""};
 }
 
@@ -44,11 +46,7 @@ QString probe(const std::string& name) {
     make_strategy(name, o);
     return {};
   } catch (const std::exception& e) {
-    QString why = QString::fromStdString(e.what());
-    if (name == "parameter_server")
-      return QObject::tr("Not available in this build: parameter-server training needs parameter-server "
-                         "tasks, which come in a later release.\nEngine: %1").arg(why);
-    return QObject::tr("Not available: %1").arg(why);
+    return QObject::tr("Not available: %1").arg(QString::fromStdString(e.what()));
   }
 }
 }  // namespace
@@ -70,7 +68,7 @@ StrategyPanel::StrategyPanel(QWidget* parent) : QWidget(parent), group_(new QBut
     connect(button, &QRadioButton::toggled, this, [this, name](bool on) {
       if (!on) return;
       description_->setText(QString::fromLatin1(info_for(name).description));
-      workers_->setVisible(name == "multi_worker_mirrored");
+      showSettingsFor(name);
       Q_EMIT strategyChanged(QString::fromStdString(name));
       Q_EMIT edited();
     });
@@ -83,7 +81,16 @@ StrategyPanel::StrategyPanel(QWidget* parent) : QWidget(parent), group_(new QBut
   workers_->hide();
   connect(workers_, &MultiWorkerPanel::edited, this, &StrategyPanel::edited);
   layout->addWidget(workers_);
+  ps_ = new ParameterServerSettings(this);
+  ps_->hide();
+  connect(ps_, &ParameterServerSettings::edited, this, &StrategyPanel::edited);
+  layout->addWidget(ps_);
   layout->addStretch();
+}
+
+void StrategyPanel::showSettingsFor(const std::string& name) {
+  workers_->setVisible(name == "multi_worker_mirrored");
+  ps_->setVisible(name == "parameter_server");
 }
 
 std::string StrategyPanel::strategy() const {
@@ -118,12 +125,18 @@ void StrategyPanel::setConfig(const RunConfig& config) {
     it->second->setChecked(true);
     description_->setText(QString::fromLatin1(info_for(config.strategy.name).description));
   }
-  workers_->setVisible(strategy() == "multi_worker_mirrored");
+  // Whatever the strategy, so the values are there when the user picks
+  // ParameterServer.
+  ps_->setConfig(config.strategy);
+  showSettingsFor(strategy());
   Q_EMIT strategyChanged(QString::fromStdString(strategy()));
 }
 
 MultiWorkerOptions StrategyPanel::multiWorkerOptions() const { return workers_->options(); }
 
-void StrategyPanel::applyTo(RunConfig& config) const { config.strategy.name = strategy(); }
+void StrategyPanel::applyTo(RunConfig& config) const {
+  config.strategy.name = strategy();
+  ps_->applyTo(config.strategy);  // saved only for parameter_server (ProjectFile)
+}
 
 }  // namespace strata::ui

@@ -13,6 +13,7 @@ class QRadioButton;
 namespace strata::ui {
 
 class MultiWorkerPanel;
+class ParameterServerSettings;
 
 // Picks the distribution strategy. Every name the engine knows is listed;
 // the ones this build or machine cannot run are disabled with a tooltip
@@ -31,15 +32,22 @@ public:
   // mpirun settings, shown while MultiWorkerMirrored is chosen.
   MultiWorkerPanel* multiWorkerPanel() const { return workers_; }
   MultiWorkerOptions multiWorkerOptions() const;
+  // Servers, staleness bound, shard size: shown while ParameterServer is
+  // chosen; saved in the project.
+  ParameterServerSettings* parameterServerSettings() const { return ps_; }
 
 signals:
   void strategyChanged(const QString& name);
   void edited();
 
 private:
+  // Shows the settings of the chosen strategy only.
+  void showSettingsFor(const std::string& name);
+
   QButtonGroup* group_;
   QLabel* description_;
   MultiWorkerPanel* workers_;
+  ParameterServerSettings* ps_;
   std::map<std::string, QRadioButton*> buttons_;
   std::map<std::string, QString> reasons_;  // empty = available
 };

@@ -51,6 +51,10 @@ public:
 // was not started by mpirun/srun.
 std::shared_ptr<Cluster> mpi_cluster(double timeout_seconds);
 bool mpi_built();
+// MPI_Finalize synchronises with every rank and can wait forever for one
+// that died; a run that tolerates dead ranks (parameter_server) exits
+// without it.
+void skip_mpi_finalize();
 // True when the process was started by an MPI launcher (mpirun, srun).
 bool launched_by_mpi();
 

@@ -126,7 +126,7 @@ void ClusterCoordinator::worker_loop(int w) {
     try {
       std::vector<int64_t> pulled;
       try {
-        pulled = store_.pull(w);
+        pulled = store_.pull(w, round);
       } catch (...) {
         server_error = std::current_exception();
       }
@@ -140,9 +140,13 @@ void ClusterCoordinator::worker_loop(int w) {
         // Slice-mean gradients: asynchronously each is one update; in a
         // synchronous round they are weighted by slice size, so the sum is
         // the gradient of the mean over the whole global batch.
-        const float weight = sync_ ? static_cast<float>(r.examples) / static_cast<float>(task.round_examples) : 1.0f;
+        PushMeta meta;
+        meta.round = round;
+        meta.worker = w;
+        meta.weight = sync_ ? static_cast<float>(r.examples) / static_cast<float>(task.round_examples) : 1.0f;
+        meta.sync_slices = sync_ ? task.slices : 0;
         try {
-          r.updates_between = store_.push(out.grads, pulled, weight, sync_ ? task.slices : 0);
+          r.updates_between = store_.push(out.grads, pulled, meta);
         } catch (...) {
           server_error = std::current_exception();
         }

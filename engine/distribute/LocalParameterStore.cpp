@@ -19,7 +19,6 @@ struct LocalParameterStore::Shard {
   // Synchronous mode: the round's weighted sum so far and how many slices it holds.
   std::vector<float> sum;
   int summed = 0;
-  std::vector<float> scratch;  // the pushed gradient of this shard, packed
 };
 
 LocalParameterStore::LocalParameterStore(const std::vector<Variable*>& vars, ShardPlan plan, nn::Optimizer& optimizer)
@@ -48,7 +47,7 @@ std::vector<Variable*> LocalParameterStore::masters() const {
   return out;
 }
 
-std::vector<int64_t> LocalParameterStore::pull(int worker) {
+std::vector<int64_t> LocalParameterStore::pull(int worker, int64_t) {
   std::vector<int64_t> versions;
   for (auto& shard : shards_) {
     std::lock_guard lock(shard->mutex);
@@ -76,37 +75,124 @@ void LocalParameterStore::apply(Shard& shard, const float* g) {
   shard.stats.busy_seconds += monotonic_seconds() - t0;
 }
 
-int64_t LocalParameterStore::push(const std::vector<Tensor>& grads, const std::vector<int64_t>& pulled, float weight,
-                                  int sync_slices) {
+int64_t LocalParameterStore::shard_elements(int server) const { return shards_[static_cast<size_t>(server)]->elements; }
+
+void LocalParameterStore::pack(int server, const std::vector<Tensor>& grads, float weight, float* out) const {
+  for (auto& p : shards_[static_cast<size_t>(server)]->pieces) {
+    const float* g = grads[static_cast<size_t>(p.variable)].data() + p.offset;
+    for (int64_t i = 0; i < p.count; ++i) out[i] = weight * g[i];
+    out += p.count;
+  }
+}
+
+int64_t LocalParameterStore::push_locked(Shard& shard, const float* packed, int64_t pulled, int sync_slices) {
+  const int64_t between = shard.version - pulled;
+  if (sync_slices <= 0) {
+    apply(shard, packed);
+    return between;
+  }
+  if (shard.summed == 0) shard.sum.assign(packed, packed + shard.elements);
+  else
+    for (int64_t i = 0; i < shard.elements; ++i) shard.sum[static_cast<size_t>(i)] += packed[i];
+  if (++shard.summed == sync_slices) {
+    shard.summed = 0;
+    apply(shard, shard.sum.data());
+  }
+  return between;
+}
+
+int64_t LocalParameterStore::push(const std::vector<Tensor>& grads, const std::vector<int64_t>& pulled, const PushMeta& meta) {
   if (grads.size() != vars_.size())
     throw runtime_error("parameter server push: " + std::to_string(grads.size()) + " gradients for " +
                         std::to_string(vars_.size()) + " variables");
   int64_t between = 0;
+  std::vector<float> packed;
   for (size_t s = 0; s < shards_.size(); ++s) {
-    Shard& shard = *shards_[s];
     // Pack outside the lock: other workers keep using the shard meanwhile.
-    std::vector<float> packed(static_cast<size_t>(shard.elements));
-    float* out = packed.data();
-    for (auto& p : shard.pieces) {
-      const float* g = grads[static_cast<size_t>(p.variable)].data() + p.offset;
-      for (int64_t i = 0; i < p.count; ++i) out[i] = weight * g[i];
-      out += p.count;
-    }
-    std::lock_guard lock(shard.mutex);
-    between = std::max(between, shard.version - pulled[s]);
-    if (sync_slices <= 0) {
-      apply(shard, packed.data());
-      continue;
-    }
-    if (shard.summed == 0) shard.sum.assign(packed.begin(), packed.end());
-    else
-      for (size_t i = 0; i < packed.size(); ++i) shard.sum[i] += packed[i];
-    if (++shard.summed == sync_slices) {
-      shard.summed = 0;
-      apply(shard, shard.sum.data());
-    }
+    packed.resize(static_cast<size_t>(shards_[s]->elements));
+    pack(static_cast<int>(s), grads, meta.weight, packed.data());
+    std::lock_guard lock(shards_[s]->mutex);
+    between = std::max(between, push_locked(*shards_[s], packed.data(), pulled[s], meta.sync_slices));
   }
   return between;
+}
+
+void LocalParameterStore::unpack_to_model(int server, const float* packed, int component) {
+  for (auto& p : shards_[static_cast<size_t>(server)]->pieces) {
+    std::memcpy(vars_[static_cast<size_t>(p.variable)]->component(component).data() + p.offset, packed,
+                static_cast<size_t>(p.count) * sizeof(float));
+    packed += p.count;
+  }
+}
+
+int64_t LocalParameterStore::read_shard(int server, float* out) {
+  Shard& shard = *shards_[static_cast<size_t>(server)];
+  std::lock_guard lock(shard.mutex);
+  for (auto& p : shard.pieces) {
+    std::memcpy(out, masters_[static_cast<size_t>(p.variable)]->component(0).data() + p.offset,
+                static_cast<size_t>(p.count) * sizeof(float));
+    out += p.count;
+  }
+  return shard.version;
+}
+
+int64_t LocalParameterStore::push_shard(int server, const float* packed, int64_t pulled, int sync_slices) {
+  Shard& shard = *shards_[static_cast<size_t>(server)];
+  std::lock_guard lock(shard.mutex);
+  return push_locked(shard, packed, pulled, sync_slices);
+}
+
+void LocalParameterStore::finish_sync_round(int server, int slices) {
+  Shard& shard = *shards_[static_cast<size_t>(server)];
+  std::lock_guard lock(shard.mutex);
+  if (shard.summed > 0 && shard.summed >= slices) {
+    shard.summed = 0;
+    apply(shard, shard.sum.data());
+  }
+}
+
+std::vector<Tensor*> LocalParameterStore::slots_of(int variable) {
+  std::vector<Tensor*> out;
+  const std::string prefix = masters_[static_cast<size_t>(variable)]->name() + "/";
+  for (auto& [name, v] : optimizer_.slot_variables())
+    if (name.compare(0, prefix.size(), prefix) == 0 && v->shape() == masters_[static_cast<size_t>(variable)]->shape())
+      out.push_back(&v->component(0));
+  return out;
+}
+
+std::vector<float> LocalParameterStore::shard_state(int server) {
+  Shard& shard = *shards_[static_cast<size_t>(server)];
+  std::lock_guard lock(shard.mutex);
+  std::vector<float> out;
+  for (auto& p : shard.pieces) {
+    std::vector<Tensor*> tensors{&masters_[static_cast<size_t>(p.variable)]->component(0)};
+    for (auto* t : slots_of(p.variable)) tensors.push_back(t);
+    for (auto* t : tensors) out.insert(out.end(), t->data() + p.offset, t->data() + p.offset + p.count);
+  }
+  return out;
+}
+
+void LocalParameterStore::set_shard_state(int server, const std::vector<float>& state, int64_t version) {
+  Shard& shard = *shards_[static_cast<size_t>(server)];
+  std::lock_guard lock(shard.mutex);
+  const float* in = state.data();
+  const float* end = state.data() + state.size();
+  for (auto& p : shard.pieces) {
+    std::vector<Tensor*> tensors{&masters_[static_cast<size_t>(p.variable)]->component(0)};
+    for (auto* t : slots_of(p.variable)) tensors.push_back(t);
+    for (auto* t : tensors) {
+      if (end - in < p.count) throw runtime_error("parameter server " + std::to_string(server) + ": shard state is truncated");
+      std::memcpy(t->data() + p.offset, in, static_cast<size_t>(p.count) * sizeof(float));
+      in += p.count;
+    }
+  }
+  shard.version = version;
+}
+
+int64_t LocalParameterStore::version(int server) {
+  Shard& shard = *shards_[static_cast<size_t>(server)];
+  std::lock_guard lock(shard.mutex);
+  return shard.version;
 }
 
 std::vector<ServerStats> LocalParameterStore::stats() const {

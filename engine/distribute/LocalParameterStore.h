@@ -20,8 +20,8 @@ public:
   ~LocalParameterStore() override;
 
   const ShardPlan& plan() const override { return plan_; }
-  std::vector<int64_t> pull(int worker) override;
-  int64_t push(const std::vector<Tensor>& grads, const std::vector<int64_t>& pulled, float weight, int sync_slices) override;
+  std::vector<int64_t> pull(int worker, int64_t round) override;
+  int64_t push(const std::vector<Tensor>& grads, const std::vector<int64_t>& pulled, const PushMeta& meta) override;
   std::vector<ServerStats> stats() const override;
 
   // The servers' variables (same names and shapes as the model's).
@@ -35,6 +35,28 @@ public:
   // set_updates continues a restored run's count.
   int64_t updates() const;
   void set_updates(int64_t n);
+  // One shard at a time, for a server process that holds only its own
+  // shard current (the layout is the same everywhere). A shard's packed form
+  // is its pieces' elements in plan order.
+  int64_t shard_elements(int server) const;
+  void pack(int server, const std::vector<Tensor>& grads, float weight, float* out) const;
+  // Writes a shard's packed weights into component `component` of the
+  // model's variables (a worker pulling from a server process).
+  void unpack_to_model(int server, const float* packed, int component);
+  // Copies the shard's weights out (packed); returns its version.
+  int64_t read_shard(int server, float* out);
+  // Applies (or, with sync_slices > 0, sums) one packed gradient; returns
+  // the updates applied since `pulled`.
+  int64_t push_shard(int server, const float* packed, int64_t pulled, int sync_slices);
+  // A synchronous round that lost a slice (its worker died) is applied with
+  // what it has once `slices` have arrived.
+  void finish_sync_round(int server, int slices);
+  // Weights and optimizer slots of a shard, packed; and back (a chief
+  // server gathering the others' shards for evaluation and checkpoints).
+  std::vector<float> shard_state(int server);
+  void set_shard_state(int server, const std::vector<float>& state, int64_t version);
+  int64_t version(int server);
+
   // Fault injection for tests and demonstrations: server `server` fails
   // (throws) when it would apply its update number `at_update`.
   void fail_at(int server, int64_t at_update);
@@ -42,6 +64,8 @@ public:
 private:
   struct Shard;
   void apply(Shard& shard, const float* grads_of_shard);
+  int64_t push_locked(Shard& shard, const float* packed, int64_t pulled, int sync_slices);
+  std::vector<Tensor*> slots_of(int variable);
 
   std::vector<Variable*> vars_;
   std::vector<std::unique_ptr<Variable>> masters_;

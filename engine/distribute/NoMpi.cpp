@@ -2,6 +2,7 @@
 #ifndef STRATA_WITH_MPI
 #include "core/Error.h"
 #include "distribute/Cluster.h"
+#include "distribute/RemoteParameterServers.h"
 
 namespace strata {
 
@@ -10,6 +11,16 @@ std::shared_ptr<Cluster> mpi_cluster(double) {
 }
 
 bool mpi_built() { return false; }
+
+void skip_mpi_finalize() {}
+
+void serve_parameters(Cluster&, LocalParameterStore&, const RemoteServerOptions&, ServerObserver*) {
+  throw bad_input("parameter_server across processes needs MPI, and this build has none");
+}
+
+std::unique_ptr<RemoteParameterStore> connect_parameter_servers(Cluster&, LocalParameterStore&, const RemoteServerOptions&) {
+  throw bad_input("parameter_server across processes needs MPI, and this build has none");
+}
 
 }  // namespace strata
 #endif

@@ -24,16 +24,27 @@ const ParameterServerOptions& checked(const ParameterServerOptions& o) {
 
 // Workers never all-reduce (evaluation runs each replica on its own data),
 // so the cross-device ops only serve Strategy::reduce-style helpers.
-ParameterServerStrategy::ParameterServerStrategy(std::vector<Device> workers, const StrategyOptions& options)
-    : Strategy(validate_devices(default_workers(workers), "parameter_server"), options,
-               std::make_unique<ReduceToOneDevice>(), false, static_cast<int>(default_workers(workers).size())),
-      options_(checked(options.parameter_server)) {}
+ParameterServerStrategy::ParameterServerStrategy(std::vector<Device> workers, const StrategyOptions& options,
+                                                 std::shared_ptr<Cluster> cluster)
+    : Strategy(validate_devices(cluster ? (workers.empty() ? std::vector<Device>{Device{}} : workers) : default_workers(workers),
+                                "parameter_server"),
+               options, std::make_unique<ReduceToOneDevice>(), false,
+               cluster ? 1 : static_cast<int>(default_workers(workers).size()), cluster),
+      options_(checked(options.parameter_server)) {
+  if (!multi_process()) return;
+  if (num_local_replicas() != 1)
+    throw bad_input("parameter_server: across processes each worker rank is one worker on one device; --devices names " +
+                    std::to_string(num_local_replicas()));
+  if (cluster->size() - options_.servers < 1)
+    throw bad_input("parameter_server: " + std::to_string(cluster->size()) + " ranks with " + std::to_string(options_.servers) +
+                    " servers leave no worker; start more ranks (mpirun -np SERVERS+WORKERS)");
+}
 
 ParameterServerStrategy::~ParameterServerStrategy() = default;
 
 void ParameterServerStrategy::place(const std::vector<Variable*>& vars, nn::Optimizer& optimizer) {
   for (auto* v : vars)
-    if (v->num_components() != num_workers())
+    if (v->num_components() != num_local_replicas())
       throw runtime_error("parameter_server: variable " + v->name() + " was not created in the strategy's scope()");
   store_ = std::make_unique<LocalParameterStore>(vars, ShardPlan::make(vars, options_.servers, options_.min_shard_bytes),
                                                  optimizer);

@@ -18,11 +18,21 @@ class ParameterServerStrategy final : public Strategy {
 public:
   // workers: one replica device each (empty: two CPU workers where the
   // machine has two or more cores). bad_input for 0 servers or a negative bound.
-  explicit ParameterServerStrategy(std::vector<Device> workers = {}, const StrategyOptions& options = {});
+  // With a cluster of processes (mpirun), ranks [0, servers) serve and each
+  // other rank is one worker on its single device.
+  explicit ParameterServerStrategy(std::vector<Device> workers = {}, const StrategyOptions& options = {},
+                                   std::shared_ptr<Cluster> cluster = nullptr);
   ~ParameterServerStrategy() override;
   std::string name() const override { return "parameter_server"; }
 
-  int num_workers() const { return num_local_replicas(); }
+  // Workers are the replicas: each computes on its own slices.
+  int num_replicas_in_sync() const override { return num_workers(); }
+  int num_workers() const { return multi_process() ? cluster().size() - options_.servers : num_local_replicas(); }
+  bool multi_process() const { return cluster().size() > 1; }
+  // Across processes: this rank's role.
+  bool is_server() const { return multi_process() && cluster().rank() < options_.servers; }
+  int worker_index() const { return multi_process() ? cluster().rank() - options_.servers : 0; }
+  const ParameterServerOptions& options() const { return options_; }
   int num_servers() const { return options_.servers; }
   const std::optional<int>& staleness_bound() const { return options_.staleness; }
   bool synchronous() const { return options_.staleness == 0; }

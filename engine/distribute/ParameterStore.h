@@ -14,6 +14,21 @@ struct ServerStats {
   int64_t elements = 0;       // floats it holds
 };
 
+// One pushed gradient: where it belongs and how it is applied. weight
+// scales it; sync_slices == 0 applies it at once (asynchronous training),
+// n > 0 adds it to the round's sum, applied when the n-th slice arrives
+// (synchronous, k = 0). The figures travel with it so the chief server
+// can report the step when the workers are other processes.
+struct PushMeta {
+  int64_t round = 0;
+  int worker = 0;
+  float weight = 1.0f;
+  int sync_slices = 0;
+  int64_t examples = 0, round_examples = 0, correct = 0;
+  double loss = 0, seconds = 0;
+  int staleness = 0;
+};
+
 // What workers need from the parameter servers (DESIGN §8: what to
 // communicate, apart from how): read the current weights, send gradients.
 // LocalParameterStore keeps the shards in this process's memory; a transport
@@ -24,18 +39,14 @@ public:
   virtual const ShardPlan& plan() const = 0;
 
   // Copies every shard's current weights into component `worker` of the
-  // model's variables. Each shard is read whole under its lock (no torn
-  // reads); returns each shard's version (updates applied) at that moment.
-  virtual std::vector<int64_t> pull(int worker) = 0;
+  // model's variables, for a step of `round`. Each shard is read whole (no
+  // torn reads); returns each shard's version (updates applied) then.
+  virtual std::vector<int64_t> pull(int worker, int64_t round) = 0;
 
-  // Sends one worker's gradients (full tensors, in variable order).
-  // sync_slices == 0: each shard applies them at once (asynchronous
-  // training). sync_slices == n: the shard adds weight * gradient to the
-  // round's sum and applies the sum when the n-th slice arrives (synchronous,
-  // k = 0). Returns the largest number of updates other workers applied to a
-  // shard between `pulled` and this push.
-  virtual int64_t push(const std::vector<Tensor>& grads, const std::vector<int64_t>& pulled, float weight,
-                       int sync_slices) = 0;
+  // Sends one worker's gradients (full tensors, in variable order). Returns
+  // the largest number of updates other workers applied to a shard between
+  // `pulled` and this push.
+  virtual int64_t push(const std::vector<Tensor>& grads, const std::vector<int64_t>& pulled, const PushMeta& meta) = 0;
 
   virtual std::vector<ServerStats> stats() const = 0;
 };

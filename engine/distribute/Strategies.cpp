@@ -68,7 +68,14 @@ std::unique_ptr<Strategy> make_strategy(const std::string& name, const StrategyO
                         " replica devices, rank 0 has " + std::to_string(int(counts[0])) + "; give every worker the same --devices count");
     return std::make_unique<MultiWorkerMirroredStrategy>(options.devices, options, cluster);
   }
-  if (name == "parameter_server") return std::make_unique<ParameterServerStrategy>(options.devices, options);
+  if (name == "parameter_server") {
+    // Under mpirun with several ranks: servers and workers are processes.
+    if (launched_by_mpi()) {
+      auto cluster = mpi_cluster(options.collective_timeout);
+      if (cluster->size() > 1) return std::make_unique<ParameterServerStrategy>(options.devices, options, cluster);
+    }
+    return std::make_unique<ParameterServerStrategy>(options.devices, options);
+  }
   std::string all;
   for (auto& n : strategy_names()) all += (all.empty() ? "" : ", ") + n;
   throw bad_input("strategy '" + name + "' does not exist (choose one of " + all + ")");

@@ -54,7 +54,7 @@ public:
 
   // Replicas over all workers (what gradients are averaged over), and the
   // replicas of this process; equal unless the strategy spans workers.
-  int num_replicas_in_sync() const { return pool_->size() * cluster_->size(); }
+  virtual int num_replicas_in_sync() const { return pool_->size() * cluster_->size(); }
   int num_local_replicas() const { return pool_->size(); }
   int first_local_replica() const { return cluster_->rank() * pool_->size(); }
   Cluster& cluster() const { return *cluster_; }

@@ -236,8 +236,9 @@ void Trainer::emit_run_started(int64_t steps_per_epoch) {
   started.workers = cluster.size();
   if (cluster.size() > 1) {
     // Replica order is rank-major: worker w holds replicas [w*L, (w+1)*L).
+    // Parameter-server ranks hold no replica: only workers are listed.
     started.devices.clear();
-    for (int w = 0; w < cluster.size(); ++w)
+    for (int w = 0; w < (ps_ ? ps_->num_workers() : cluster.size()); ++w)
       for (auto& d : strategy_->devices()) started.devices.push_back("worker" + std::to_string(w) + "/" + d.str());
   }
   started.hosts = cluster.hosts();
@@ -260,6 +261,10 @@ void Trainer::emit_run_started(int64_t steps_per_epoch) {
     started.shards = ps_->store().plan().describe(trainable_);
   }
   sink_.emit(started);
+  if (start_.step > 0)
+    sink_.emit(LogEvent{"info", "resumed at step " + std::to_string(start_.step) + " (epoch " + std::to_string(start_.epoch) +
+                                    (start_.epoch_complete ? ", complete" : ", step " + std::to_string(start_.epoch_step)) + ")",
+                        elapsed()});
 }
 
 bool Trainer::record_step(StepEvent& ev, TrainingPosition& pos, int64_t batch, int64_t correct, EpochProgress& ep,
@@ -338,8 +343,41 @@ void Trainer::run_epoch_sync(TrainingPosition& pos, int64_t steps_per_epoch, Dis
   }
 }
 
+void Trainer::finish_epoch(TrainingPosition& pos, const EpochProgress& ep, FinishedEvent& fin) {
+  EpochEvent ee;
+  ee.epoch = pos.epoch;
+  ee.loss = pos.epoch_seen ? pos.epoch_loss_sum / static_cast<double>(pos.epoch_seen) : 0.0;
+  ee.accuracy = pos.epoch_seen ? static_cast<double>(pos.epoch_correct) / static_cast<double>(pos.epoch_seen) : 0.0;
+  ee.samples_per_sec = static_cast<double>(ep.samples) / std::max(1e-9, elapsed() - ep.start);
+  if (data_.validation && data_.validation->size() > 0) {
+    Evaluation v = evaluate(*data_.validation);
+    ee.val_loss = last_val_loss_ = v.loss;
+    ee.val_accuracy = last_val_accuracy_ = v.accuracy;
+  }
+  ee.time = elapsed();
+  sink_.emit(ee);
+  fin.epochs_completed = pos.epoch;
+  pos.epoch_complete = true;
+  pos.elapsed = elapsed();
+  if (config_.training.checkpoint.every_epoch || pos.epoch == config_.training.epochs) save_checkpoint(pos);
+}
+
+FinishedEvent Trainer::finish_run(FinishedEvent fin, const TrainingPosition& pos) {
+  if (fin.status == "completed") fin.message = "completed " + std::to_string(fin.epochs_completed) + " epochs";
+  fin.steps = pos.step;
+  fin.time = elapsed();
+  if (fin.status == "failed") sink_.emit(LogEvent{"error", fin.message, fin.time});
+  sink_.emit(fin);
+  return fin;
+}
+
+TrainingPosition Trainer::next_epoch(const TrainingPosition& pos) {
+  return TrainingPosition{pos.step, pos.epoch + 1, 0, false, 0, 0, 0, pos.elapsed};
+}
+
 FinishedEvent Trainer::run() {
   if (!strategy_) prepare();
+  if (ps_ && ps_->multi_process()) return run_parameter_server_process();
   // A resumed run's clock continues from the checkpoint's training time.
   start_time_ = monotonic_seconds() - start_.elapsed;
   const TrainingConfig& t = config_.training;
@@ -347,19 +385,12 @@ FinishedEvent Trainer::run() {
   int64_t steps_per_epoch = dist.steps_per_epoch();
   if (t.max_steps_per_epoch > 0) steps_per_epoch = std::min(steps_per_epoch, t.max_steps_per_epoch);
   emit_run_started(steps_per_epoch);
-  if (start_.step > 0)
-    sink_.emit(LogEvent{"info", "resumed at step " + std::to_string(start_.step) + " (epoch " + std::to_string(start_.epoch) +
-                                    (start_.epoch_complete ? ", complete" : ", step " + std::to_string(start_.epoch_step)) + ")",
-                        elapsed()});
 
   FinishedEvent fin;
-  TrainingPosition pos = start_;
-  if (pos.epoch_complete) {
-    pos = TrainingPosition{pos.step, pos.epoch + 1, 0, false, 0, 0, 0, pos.elapsed};
-  }
+  TrainingPosition pos = start_.epoch_complete ? next_epoch(start_) : start_;
   fin.epochs_completed = pos.epoch - 1;
   try {
-    for (; pos.epoch <= t.epochs; pos = TrainingPosition{pos.step, pos.epoch + 1, 0, false, 0, 0, 0, pos.elapsed}) {
+    for (; pos.epoch <= t.epochs; pos = next_epoch(pos)) {
       const int epoch = pos.epoch;
       dist.begin_epoch(epoch - 1, pos.epoch_step);
       EpochProgress ep;
@@ -374,22 +405,7 @@ FinishedEvent Trainer::run() {
         save_checkpoint(pos);
         break;
       }
-      EpochEvent ee;
-      ee.epoch = epoch;
-      ee.loss = pos.epoch_seen ? pos.epoch_loss_sum / static_cast<double>(pos.epoch_seen) : 0.0;
-      ee.accuracy = pos.epoch_seen ? static_cast<double>(pos.epoch_correct) / static_cast<double>(pos.epoch_seen) : 0.0;
-      ee.samples_per_sec = static_cast<double>(ep.samples) / std::max(1e-9, elapsed() - ep.start);
-      if (data_.validation && data_.validation->size() > 0) {
-        Evaluation v = evaluate(*data_.validation);
-        ee.val_loss = last_val_loss_ = v.loss;
-        ee.val_accuracy = last_val_accuracy_ = v.accuracy;
-      }
-      ee.time = elapsed();
-      sink_.emit(ee);
-      fin.epochs_completed = epoch;
-      pos.epoch_complete = true;
-      pos.elapsed = elapsed();
-      if (t.checkpoint.every_epoch || epoch == t.epochs) save_checkpoint(pos);
+      finish_epoch(pos, ep, fin);
     }
   } catch (const Error& e) {
     fin.status = "failed";
@@ -398,12 +414,7 @@ FinishedEvent Trainer::run() {
     fin.status = "failed";
     fin.message = std::string("internal error: ") + e.what();
   }
-  if (fin.status == "completed") fin.message = "completed " + std::to_string(fin.epochs_completed) + " epochs";
-  fin.steps = pos.step;
-  fin.time = elapsed();
-  if (fin.status == "failed") sink_.emit(LogEvent{"error", fin.message, fin.time});
-  sink_.emit(fin);
-  return fin;
+  return finish_run(fin, pos);
 }
 
 }  // namespace strata

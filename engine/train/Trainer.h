@@ -1,10 +1,12 @@
 #pragma once
 #include <atomic>
+#include <map>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
 
 #include "distribute/ClusterCoordinator.h"
+#include "distribute/RemoteParameterServers.h"
 #include "distribute/Strategy.h"
 #include "nn/Loss.h"
 #include "nn/Optimizer.h"
@@ -81,6 +83,10 @@ private:
   double elapsed() const;
   void save_checkpoint(const TrainingPosition& position);
   void emit_run_started(int64_t steps_per_epoch);
+  // The epoch's summary: validation, the epoch event, the epoch checkpoint.
+  void finish_epoch(TrainingPosition& pos, const EpochProgress& ep, FinishedEvent& fin);
+  FinishedEvent finish_run(FinishedEvent fin, const TrainingPosition& pos);
+  static TrainingPosition next_epoch(const TrainingPosition& pos);
   // Advances pos by one step, completes and emits ev; false (and fin failed)
   // when the loss diverged.
   bool record_step(StepEvent& ev, TrainingPosition& pos, int64_t batch, int64_t correct, EpochProgress& ep, FinishedEvent& fin);
@@ -90,8 +96,27 @@ private:
   // ParameterServer (TrainerParameterServer.cpp): the coordinator hands the
   // slices to whichever worker is free; steps are emitted as rounds complete.
   void prepare_parameter_server();
+  // One worker's step on its slice: gradients of the slice's mean loss.
+  WorkerStep worker_step(int worker, const Batch& in);
+  RemoteServerOptions remote_options() const;
+  // Across processes: a server rank serves (rank 0 also reports and
+  // evaluates), a worker rank trains its slice of every global batch.
+  FinishedEvent run_parameter_server_process();
+  void serve_as_chief(TrainingPosition& pos, int64_t steps_per_epoch, FinishedEvent& fin);
+  void work_remotely(TrainingPosition& pos, int64_t steps_per_epoch, FinishedEvent& fin);
   void run_epoch_async(TrainingPosition& pos, int64_t steps_per_epoch, DistributedDataset& dist, EpochProgress& ep,
                        FinishedEvent& fin);
+  // Step events of a parameter-server run: slices are tallied per round and
+  // each round is emitted, in order, once all its slices are in.
+  struct RoundTally {
+    int expected = 0, done = 0;  // expected 0: every live worker's slice
+    double loss_sum = 0;
+    int64_t examples = 0, correct = 0;
+    int staleness = 0;
+  };
+  void tally_slice(const SliceResult& r);
+  void report_lost_worker(int worker, const std::string& reason, const std::string& what_next);
+  bool emit_rounds(TrainingPosition& pos, EpochProgress& ep, FinishedEvent& fin);
   // Puts the servers' weights into the model (and their step count into the
   // optimizer) before evaluating or saving; a no-op for other strategies.
   void sync_model_from_servers();
@@ -110,10 +135,15 @@ private:
   std::optional<double> last_val_loss_, last_val_accuracy_;
   ParameterServerStrategy* ps_ = nullptr;  // strategy_ when it is a ParameterServerStrategy
   std::unique_ptr<ClusterCoordinator> coordinator_;
+  std::unique_ptr<RemoteParameterStore> remote_;  // a worker rank's servers
   // Per-worker loss since the last step event (sum, count) and the last one reported.
   std::vector<std::pair<double, int64_t>> worker_loss_acc_;
   std::vector<double> worker_last_loss_, worker_last_seconds_;
+  std::vector<int64_t> worker_steps_;
+  std::vector<bool> lost_workers_;
+  std::map<int64_t, RoundTally> rounds_;  // scheduled or pushed, not yet reported
   std::vector<ServerStats> last_server_stats_;
+  std::vector<double> server_update_rates_;
   double last_server_stats_time_ = 0;
 
   std::atomic<bool> stop_{false};

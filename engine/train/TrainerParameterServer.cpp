@@ -2,6 +2,7 @@
 // each global batch to whichever worker is free, and step events are emitted
 // as rounds (global batches) become fully applied, in round order.
 #include <algorithm>
+#include <csignal>
 #include <map>
 
 #include "core/Clock.h"
@@ -22,29 +23,49 @@ void Trainer::prepare_parameter_server() {
     return;
   }
   ps_->place(trainable_, *optimizer_);
-  coordinator_ = std::make_unique<ClusterCoordinator>(*ps_, [this](int worker, const Batch& in) {
-    const double t0 = monotonic_seconds();
-    GradientTape tape;
-    Tensor logits = (*model_)(in.features, true, tape);
-    Tensor per_example = (*loss_)(in.labels, logits);
-    // The mean over the worker's own slice: asynchronously every slice is a
-    // step of its own (the coordinator weights them in synchronous rounds).
-    Tensor loss = nn::compute_average_loss(per_example, in.size());
-    WorkerStep out;
-    out.grads = tape.gradient(loss, trainable_);
-    out.loss = loss.item();
-    out.correct = nn::count_correct(logits, in.labels);
-    straggle(worker, monotonic_seconds() - t0);
-    return out;
-  });
-  if (config_.strategy.fail_server >= 0)
-    ps_->store().fail_at(config_.strategy.fail_server, std::max<int64_t>(1, config_.strategy.fail_server_update));
-  if (config_.strategy.fail_worker >= 0)
-    coordinator_->fail_worker_at(config_.strategy.fail_worker, std::max<int64_t>(1, config_.strategy.fail_worker_step));
   const size_t w = static_cast<size_t>(ps_->num_workers());
   worker_loss_acc_.assign(w, {0.0, 0});
   worker_last_loss_.assign(w, 0.0);
   worker_last_seconds_.assign(w, 0.0);
+  worker_steps_.assign(w, 0);
+  lost_workers_.assign(w, false);
+  if (config_.strategy.fail_server >= 0)
+    ps_->store().fail_at(config_.strategy.fail_server, std::max<int64_t>(1, config_.strategy.fail_server_update));
+  if (ps_->multi_process()) {
+    // Worker ranks talk to the server ranks; the failure of a worker rank is
+    // a real process death (see work_remotely).
+    if (!ps_->is_server()) remote_ = connect_parameter_servers(ps_->cluster(), ps_->store(), remote_options());
+    return;
+  }
+  coordinator_ = std::make_unique<ClusterCoordinator>(*ps_, [this](int worker, const Batch& in) { return worker_step(worker, in); });
+  if (config_.strategy.fail_worker >= 0)
+    coordinator_->fail_worker_at(config_.strategy.fail_worker, std::max<int64_t>(1, config_.strategy.fail_worker_step));
+}
+
+RemoteServerOptions Trainer::remote_options() const {
+  RemoteServerOptions o;
+  o.servers = ps_->num_servers();
+  o.bound = ps_->staleness_bound();
+  o.timeout = config_.strategy.collective_timeout;
+  o.first_round = start_.step + 1;
+  o.first_epoch = start_.epoch_complete ? start_.epoch + 1 : start_.epoch;
+  return o;
+}
+
+WorkerStep Trainer::worker_step(int worker, const Batch& in) {
+  const double t0 = monotonic_seconds();
+  GradientTape tape;
+  Tensor logits = (*model_)(in.features, true, tape);
+  Tensor per_example = (*loss_)(in.labels, logits);
+  // The mean over the worker's own slice: asynchronously every slice is a
+  // step of its own (synchronous rounds weight the slices by size).
+  Tensor loss = nn::compute_average_loss(per_example, in.size());
+  WorkerStep out;
+  out.grads = tape.gradient(loss, trainable_);
+  out.loss = loss.item();
+  out.correct = nn::count_correct(logits, in.labels);
+  straggle(worker, monotonic_seconds() - t0);
+  return out;
 }
 
 void Trainer::sync_model_from_servers() {
@@ -57,76 +78,86 @@ void Trainer::sync_model_from_servers() {
     for (int c = 1; c < v->num_components(); ++c) v->component(c).copy_from(v->component(0));
 }
 
+void Trainer::tally_slice(const SliceResult& r) {
+  RoundTally& round = rounds_[r.round];
+  round.done++;
+  round.loss_sum += r.loss * static_cast<double>(r.examples);
+  round.examples += r.examples;
+  round.correct += r.correct;
+  round.staleness = std::max(round.staleness, r.staleness);
+  if (r.examples > 0) {
+    auto& acc = worker_loss_acc_[static_cast<size_t>(r.worker)];
+    acc.first += r.loss;
+    acc.second++;
+  }
+  worker_last_seconds_[static_cast<size_t>(r.worker)] = r.seconds;
+  worker_steps_[static_cast<size_t>(r.worker)]++;
+}
+
+void Trainer::report_lost_worker(int worker, const std::string& reason, const std::string& what_next) {
+  lost_workers_[static_cast<size_t>(worker)] = true;
+  const auto alive = std::count(lost_workers_.begin(), lost_workers_.end(), false);
+  const std::string where = ps_->multi_process() ? "rank " + std::to_string(worker + ps_->num_servers())
+                                                 : ps_->devices()[static_cast<size_t>(worker)].str();
+  sink_.emit(LogEvent{"warning", "worker " + std::to_string(worker) + " (" + where + ") lost: " + reason +
+                                     "; training continues on " + std::to_string(alive) + " worker" + (alive == 1 ? "" : "s") +
+                                     what_next,
+                      elapsed()});
+}
+
+bool Trainer::emit_rounds(TrainingPosition& pos, EpochProgress& ep, FinishedEvent& fin) {
+  const size_t W = worker_steps_.size();
+  const int live = static_cast<int>(std::count(lost_workers_.begin(), lost_workers_.end(), false));
+  // In one process a round's slices are known when it is scheduled; across
+  // processes a round is complete when every live worker has pushed it.
+  auto complete = [&](const RoundTally& r) { return r.expected > 0 ? r.done >= r.expected : r.done >= live; };
+  while (!rounds_.empty() && rounds_.begin()->first == pos.step + 1 && complete(rounds_.begin()->second)) {
+    const RoundTally round = rounds_.begin()->second;
+    rounds_.erase(rounds_.begin());
+    StepEvent ev;
+    ev.loss = round.examples ? round.loss_sum / static_cast<double>(round.examples) : 0.0;
+    for (size_t w = 0; w < W; ++w) {
+      auto& acc = worker_loss_acc_[w];
+      if (acc.second) worker_last_loss_[w] = acc.first / static_cast<double>(acc.second);
+      acc = {0.0, 0};
+    }
+    ev.replica_losses = worker_last_loss_;
+    ev.worker_step_times = worker_last_seconds_;
+    ev.staleness = round.staleness;
+    ev.worker_steps = worker_steps_;
+    for (size_t w = 0; w < W; ++w)
+      if (lost_workers_[w]) ev.lost_workers.push_back(static_cast<int>(w));
+    // Update rates over at least 50 ms, so they do not jitter from step to
+    // step. Across processes the chief knows only its own server's count.
+    const double now = monotonic_seconds();
+    if (last_server_stats_.empty()) {
+      last_server_stats_ = ps_->store().stats();
+      if (ps_->multi_process()) last_server_stats_.resize(1);
+      last_server_stats_time_ = now;
+      server_update_rates_.assign(last_server_stats_.size(), 0.0);
+    } else if (now - last_server_stats_time_ >= 0.05) {
+      auto stats = ps_->store().stats();
+      stats.resize(last_server_stats_.size());
+      for (size_t s = 0; s < stats.size(); ++s)
+        server_update_rates_[s] = static_cast<double>(stats[s].updates - last_server_stats_[s].updates) / (now - last_server_stats_time_);
+      last_server_stats_ = stats;
+      last_server_stats_time_ = now;
+    }
+    ev.server_updates_per_sec = server_update_rates_;
+    if (!record_step(ev, pos, round.examples, round.correct, ep, fin)) return false;
+  }
+  return true;
+}
+
 void Trainer::run_epoch_async(TrainingPosition& pos, int64_t steps_per_epoch, DistributedDataset& dist, EpochProgress& ep,
                               FinishedEvent& fin) {
-  struct Round {
-    int expected = 0, done = 0;
-    double loss_sum = 0;
-    int64_t examples = 0, correct = 0;
-    int staleness = 0;
-  };
-  std::map<int64_t, Round> rounds;  // scheduled, not yet reported
   ClusterCoordinator& coord = *coordinator_;
-  const size_t W = static_cast<size_t>(ps_->num_workers());
-  if (last_server_stats_.empty()) {
-    last_server_stats_ = ps_->store().stats();
-    last_server_stats_time_ = monotonic_seconds();
-  }
-  std::vector<double> update_rates(last_server_stats_.size(), 0.0);
-
   // Folds finished slices in and emits every complete round in order;
   // false when the loss diverged.
   auto report = [&]() -> bool {
-    for (auto& r : coord.take_results()) {
-      Round& round = rounds[r.round];
-      round.done++;
-      round.loss_sum += r.loss * static_cast<double>(r.examples);
-      round.examples += r.examples;
-      round.correct += r.correct;
-      round.staleness = std::max(round.staleness, r.staleness);
-      auto& acc = worker_loss_acc_[static_cast<size_t>(r.worker)];
-      acc.first += r.loss;
-      acc.second++;
-      worker_last_seconds_[static_cast<size_t>(r.worker)] = r.seconds;
-    }
-    for (auto& l : coord.take_lost()) {
-      const auto lost = coord.lost();
-      const auto alive = std::count(lost.begin(), lost.end(), false);
-      sink_.emit(LogEvent{"warning", "worker " + std::to_string(l.worker) + " (" + ps_->devices()[static_cast<size_t>(l.worker)].str() +
-                                         ") lost: " + l.reason + "; training continues on " + std::to_string(alive) +
-                                         " worker" + (alive == 1 ? "" : "s") + ", its slice is redone by another",
-                          elapsed()});
-    }
-    while (!rounds.empty() && rounds.begin()->first == pos.step + 1 && rounds.begin()->second.done == rounds.begin()->second.expected) {
-      const Round round = rounds.begin()->second;
-      rounds.erase(rounds.begin());
-      StepEvent ev;
-      ev.loss = round.examples ? round.loss_sum / static_cast<double>(round.examples) : 0.0;
-      for (size_t w = 0; w < W; ++w) {
-        auto& acc = worker_loss_acc_[w];
-        if (acc.second) worker_last_loss_[w] = acc.first / static_cast<double>(acc.second);
-        acc = {0.0, 0};
-      }
-      ev.replica_losses = worker_last_loss_;
-      ev.worker_step_times = worker_last_seconds_;
-      ev.staleness = round.staleness;
-      ev.worker_steps = coord.worker_steps();
-      const auto lost = coord.lost();
-      for (size_t w = 0; w < W; ++w)
-        if (lost[w]) ev.lost_workers.push_back(static_cast<int>(w));
-      // Update rates over at least 50 ms, so they do not jitter from step to step.
-      const double now = monotonic_seconds();
-      if (now - last_server_stats_time_ >= 0.05) {
-        const auto stats = ps_->store().stats();
-        for (size_t s = 0; s < stats.size(); ++s)
-          update_rates[s] = static_cast<double>(stats[s].updates - last_server_stats_[s].updates) / (now - last_server_stats_time_);
-        last_server_stats_ = stats;
-        last_server_stats_time_ = now;
-      }
-      ev.server_updates_per_sec = update_rates;
-      if (!record_step(ev, pos, round.examples, round.correct, ep, fin)) return false;
-    }
-    return true;
+    for (auto& r : coord.take_results()) tally_slice(r);
+    for (auto& l : coord.take_lost()) report_lost_worker(l.worker, l.reason, ", its slice is redone by another");
+    return emit_rounds(pos, ep, fin);
   };
 
   const CheckpointConfig& ck = config_.training.checkpoint;
@@ -144,7 +175,7 @@ void Trainer::run_epoch_async(TrainingPosition& pos, int64_t steps_per_epoch, Di
       if (!inputs) break;
       int nonempty = 0;
       for (auto& s : *inputs) nonempty += s.size() > 0;
-      rounds[next_round].expected = nonempty;
+      rounds_[next_round].expected = nonempty;
       coord.schedule(next_round++, *inputs);
       ++scheduled;
       if (!report()) break;
@@ -167,6 +198,135 @@ void Trainer::run_epoch_async(TrainingPosition& pos, int64_t steps_per_epoch, Di
     throw;
   }
   sync_model_from_servers();
+}
+
+}  // namespace strata
+
+namespace strata {
+
+FinishedEvent Trainer::run_parameter_server_process() {
+  start_time_ = monotonic_seconds() - start_.elapsed;
+  DistributedDataset dist(pipeline_, ps_->num_workers(), std::max(0, ps_->worker_index()), 1);
+  int64_t steps_per_epoch = dist.steps_per_epoch();
+  if (config_.training.max_steps_per_epoch > 0) steps_per_epoch = std::min(steps_per_epoch, config_.training.max_steps_per_epoch);
+  emit_run_started(steps_per_epoch);
+  FinishedEvent fin;
+  TrainingPosition pos = start_.epoch_complete ? next_epoch(start_) : start_;
+  fin.epochs_completed = pos.epoch - 1;
+  try {
+    if (pos.epoch_step > 0)
+      throw bad_input("parameter_server across processes resumes only from epoch checkpoints (this one is mid-epoch)");
+    if (ps_->is_server()) serve_as_chief(pos, steps_per_epoch, fin);
+    else work_remotely(pos, steps_per_epoch, fin);
+  } catch (const Error& e) {
+    fin.status = "failed";
+    fin.message = e.what();
+  } catch (const std::exception& e) {
+    fin.status = "failed";
+    fin.message = std::string("internal error: ") + e.what();
+  }
+  return finish_run(fin, pos);
+}
+
+namespace {
+// Forwards the chief server's reports to the trainer's functions.
+struct ChiefObserver final : ServerObserver {
+  std::function<void(const PushMeta&)> on_push;
+  std::function<void(int, const std::string&)> on_lost;
+  std::function<bool(int)> on_epoch;
+  void pushed(const PushMeta& m, int64_t) override { on_push(m); }
+  void worker_lost(int w, const std::string& why) override { on_lost(w, why); }
+  bool epoch_finished(int epoch) override { return on_epoch(epoch); }
+};
+}  // namespace
+
+// Every server rank serves its shard; rank 0 (the chief) also turns the
+// pushes into step events and evaluates and checkpoints at each epoch's end.
+void Trainer::serve_as_chief(TrainingPosition& pos, int64_t steps_per_epoch, FinishedEvent& fin) {
+  const bool chief = ps_->cluster().rank() == 0;
+  EpochProgress ep;
+  ep.start = elapsed();
+  ChiefObserver observer;
+  observer.on_push = [&](const PushMeta& m) {
+    SliceResult r;
+    r.round = m.round;
+    r.worker = m.worker;
+    r.loss = m.loss;
+    r.correct = m.correct;
+    r.examples = m.examples;
+    r.seconds = m.seconds;
+    r.staleness = m.staleness;
+    tally_slice(r);
+    emit_rounds(pos, ep, fin);
+  };
+  observer.on_lost = [&](int w, const std::string& why) {
+    report_lost_worker(w, why, "; its slices are skipped from now on");
+    emit_rounds(pos, ep, fin);
+  };
+  observer.on_epoch = [&](int epoch) {
+    emit_rounds(pos, ep, fin);
+    if (fin.status == "failed") return false;
+    if (pos.epoch_step < steps_per_epoch)
+      throw runtime_error("epoch " + std::to_string(epoch) + " ended after " + std::to_string(pos.epoch_step) + " of " +
+                          std::to_string(steps_per_epoch) + " steps");
+    sync_model_from_servers();
+    finish_epoch(pos, ep, fin);
+    if (stop_) {
+      fin.status = "stopped";
+      fin.message = "stopped by request after epoch " + std::to_string(epoch);
+      return false;
+    }
+    if (epoch >= config_.training.epochs) return true;
+    pos = next_epoch(pos);
+    ep = EpochProgress{elapsed(), 0, false};
+    return true;
+  };
+  serve_parameters(ps_->cluster(), ps_->store(), remote_options(), chief ? &observer : nullptr);
+}
+
+// A worker rank trains its slice of every global batch: pull, compute, push.
+void Trainer::work_remotely(TrainingPosition& pos, int64_t steps_per_epoch, FinishedEvent& fin) {
+  const int w = ps_->worker_index();
+  const bool sync = ps_->synchronous();
+  DistributedDataset dist(pipeline_, ps_->num_workers(), w, 1);
+  int64_t my_steps = 0;
+  for (; pos.epoch <= config_.training.epochs; pos = next_epoch(pos)) {
+    dist.begin_epoch(pos.epoch - 1, 0);
+    while (pos.epoch_step < steps_per_epoch) {
+      auto inputs = dist.next();
+      if (!inputs) break;
+      const Batch& slice = (*inputs)[0];
+      // Fault injection: a real process death, which the servers must notice.
+      if (w == config_.strategy.fail_worker && ++my_steps >= config_.strategy.fail_worker_step) std::raise(SIGKILL);
+      const int64_t round = pos.step + 1;
+      strategy_->run_replicas([&](ReplicaContext&) {
+        const double t0 = monotonic_seconds();
+        const std::vector<int64_t> pulled = remote_->pull(0, round);
+        WorkerStep out = slice.size() ? worker_step(w, slice) : WorkerStep{};
+        PushMeta m;
+        m.round = round;
+        m.worker = w;
+        m.examples = slice.size();
+        m.round_examples = slice.global_batch_size;
+        m.weight = sync ? static_cast<float>(m.examples) / static_cast<float>(std::max<int64_t>(1, m.round_examples)) : 1.0f;
+        m.sync_slices = sync ? 1 : 0;  // the servers count the live workers
+        m.correct = out.correct;
+        m.loss = out.loss;
+        m.staleness = remote_->last_staleness();
+        m.seconds = monotonic_seconds() - t0;
+        remote_->push(out.grads, pulled, m);
+      });
+      ++pos.step;
+      ++pos.epoch_step;
+    }
+    fin.epochs_completed = pos.epoch;
+    if (!remote_->finish_epoch(pos.epoch)) {
+      fin.status = "stopped";
+      fin.message = "the chief server ended training after epoch " + std::to_string(pos.epoch);
+      break;
+    }
+  }
+  remote_->finish();
 }
 
 }  // namespace strata

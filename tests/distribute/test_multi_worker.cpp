@@ -9,35 +9,13 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "distribute/MpiTestUtil.h"
 #include "project/ProjectFile.h"
 #include "train/SafeTensors.h"
 
 using namespace strata;
 
 namespace {
-QString bin(const char* rel) { return QStringLiteral(STRATA_BINARY_DIR "/") + rel; }
-
-QStringList mpirun_args(int ranks) {
-  // Root in containers and more ranks than cores on small machines.
-  return {"--allow-run-as-root", "--oversubscribe", "-np", QString::number(ranks)};
-}
-
-struct Result {
-  int code;
-  QString out, err;
-};
-
-Result run(const QString& program, const QStringList& args, int timeout_ms = 120000) {
-  QProcess p;
-  p.start(program, args);
-  if (!p.waitForFinished(timeout_ms)) {
-    p.kill();
-    p.waitForFinished();
-    return {-1, p.readAllStandardOutput(), "timeout: " + p.readAllStandardError()};
-  }
-  return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -2, p.readAllStandardOutput(), p.readAllStandardError()};
-}
-
 RunConfig project(int epochs) {
   RunConfig c;
   c.name = "mw";

@@ -1,6 +1,7 @@
 // The dashboard's chart layer without a main window: smoothing against a
 // closed-form reference, the chart widget's series, axes, readout, legend
-// toggling and exports, and run history parsing.
+// toggling and exports, run history parsing, and a parameter-server run's
+// charts fed from a run folder (overlay and resume prelude).
 #include <QTemporaryDir>
 #include <QApplication>
 #include <QTest>
@@ -9,6 +10,8 @@
 #include <qcustomplot.h>
 
 #include "ChartView.h"
+#include "ChartsPanel.h"
+#include "ParameterServerCharts.h"
 #include "RunHistory.h"
 #include "RunSeries.h"
 #include "Smoothing.h"
@@ -28,6 +31,7 @@ private Q_SLOTS:
   void chartExports();
   void runSeriesFromEvents();
   void runHistoryListsRuns();
+  void parameterServerRunFromFolder();
 };
 
 // TensorBoard's debiased EMA in closed form: s_n = sum_i (1-w) w^(n-i) x_i / (1 - w^n).
@@ -177,6 +181,8 @@ void ChartsTest::runSeriesFromEvents() {
   QCOMPARE(s.epoch_pos[5], 1.5);
   QCOMPARE(s.replica_loss[1][2], 6.0);
   QVERIFY(s.diverged_at && *s.diverged_at == 5);
+  QVERIFY(!s.is_parameter_server());
+  QVERIFY(s.staleness.empty() && s.server_updates.empty() && s.lost_at.empty());
 }
 
 void ChartsTest::runHistoryListsRuns() {
@@ -211,6 +217,110 @@ void ChartsTest::runHistoryListsRuns() {
   QCOMPARE(bad, 1);
   QCOMPARE(s.step.size(), size_t(1));
   QCOMPARE(s.replica_loss[1][0], 0.7);
+}
+
+namespace {
+// Step i of a stored 2-worker, 2-server run: staleness cycles 0,1,2; worker
+// 1 is reported lost from step `lost_from` on (0 = never).
+StepEvent ps_step(int i, int lost_from) {
+  StepEvent s;
+  s.step = s.epoch_step = i;
+  s.epoch = 1;
+  s.time = 0.01 * i;
+  s.replica_losses = {1.0 / i, 2.0 / i};
+  s.loss = 1.5 / i;
+  s.staleness = (i - 1) % 3;
+  s.worker_steps = {i, i - 1};
+  s.server_updates_per_sec = {10.0 * i, 20.0 * i};
+  if (lost_from > 0 && i >= lost_from) s.lost_workers = {1};
+  return s;
+}
+}  // namespace
+
+void ChartsTest::parameterServerRunFromFolder() {
+  QTemporaryDir dir;
+  const std::string project = dir.filePath("p.strata").toStdString();
+  const std::string run_dir = runs_folder_for(project) + "/20250103-100000";
+  QDir().mkpath(QString::fromStdString(run_dir));
+  RunStartedEvent r;
+  r.strategy = "parameter_server";
+  r.replicas = 2;
+  r.devices = {"cpu:0", "cpu:1"};
+  r.steps_per_epoch = 6;
+  r.epochs = 1;
+  r.servers = 2;
+  r.staleness_bound = 2;
+  r.shards = "server 0: dense/kernel; server 1: dense/bias";
+  {
+    std::ofstream out(run_dir + "/events.jsonl");
+    out << event_to_jsonl(r) << "\n";
+    for (int i = 1; i <= 6; ++i) {
+      if (i == 5) out << event_to_jsonl(LogEvent{"warning", "worker 1 (cpu:1) lost: injected", 0.045}) << "\n";
+      out << event_to_jsonl(ps_step(i, 5)) << "\n";
+    }
+    FinishedEvent f;
+    f.steps = 6;
+    out << event_to_jsonl(f) << "\n";
+  }
+  const auto list = list_runs(project);
+  QCOMPARE(list.size(), size_t(1));
+  QCOMPARE(QString::fromStdString(list[0].summary), QString("parameter_server x2 · 2 servers · completed · 6 steps · 1 worker lost"));
+
+  // The stored run as columns.
+  const RunSeries run = load_run(list[0].dir);
+  QVERIFY(run.is_parameter_server());
+  QCOMPARE(run.staleness, (std::vector<double>{0, 1, 2, 0, 1, 2}));
+  QCOMPARE(run.server_updates.size(), size_t(2));
+  QCOMPARE(run.server_updates[1], (std::vector<double>{20, 40, 60, 80, 100, 120}));
+  QCOMPARE(run.worker_steps, (std::vector<int64_t>{6, 5}));
+  QCOMPARE(run.lost_at.size(), size_t(2));
+  QVERIFY(!run.lost_at[0]);
+  QCOMPARE(run.lost_at[1], std::optional<int64_t>(5));
+  QCOMPARE(run.lost_worker_count(), 1);
+
+  // As an overlay: its staleness dashed on the staleness chart, which shows
+  // for it even though no parameter-server run is live.
+  ChartsPanel panel;
+  QVERIFY(!panel.parameterServerCharts()->isVisibleTo(&panel));
+  panel.addOverlay(run, "old");
+  ChartView* staleness = panel.stalenessChart();
+  const int o = staleness->seriesIndex("old · staleness");
+  QVERIFY(o >= 0);
+  QCOMPARE(staleness->seriesValues(o), run.staleness);
+  QCOMPARE(staleness->seriesStyle(o).pen, Qt::DashLine);
+  QVERIFY(panel.parameterServerCharts()->isVisibleTo(&panel));
+  panel.removeOverlay("old");
+  QCOMPARE(staleness->seriesIndex("old · staleness"), -1);
+  QVERIFY(!panel.parameterServerCharts()->isVisibleTo(&panel));
+
+  // Resumed from its step-4 checkpoint: the stored steps (JSON Lines, read
+  // back) come first, through the same path as live events; the new attempt
+  // has both workers again.
+  panel.setPrelude(events_until(list[0].dir, 4));
+  std::vector<Event> resumed{r};
+  for (int i = 5; i <= 6; ++i) resumed.push_back(ps_step(i, 0));
+  panel.addEvents(resumed);
+  QCOMPARE(staleness->seriesValues(staleness->seriesIndex("staleness")), (std::vector<double>{0, 1, 2, 0, 1, 2}));
+  QCOMPARE(staleness->pointCount(staleness->seriesIndex("bound (k = 2)")), 6);
+  ChartView* servers = panel.serverUpdatesChart();
+  QCOMPARE(servers->seriesValues(servers->seriesIndex("server 0")), (std::vector<double>{10, 20, 30, 40, 50, 60}));
+  ChartView* loss = panel.lossChart();
+  QCOMPARE(loss->seriesLabel(loss->seriesIndex("worker 1")), QString("worker 1 — 5 steps"));
+  // Worker 1 finished no slice by step 1: its line starts at step 2.
+  QCOMPARE(loss->pointCount(loss->seriesIndex("worker 1")), 5);
+  QCOMPARE(loss->markerCount(), 0);
+
+  // The stored attempt lost worker 1 at step 5: replaying the whole file
+  // marks it there, and only once.
+  std::vector<Event> all;
+  std::ifstream in(run_dir + "/events.jsonl");
+  for (std::string line; std::getline(in, line);) all.push_back(event_from_jsonl(line));
+  panel.addEvents(all);
+  QCOMPARE(loss->markerCount(), 1);
+  QCOMPARE(loss->markerText(0), QString("worker 1 lost (step 5)"));
+  QCOMPARE(loss->seriesLabel(loss->seriesIndex("worker 1")), QString("worker 1 (lost) — 5 steps"));
+  QCOMPARE(loss->pointCount(loss->seriesIndex("worker 1")), 3);  // steps 2-4
+  QVERIFY(panel.parameterServerCharts()->workerLost(1));
 }
 
 QTEST_MAIN(ChartsTest)

@@ -1,18 +1,23 @@
 // Drives the dashboard the way a user would: configure a Mirrored run on two
 // CPU replicas through the panels, train, pause/resume/stop, save and reopen,
-// broken files, divergence, run history overlays, and a mid-run screenshot.
+// broken files, divergence, run history overlays, a ParameterServer run and
+// its charts (staleness, server updates, lost workers), and a mid-run
+// screenshot.
+#include <QCheckBox>
 #include <QComboBox>
 #include <QDir>
 #include <QLineEdit>
 #include <QFile>
 #include <QListWidget>
 #include <QRadioButton>
+#include <QRegularExpression>
 #include <QSpinBox>
 #include <QTemporaryDir>
 #include <QPushButton>
 #include <QSignalSpy>
 #include <QTableWidget>
 #include <QTest>
+#include <algorithm>
 #include <cmath>
 
 #include "ChartsPanel.h"
@@ -27,12 +32,16 @@
 #include "MainWindow.h"
 #include "MessagePresenter.h"
 #include "ModelPanel.h"
+#include "ParameterServerCharts.h"
+#include "ParameterServerSettings.h"
 #include "RunController.h"
+#include "RunHistory.h"
 #include "RunHistoryPanel.h"
 #include "StatusPanel.h"
 #include "StrategyPanel.h"
 #include "TrainingPanel.h"
 #include "distribute/Cluster.h"
+#include "train/EventJson.h"
 #include "train/SafeTensors.h"
 
 using namespace strata;
@@ -91,6 +100,9 @@ private Q_SLOTS:
   void evaluationViewAndExport();
   void multiWorkerRun();
   void multiWorkerStop();
+  void parameterServerRunFillsCharts();
+  void lostWorkerIsMarked();
+  void parameterServerSaveAndReopen();
   void screenshotMidRun();
 
 private:
@@ -101,6 +113,9 @@ private:
   QString copyProject(const QString& name);
   // MultiWorkerMirrored, 2 processes of one cpu:0 replica each.
   void configureMultiWorker(Window& win, const QString& project, int epochs);
+  // ParameterServer on cpu:0 and cpu:1 (two workers), chosen and set through
+  // the strategy panel's widgets; bound < 0 = unbounded.
+  void configureParameterServer(Window& win, const QString& project, int epochs, int servers, int bound);
   QString resumed_run_;
   QTemporaryDir tmp_;
   QString project_;
@@ -137,18 +152,33 @@ void DashboardTest::configureMirrored(Window& win, int epochs) {
 
 void DashboardTest::unavailableStrategiesAreDisabled() {
   Window win;
+  StrategyPanel* panel = win.editor()->strategyPanel();
+  // ParameterServer runs in this process: always available, its tooltip is
+  // the description, and its settings stay hidden until it is chosen.
   auto* ps = win.w.findChild<QRadioButton*>("strategy_parameter_server");
-  QVERIFY(ps && !ps->isEnabled());
-  QVERIFY2(ps->toolTip().contains("Not available"), qPrintable(ps->toolTip()));
+  QVERIFY(ps && ps->isEnabled());
+  QVERIFY(panel->isAvailable("parameter_server"));
+  QVERIFY(panel->unavailableReason("parameter_server").isEmpty());
+  QVERIFY2(ps->toolTip().contains("parameter servers") && !ps->toolTip().contains("Not available"), qPrintable(ps->toolTip()));
+  QVERIFY(!panel->parameterServerSettings()->isVisibleTo(panel));
   // Multi-worker runs are launched with mpirun: available exactly when the
   // engine has MPI and mpirun is on PATH, else the tooltip says what lacks.
   auto* mw = win.w.findChild<QRadioButton*>("strategy_multi_worker_mirrored");
   QVERIFY(mw);
   const bool can = mpi_built() && !find_mpirun().isEmpty() && !find_strata_run().isEmpty();
   QCOMPARE(mw->isEnabled(), can);
-  if (!can) QVERIFY2(mw->toolTip().contains("mpirun") && mw->toolTip().contains("Not available"), qPrintable(mw->toolTip()));
+  QCOMPARE(panel->isAvailable("multi_worker_mirrored"), can);
+  if (!can) {
+    QVERIFY2(mw->toolTip().contains("mpirun") && mw->toolTip().contains("Not available"), qPrintable(mw->toolTip()));
+    QVERIFY(!panel->setStrategy("multi_worker_mirrored"));  // a disabled one cannot be chosen
+  }
   for (const char* name : {"one_device", "mirrored", "central_storage"})
     QVERIFY(win.w.findChild<QRadioButton*>(QString("strategy_") + name)->isEnabled());
+  // A name the engine does not know is neither listed nor available.
+  QVERIFY(!panel->isAvailable("no_such_strategy"));
+  QVERIFY(!panel->setStrategy("no_such_strategy"));
+  QCOMPARE(panel->unavailableReason("no_such_strategy"), QString("unknown strategy"));
+  QCOMPARE(win.w.findChildren<QRadioButton*>(QRegularExpression("^strategy_")).size(), 5);
 }
 
 void DashboardTest::modelEditorChecksShapes() {
@@ -596,6 +626,291 @@ void DashboardTest::multiWorkerStop() {
   const QString run_dir = win.w.runController()->lastRunDir();
   QVERIFY(QFile::exists(run_dir + "/checkpoints/ckpt-" + QString::number(qint64(live.step.back())) + "/state.json"));
   QVERIFY(win.w.historyPanel()->canResume(0));
+}
+
+void DashboardTest::configureParameterServer(Window& win, const QString& project, int epochs, int servers, int bound) {
+  QVERIFY(win.w.openProject(project));
+  StrategyPanel* panel = win.editor()->strategyPanel();
+  ParameterServerSettings* settings = panel->parameterServerSettings();
+  auto* ps = win.w.findChild<QRadioButton*>("strategy_parameter_server");
+  QVERIFY(ps && ps->isEnabled());
+  QTest::mouseClick(ps, Qt::LeftButton, Qt::NoModifier, QPoint(8, ps->height() / 2));
+  QVERIFY(ps->isChecked());
+  QVERIFY(win.w.isModified());
+  QVERIFY(settings->isVisibleTo(panel));
+  QVERIFY(!panel->multiWorkerPanel()->isVisibleTo(panel));
+  // The widgets the tests drive are the ones a user sees, found by name.
+  QCOMPARE(win.w.findChild<QSpinBox*>("psServers"), settings->serversBox());
+  QCOMPARE(win.w.findChild<QCheckBox*>("psStalenessUnbounded"), settings->unboundedBox());
+  QCOMPARE(win.w.findChild<QSpinBox*>("psStaleness"), settings->stalenessBox());
+  QCOMPARE(win.w.findChild<QSpinBox*>("psMinShardBytes"), settings->minShardBytesBox());
+  QVERIFY(settings->stalenessBox()->toolTip().contains("0 = synchronous"));
+  settings->serversBox()->setValue(servers);
+  settings->unboundedBox()->setChecked(bound < 0);
+  QCOMPARE(settings->stalenessBox()->isEnabled(), bound >= 0);
+  if (bound >= 0) settings->stalenessBox()->setValue(bound);
+  auto* devices = win.w.findChild<QListWidget*>("deviceList");
+  check_device(devices, "cpu:0", true);
+  check_device(devices, "cpu:1", true);
+  QCOMPARE(win.editor()->devicesPanel()->selectedDevices(), QStringList({"cpu:0", "cpu:1"}));
+  win.editor()->trainingPanel()->epochsBox()->setValue(epochs);
+  win.editor()->trainingPanel()->batchBox()->setValue(50);
+  QVERIFY2(win.editor()->devicesPanel()->summary().startsWith("2 worker"), qPrintable(win.editor()->devicesPanel()->summary()));
+  const RunConfig c = win.w.currentConfig();
+  QCOMPARE(QString::fromStdString(c.strategy.name), QString("parameter_server"));
+  QCOMPARE(c.strategy.servers, servers);
+  QCOMPARE(c.strategy.staleness, bound < 0 ? -1 : bound);
+  QCOMPARE(c.strategy.devices, (std::vector<std::string>{"cpu:0", "cpu:1"}));
+}
+
+void DashboardTest::parameterServerRunFillsCharts() {
+  Window win;
+  // Long enough (a few tenths of a second here) for the servers' update
+  // rates, measured over at least 50 ms, to show.
+  const int epochs = 40;
+  configureParameterServer(win, copyProject("ps.strata"), epochs, 2, 2);
+  QVERIFY(win.w.saveProject());
+  win.w.startRun();
+  QVERIFY(win.w.runController()->running());
+  // Locked like every other setting while the run goes.
+  QVERIFY(!win.editor()->strategyPanel()->parameterServerSettings()->serversBox()->isEnabled());
+  QTRY_VERIFY_WITH_TIMEOUT(!win.w.runController()->running(), 120000);
+  QVERIFY(win.editor()->strategyPanel()->parameterServerSettings()->serversBox()->isEnabled());
+  QVERIFY2(win.presenter->errors.isEmpty(), qPrintable(win.presenter->errors.join("\n")));
+  QVERIFY2(win.w.statusPanel()->statusText().startsWith("Completed"),
+           qPrintable(win.w.statusPanel()->statusText() + "\n" + win.w.logPanel()->toPlainText()));
+
+  const int steps = epochs * 16;  // 800 training examples, global batch 50
+  ChartsPanel* charts = win.w.charts();
+  const RunSeries& live = charts->liveRun();
+  QVERIFY(live.started);
+  QCOMPARE(QString::fromStdString(live.started->strategy), QString("parameter_server"));
+  QCOMPARE(live.started->replicas, 2);
+  QCOMPARE(live.started->servers, 2);
+  QCOMPARE(live.started->staleness_bound, std::optional<int>(2));
+  QCOMPARE(int(live.step.size()), steps);
+  QVERIFY(charts->parameterServerCharts()->isVisibleTo(charts));
+  QVERIFY2(win.w.statusPanel()->workersText().contains("2 parameter server(s), staleness ≤ 2"),
+           qPrintable(win.w.statusPanel()->workersText()));
+
+  // Staleness: one point a step, never above the bound, the bound drawn beside.
+  ChartView* staleness = charts->stalenessChart();
+  const int st = staleness->seriesIndex("staleness");
+  QVERIFY(st >= 0);
+  QCOMPARE(staleness->pointCount(st), steps);
+  for (double v : staleness->seriesValues(st)) QVERIFY2(v >= 0 && v <= 2, qPrintable(QString::number(v)));
+  QCOMPARE(staleness->seriesValues(st), live.staleness);
+  const int bound = staleness->seriesIndex("bound (k = 2)");
+  QVERIFY(bound >= 0);
+  QCOMPARE(staleness->seriesStyle(bound).pen, Qt::DashLine);
+  QCOMPARE(staleness->pointCount(bound), steps);
+  QVERIFY(std::all_of(staleness->seriesValues(bound).begin(), staleness->seriesValues(bound).end(), [](double v) { return v == 2; }));
+
+  // Server updates: one series per server, a point a step, the events' rates.
+  ChartView* servers = charts->serverUpdatesChart();
+  QCOMPARE(servers->seriesCount(), 2);
+  QCOMPARE(live.server_updates.size(), size_t(2));
+  double fastest = 0;
+  for (int k = 0; k < 2; ++k) {
+    const int i = servers->seriesIndex(QString("server %1").arg(k));
+    QVERIFY(i >= 0);
+    QCOMPARE(servers->pointCount(i), steps);
+    QCOMPARE(servers->seriesValues(i), live.server_updates[size_t(k)]);
+    for (double v : servers->seriesValues(i)) QVERIFY(std::isfinite(v) && v >= 0);
+    fastest = std::max(fastest, *std::max_element(servers->seriesValues(i).begin(), servers->seriesValues(i).end()));
+  }
+  qInfo("parameter-server run: %.3f s, fastest server %.0f updates/s", live.time.back(), fastest);
+  // Rates are measured over at least 50 ms, so a run that long has one.
+  if (live.time.back() > 0.1) QVERIFY(fastest > 0);
+
+  // Loss: a series per worker (named so) plus the reduced loss. A worker's
+  // line starts at its first reported loss (the engine says 0 before).
+  ChartView* loss = charts->lossChart();
+  QCOMPARE(loss->seriesIndex("replica 0"), -1);
+  QCOMPARE(loss->pointCount(loss->seriesIndex("loss (reduced)")), steps);
+  int64_t slices = 0;
+  for (int w = 0; w < 2; ++w) {
+    const int i = loss->seriesIndex(ParameterServerCharts::workerSeriesName(size_t(w)));
+    QVERIFY(i >= 0);
+    const auto& col = live.replica_loss[size_t(w)];
+    const auto first = std::find_if(col.begin(), col.end(), [](double v) { return v != 0.0; });
+    QVERIFY(first != col.end());
+    QCOMPARE(loss->pointCount(i), int(col.end() - first));
+    QCOMPARE(loss->seriesValues(i).back(), col.back());
+    // The legend counts the worker's finished slices.
+    const int64_t n = live.worker_steps[size_t(w)];
+    QVERIFY(n > 0);
+    slices += n;
+    QCOMPARE(loss->seriesLabel(i), QString("worker %1 — %2 steps").arg(w).arg(n));
+  }
+  QCOMPARE(slices, int64_t(2) * steps);  // every round: two slices of 25, none redone
+  QCOMPARE(loss->markerCount(), 0);
+  QCOMPARE(live.lost_worker_count(), 0);
+  QCOMPARE(win.w.historyPanel()->runCount(), 1);
+  const auto runs = list_runs(win.w.projectPath().toStdString());
+  QVERIFY2(QString::fromStdString(runs.at(0).summary).startsWith("parameter_server x2 · 2 servers · completed"),
+           runs.at(0).summary.c_str());
+}
+
+void DashboardTest::lostWorkerIsMarked() {
+  // A lost worker needs an injected fault (a bench/demo option the panels do
+  // not offer), so the engine's event sequence is replayed through the
+  // bridge's signal, as in divergenceIsMarked; then once more after a round
+  // trip through JSON Lines, the form a run folder stores.
+  for (const bool via_jsonl : {false, true}) {
+    Window win;
+    QVERIFY(win.w.openProject(project_));
+    RunStartedEvent started;
+    started.strategy = "parameter_server";
+    started.replicas = 2;
+    started.devices = {"cpu:0", "cpu:1"};
+    started.steps_per_epoch = 10;
+    started.epochs = 1;
+    started.servers = 2;
+    started.staleness_bound = 1;
+    started.shards = "server 0: dense/kernel; server 1: dense/bias";
+    std::vector<Event> batch{started};
+    for (int i = 1; i <= 6; ++i) {
+      StepEvent s;
+      s.step = s.epoch_step = i;
+      s.epoch = 1;
+      s.time = 0.1 * i;
+      s.replica_losses = {1.0 / i, 1.2 / i};
+      s.loss = 1.1 / i;
+      s.staleness = i % 2;
+      s.worker_steps = {i, std::min(i, 3)};
+      s.server_updates_per_sec = {100.0 * i, 90.0 * i};
+      s.worker_step_times = {0.01, 0.02};
+      if (i == 1) s.replica_losses[1] = 0.0, s.worker_steps[1] = 0;  // worker 1 has not finished a slice
+      if (i >= 4) s.lost_workers = {1};
+      if (i == 4) batch.push_back(LogEvent{"warning", "worker 1 (cpu:1) lost: worker 1 failed (injected at its step 4)", 0.35});
+      batch.push_back(s);
+    }
+    if (via_jsonl)
+      for (auto& e : batch) e = event_from_jsonl(event_to_jsonl(e));
+    Q_EMIT win.w.runController()->bridge()->events(batch);
+
+    ChartsPanel* charts = win.w.charts();
+    QVERIFY(charts->parameterServerCharts()->isVisibleTo(charts));
+    ChartView* loss = charts->lossChart();
+    const int w0 = loss->seriesIndex("worker 0"), w1 = loss->seriesIndex("worker 1");
+    QVERIFY(w0 >= 0 && w1 >= 0);
+    QCOMPARE(loss->seriesLabel(w0), QString("worker 0 — 6 steps"));
+    QCOMPARE(loss->seriesLabel(w1), QString("worker 1 (lost) — 3 steps"));
+    QVERIFY(charts->parameterServerCharts()->workerLost(1));
+    QVERIFY(!charts->parameterServerCharts()->workerLost(0));
+    // Greyed and dashed; the live worker keeps its colour and solid line.
+    QCOMPARE(loss->seriesStyle(w1).pen, Qt::DashLine);
+    QCOMPARE(loss->seriesStyle(w1).color, QColor(150, 150, 150));
+    QCOMPARE(loss->seriesStyle(w0).pen, Qt::SolidLine);
+    QCOMPARE(loss->seriesStyle(w0).color, QColor(31, 119, 180));
+    // Worker 1's line: steps 2 and 3 only (no loss at step 1, lost from 4).
+    QCOMPARE(loss->pointCount(w0), 6);
+    QCOMPARE(loss->pointCount(w1), 2);
+    QCOMPARE(loss->seriesValues(w1), (std::vector<double>{1.2 / 2, 1.2 / 3}));
+    // Its step time likewise stops where it was lost.
+    ChartView* times = charts->workerChart();
+    QCOMPARE(times->pointCount(times->seriesIndex("worker 0")), 6);
+    QCOMPARE(times->pointCount(times->seriesIndex("worker 1")), 2);
+    // One marker, at the step that first reported the loss.
+    QCOMPARE(loss->markerCount(), 1);
+    QCOMPARE(loss->markerText(0), QString("worker 1 lost (step 4)"));
+    QCOMPARE(charts->liveRun().lost_worker_count(), 1);
+    QCOMPARE(charts->liveRun().lost_at.at(1), std::optional<int64_t>(4));
+    QVERIFY(win.w.logPanel()->toPlainText().contains("worker 1 (cpu:1) lost"));
+    // The staleness and server charts filled from the same events.
+    ChartView* staleness = charts->stalenessChart();
+    QCOMPARE(staleness->seriesValues(staleness->seriesIndex("staleness")), (std::vector<double>{1, 0, 1, 0, 1, 0}));
+    QCOMPARE(staleness->pointCount(staleness->seriesIndex("bound (k = 1)")), 6);
+    ChartView* servers = charts->serverUpdatesChart();
+    QCOMPARE(servers->seriesCount(), 2);
+    QCOMPARE(servers->seriesValues(servers->seriesIndex("server 1")), (std::vector<double>{90, 180, 270, 360, 450, 540}));
+    QVERIFY(servers->toolTip().contains("server 1: dense/bias"));
+
+    // Still lost in the next batch: no second marker, no new point.
+    StepEvent more;
+    more.step = more.epoch_step = 7;
+    more.epoch = 1;
+    more.replica_losses = {0.1, 0.1};
+    more.staleness = 0;
+    more.worker_steps = {7, 3};
+    more.lost_workers = {1};
+    more.server_updates_per_sec = {1, 1};
+    Q_EMIT win.w.runController()->bridge()->events({more});
+    QCOMPARE(loss->markerCount(), 1);
+    QCOMPARE(loss->pointCount(w1), 2);
+    QCOMPARE(loss->seriesLabel(w0), QString("worker 0 — 7 steps"));
+
+    // The next run (not parameter-server) starts clean: no markers, replica
+    // series, the parameter-server charts hidden.
+    RunStartedEvent mirrored;
+    mirrored.strategy = "mirrored";
+    mirrored.replicas = 2;
+    mirrored.steps_per_epoch = 10;
+    Q_EMIT win.w.runController()->bridge()->events({mirrored});
+    QCOMPARE(loss->markerCount(), 0);
+    QCOMPARE(loss->seriesIndex("worker 1"), -1);
+    QVERIFY(loss->seriesIndex("replica 1") >= 0);
+    QVERIFY(!charts->parameterServerCharts()->isVisibleTo(charts));
+    QCOMPARE(charts->serverUpdatesChart()->seriesCount(), 0);
+  }
+}
+
+void DashboardTest::parameterServerSaveAndReopen() {
+  const QString path = tmp_.filePath("saved-ps.strata");
+  {
+    Window win;
+    configureParameterServer(win, copyProject("ps-save.strata"), 2, 2, 3);
+    win.editor()->strategyPanel()->parameterServerSettings()->minShardBytesBox()->setValue(4096);
+    QVERIFY(win.w.saveProjectAs(path));
+    QVERIFY(!win.w.isModified());
+  }
+  {
+    Window win;
+    QVERIFY(win.w.openProject(path));
+    QVERIFY(!win.w.isModified());  // loading the settings is not an edit
+    const RunConfig c = win.w.currentConfig();
+    QCOMPARE(QString::fromStdString(c.strategy.name), QString("parameter_server"));
+    QCOMPARE(c.strategy.servers, 2);
+    QCOMPARE(c.strategy.staleness, 3);
+    QCOMPARE(c.strategy.min_shard_bytes, int64_t(4096));
+    QCOMPARE(c.strategy.devices, (std::vector<std::string>{"cpu:0", "cpu:1"}));
+    ParameterServerSettings* settings = win.editor()->strategyPanel()->parameterServerSettings();
+    QVERIFY(settings->isVisibleTo(win.editor()->strategyPanel()));
+    QCOMPARE(settings->serversBox()->value(), 2);
+    QVERIFY(!settings->unboundedBox()->isChecked());
+    QVERIFY(settings->stalenessBox()->isEnabled());
+    QCOMPARE(settings->stalenessBox()->value(), 3);
+    QCOMPARE(settings->minShardBytesBox()->value(), 4096);
+    // Unbounded: the modified marker, the k box off, saved as null.
+    QTest::mouseClick(settings->unboundedBox(), Qt::LeftButton, Qt::NoModifier, QPoint(6, settings->unboundedBox()->height() / 2));
+    QVERIFY(settings->unboundedBox()->isChecked());
+    QVERIFY(!settings->stalenessBox()->isEnabled());
+    QVERIFY(win.w.isModified());
+    QVERIFY(win.w.windowTitle().contains("*"));
+    settings->serversBox()->setValue(3);
+    QVERIFY(win.w.saveProject());
+  }
+  {
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    const auto j = nlohmann::json::parse(f.readAll().toStdString());
+    QVERIFY(j["strategy"]["staleness"].is_null());
+    QCOMPARE(j["strategy"]["servers"].get<int>(), 3);
+  }
+  Window win;
+  QVERIFY(win.w.openProject(path));
+  const RunConfig c = win.w.currentConfig();
+  QCOMPARE(c.strategy.staleness, -1);
+  QCOMPARE(c.strategy.servers, 3);
+  QCOMPARE(c.strategy.min_shard_bytes, int64_t(4096));
+  ParameterServerSettings* settings = win.editor()->strategyPanel()->parameterServerSettings();
+  QVERIFY(settings->unboundedBox()->isChecked());
+  QVERIFY(!settings->stalenessBox()->isEnabled());
+  QCOMPARE(settings->serversBox()->value(), 3);
+  // Another strategy hides the settings.
+  QVERIFY(win.editor()->strategyPanel()->setStrategy("mirrored"));
+  QVERIFY(!settings->isVisibleTo(win.editor()->strategyPanel()));
 }
 
 void DashboardTest::screenshotMidRun() {

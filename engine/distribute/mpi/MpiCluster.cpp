@@ -12,8 +12,10 @@ namespace strata {
 
 namespace {
 std::weak_ptr<Cluster> g_cluster;
+bool g_skip_finalize = false;
 
 void finalize_at_exit() {
+  if (g_skip_finalize) return;
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (!finalized) MPI_Finalize();
@@ -114,5 +116,7 @@ std::shared_ptr<Cluster> mpi_cluster(double timeout_seconds) {
 }
 
 bool mpi_built() { return true; }
+
+void skip_mpi_finalize() { g_skip_finalize = true; }
 
 }  // namespace strata

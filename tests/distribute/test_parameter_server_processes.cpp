@@ -1,0 +1,134 @@
+// ParameterServerStrategy across processes under real mpirun: the first
+// ranks serve, the others work. Synchronous (k = 0) equals in-process
+// Mirrored; a worker rank that dies (SIGKILL) leaves the run going; a server
+// that fails ends the run with its name, and the run resumes from its epoch
+// checkpoint; bad launches are clear errors.
+#include <QtTest>
+
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QTemporaryDir>
+#include <nlohmann/json.hpp>
+
+#include "distribute/MpiTestUtil.h"
+#include "project/ProjectFile.h"
+
+using namespace strata;
+
+namespace {
+
+QString tiny() { return QStringLiteral(STRATA_SOURCE_DIR "/resources/examples/tiny-synthetic.strata"); }
+
+std::vector<QJsonObject> events(const QString& jsonl, const char* type) {
+  std::vector<QJsonObject> out;
+  for (auto& line : jsonl.split('\n', Qt::SkipEmptyParts)) {
+    auto o = QJsonDocument::fromJson(line.toUtf8()).object();
+    if (o["type"].toString() == type) out.push_back(o);
+  }
+  return out;
+}
+
+// The worker ranks must be able to die without mpirun ending the job.
+QStringList ps_launch(int ranks) { return mpirun_args(ranks) + QStringList{"--enable-recovery"}; }
+
+}  // namespace
+
+class TestParameterServerProcesses : public QObject {
+  Q_OBJECT
+
+private slots:
+  void initTestCase() {
+#ifndef STRATA_WITH_MPI
+    QSKIP("this build has no MPI support");
+#endif
+    if (QStandardPaths::findExecutable("mpirun").isEmpty()) QSKIP("mpirun is not installed (apt install openmpi-bin)");
+  }
+
+  // 1 server + 2 workers, synchronous: the same losses, step by step, as
+  // Mirrored with 2 replicas in one process.
+  void synchronous_equals_in_process_mirrored() {
+    auto mirrored = run(bin("app/strata-run"), {tiny(), "--strategy", "mirrored", "--devices", "cpu:0,cpu:1", "--no-run-dir",
+                                               "--events", "jsonl", "--epochs", "2"});
+    QVERIFY2(mirrored.code == 0, qPrintable(mirrored.err));
+    auto ps = run("mpirun", ps_launch(3) + QStringList{bin("app/strata-run"), tiny(), "--strategy", "parameter_server",
+                                                       "--servers", "1", "--staleness", "0", "--no-run-dir", "--events",
+                                                       "jsonl", "--epochs", "2"});
+    QVERIFY2(ps.code == 0, qPrintable(ps.err));
+    const auto started = events(ps.out, "run_started");
+    QCOMPARE(started.size(), size_t{1});  // rank 0 alone reports
+    QCOMPARE(started[0]["servers"].toInt(), 1);
+    QCOMPARE(started[0]["replicas"].toInt(), 2);
+    const auto a = events(mirrored.out, "step"), b = events(ps.out, "step");
+    QCOMPARE(b.size(), a.size());
+    QVERIFY(!a.empty());
+    for (size_t i = 0; i < a.size(); ++i) {
+      const double x = a[i]["loss"].toDouble(), y = b[i]["loss"].toDouble();
+      QVERIFY2(std::abs(x - y) <= 1e-5 * std::max(1.0, std::abs(x)),
+               qPrintable(QString("step %1: mirrored %2, parameter_server %3").arg(i + 1).arg(x).arg(y)));
+      QCOMPARE(b[i]["staleness"].toInt(), 0);
+      QCOMPARE(b[i]["replica_losses"].toArray().size(), 2);
+    }
+    QCOMPARE(events(ps.out, "finished").front()["status"].toString(), QString("completed"));
+  }
+
+  // Worker 1 (rank 3) kills itself with SIGKILL at its 10th step.
+  void killed_worker_rank_leaves_run_going() {
+    auto r = run("mpirun", ps_launch(4) + QStringList{bin("app/strata-run"), tiny(), "--strategy", "parameter_server",
+                                                      "--servers", "2", "--staleness", "2", "--fail-worker", "1@10",
+                                                      "--collective-timeout", "2", "--no-run-dir", "--events", "jsonl",
+                                                      "--epochs", "3"});
+    const auto fin = events(r.out, "finished");
+    QVERIFY2(fin.size() == 1, qPrintable(r.out + r.err));
+    QVERIFY2(fin[0]["status"].toString() == "completed", qPrintable(r.out + r.err));
+    bool warned = false;
+    for (auto& l : events(r.out, "log"))
+      warned = warned || l["message"].toString().contains("worker 1 (rank 3) lost");
+    QVERIFY2(warned, qPrintable(r.out));
+    const auto steps = events(r.out, "step");
+    QCOMPARE(static_cast<int>(steps.size()), 3 * events(r.out, "run_started")[0]["steps_per_epoch"].toInt());
+    for (auto& s : steps) QVERIFY(s["staleness"].toInt() <= 2);
+    QCOMPARE(steps.back()["lost_workers"].toArray(), QJsonArray{1});
+    QCOMPARE(steps.back()["worker_steps"].toArray()[1].toInt(), 9);  // it pushed 9 slices, then died
+    QVERIFY(events(r.out, "epoch").back()["val_accuracy"].toDouble() > 0.9);
+  }
+
+  // Server 1 fails at its 40th update (in epoch 2): the run fails naming it,
+  // and --resume continues from the epoch-1 checkpoint to the end.
+  void failed_server_fails_run_and_resumes() {
+    QTemporaryDir tmp;
+    const QString dir = tmp.path() + "/run";
+    const QStringList common{bin("app/strata-run"), tiny(), "--strategy", "parameter_server", "--servers", "2",
+                             "--collective-timeout", "2", "--events", "jsonl", "--epochs", "3"};
+    auto failed = run("mpirun", ps_launch(4) + common + QStringList{"--run-dir", dir, "--fail-server", "1@40"});
+    QVERIFY2(failed.err.contains("parameter server 1 failed"), qPrintable(failed.err));
+    // The failed server's rank aborts the job (MPI_Abort); the chief may be
+    // ended before it reports, but it never reports success.
+    for (auto& f : events(failed.out, "finished")) QCOMPARE(f["status"].toString(), QString("failed"));
+    QVERIFY(events(failed.out, "step").size() < size_t{3 * 16});
+    QVERIFY(QFile::exists(dir + "/checkpoints/latest"));
+
+    auto resumed = run("mpirun", ps_launch(4) + common + QStringList{"--resume", dir});
+    QVERIFY2(resumed.code == 0, qPrintable(resumed.err));
+    const auto done = events(resumed.out, "finished");
+    QVERIFY2(done.size() == 1 && done[0]["status"].toString() == "completed", qPrintable(resumed.out + resumed.err));
+    const auto steps = events(resumed.out, "step");
+    const int per_epoch = events(resumed.out, "run_started")[0]["steps_per_epoch"].toInt();
+    QCOMPARE(steps.front()["step"].toInt(), per_epoch + 1);  // from the end of epoch 1
+    QCOMPARE(steps.back()["step"].toInt(), 3 * per_epoch);
+  }
+
+  void bad_launches() {
+    auto no_worker = run("mpirun", mpirun_args(2) + QStringList{bin("app/strata-run"), tiny(), "--strategy", "parameter_server",
+                                                                 "--servers", "2", "--no-run-dir"});
+    QVERIFY(no_worker.code != 0);
+    QVERIFY2(no_worker.err.contains("2 ranks with 2 servers leave no worker"), qPrintable(no_worker.err));
+    auto two_devices = run("mpirun", mpirun_args(2) + QStringList{bin("app/strata-run"), tiny(), "--strategy",
+                                                                   "parameter_server", "--devices", "cpu:0,cpu:1", "--no-run-dir"});
+    QVERIFY(two_devices.code != 0);
+    QVERIFY2(two_devices.err.contains("each worker rank is one worker on one device"), qPrintable(two_devices.err));
+  }
+};
+
+QTEST_GUILESS_MAIN(TestParameterServerProcesses)
+#include "test_parameter_server_processes.moc"
