@@ -49,6 +49,11 @@ void ConsoleReporter::progress(const StepEvent& s, bool final_line) {
     }
     replicas += "]";
   }
+  // Parameter servers: how stale the round's gradients were, and who is lost.
+  if (s.staleness) {
+    replicas += "  staleness " + std::to_string(*s.staleness);
+    for (int w : s.lost_workers) replicas += " (worker " + std::to_string(w) + " lost)";
+  }
   std::fprintf(out_, "%s%*lld/%lld [%s] loss %s%s  %.0f samples/s  ETA %s%s", tty_ ? "\r\033[K" : "",
                static_cast<int>(std::to_string(total).size()), static_cast<long long>(s.epoch_step),
                static_cast<long long>(total), bar.c_str(), loss_text(s.loss).c_str(), replicas.c_str(), rate, eta_text(eta).c_str(),
@@ -65,6 +70,9 @@ void ConsoleReporter::emit(const Event& event) {
                  r->project.c_str(), r->dataset.c_str(), r->strategy.c_str(), r->replicas, r->replicas == 1 ? "" : "s",
                  devs.c_str(), static_cast<long long>(r->global_batch), static_cast<long long>(r->steps_per_epoch),
                  static_cast<long long>(r->params));
+    if (r->servers > 0)
+      std::fprintf(out_, "parameter servers: %d, staleness bound %s | %s\n", r->servers,
+                   r->staleness_bound ? std::to_string(*r->staleness_bound).c_str() : "none (asynchronous)", r->shards.c_str());
   } else if (auto* s = std::get_if<StepEvent>(&event)) {
     if (s->epoch_step == 1) std::fprintf(out_, "Epoch %d/%d\n", s->epoch, run_.epochs);
     last_step_ = *s;
