@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <tuple>
 
 #include "ConsoleReporter.h"
 #include "EvaluateCommand.h"
@@ -93,6 +94,15 @@ int to_int(const std::string& flag, const std::string& v) {
     throw bad_input(flag + ": expected an integer, got '" + v + "'");
   }
 }
+// "I@N" with I >= 0 and N >= 1 (which worker or server fails, and when).
+std::pair<int, int64_t> index_at(const std::string& flag, const std::string& v, const char* form) {
+  const auto at = v.find('@');
+  if (at == std::string::npos) throw bad_input(flag + ": expected " + form + ", got '" + v + "'");
+  const int index = to_int(flag, v.substr(0, at));
+  const int64_t n = to_int(flag, v.substr(at + 1));
+  if (index < 0 || n < 1) throw bad_input(flag + ": expected " + form + " with a first number >= 0 and a second >= 1, got '" + v + "'");
+  return {index, n};
+}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -101,8 +111,10 @@ int main(int argc, char** argv) {
   int epochs = 0, threads = -1, batch = 0, max_steps = -1, collective_timeout = 0;
   bool no_run_dir = false, resume = false;
   std::string resume_run, evaluate, export_from, export_to;
-  std::optional<int> servers, staleness, straggler, fail_worker, fail_server;
-  std::optional<int64_t> min_shard_bytes, fail_step, fail_update;
+  std::optional<int> servers, staleness, straggler;
+  std::optional<int64_t> min_shard_bytes;
+  int fail_worker = -1, fail_server = -1;
+  int64_t fail_step = 0, fail_update = 0;
   double slowdown = 2.0;
   try {
     for (int i = 1; i < argc; ++i) {
@@ -177,19 +189,9 @@ int main(int argc, char** argv) {
         }
         if (*straggler < 0 || !(slowdown >= 1.0)) throw bad_input("--straggler: replica must be >= 0 and the factor >= 1, got '" + v + "'");
       } else if (a == "--fail-worker") {
-        const std::string v = value();
-        const auto at = v.find('@');
-        if (at == std::string::npos) throw bad_input("--fail-worker: expected W@STEP, got '" + v + "'");
-        fail_worker = to_int(a, v.substr(0, at));
-        fail_step = to_int(a, v.substr(at + 1));
-        if (*fail_worker < 0 || *fail_step < 1) throw bad_input("--fail-worker: expected W >= 0 and STEP >= 1, got '" + v + "'");
+        std::tie(fail_worker, fail_step) = index_at(a, value(), "W@STEP");
       } else if (a == "--fail-server") {
-        const std::string v = value();
-        const auto at = v.find('@');
-        if (at == std::string::npos) throw bad_input("--fail-server: expected S@UPDATE, got '" + v + "'");
-        fail_server = to_int(a, v.substr(0, at));
-        fail_update = to_int(a, v.substr(at + 1));
-        if (*fail_server < 0 || *fail_update < 1) throw bad_input("--fail-server: expected S >= 0 and UPDATE >= 1, got '" + v + "'");
+        std::tie(fail_server, fail_update) = index_at(a, value(), "S@UPDATE");
       } else if (a == "--max-steps") {
         max_steps = to_int(a, value());
         if (max_steps < 0) throw bad_input("--max-steps: must be 0 (whole epoch) or positive, got " + std::to_string(max_steps));
@@ -224,13 +226,13 @@ int main(int argc, char** argv) {
       config.strategy.straggler = *straggler;
       config.strategy.slowdown = slowdown;
     }
-    if (fail_server) {
-      config.strategy.fail_server = *fail_server;
-      config.strategy.fail_server_update = *fail_update;
+    if (fail_server >= 0) {
+      config.strategy.fail_server = fail_server;
+      config.strategy.fail_server_update = fail_update;
     }
-    if (fail_worker) {
-      config.strategy.fail_worker = *fail_worker;
-      config.strategy.fail_worker_step = *fail_step;
+    if (fail_worker >= 0) {
+      config.strategy.fail_worker = fail_worker;
+      config.strategy.fail_worker_step = fail_step;
     }
 
     if (!evaluate.empty()) return evaluate_command(config, evaluate, events == "jsonl");

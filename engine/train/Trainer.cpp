@@ -362,6 +362,18 @@ void Trainer::finish_epoch(TrainingPosition& pos, const EpochProgress& ep, Finis
   if (config_.training.checkpoint.every_epoch || pos.epoch == config_.training.epochs) save_checkpoint(pos);
 }
 
+void Trainer::fail_on_error(FinishedEvent& fin, const std::function<void()>& body) {
+  try {
+    body();
+  } catch (const Error& e) {
+    fin.status = "failed";
+    fin.message = e.what();
+  } catch (const std::exception& e) {
+    fin.status = "failed";
+    fin.message = std::string("internal error: ") + e.what();
+  }
+}
+
 FinishedEvent Trainer::finish_run(FinishedEvent fin, const TrainingPosition& pos) {
   if (fin.status == "completed") fin.message = "completed " + std::to_string(fin.epochs_completed) + " epochs";
   fin.steps = pos.step;
@@ -389,7 +401,7 @@ FinishedEvent Trainer::run() {
   FinishedEvent fin;
   TrainingPosition pos = start_.epoch_complete ? next_epoch(start_) : start_;
   fin.epochs_completed = pos.epoch - 1;
-  try {
+  fail_on_error(fin, [&] {
     for (; pos.epoch <= t.epochs; pos = next_epoch(pos)) {
       const int epoch = pos.epoch;
       dist.begin_epoch(epoch - 1, pos.epoch_step);
@@ -407,13 +419,7 @@ FinishedEvent Trainer::run() {
       }
       finish_epoch(pos, ep, fin);
     }
-  } catch (const Error& e) {
-    fin.status = "failed";
-    fin.message = e.what();
-  } catch (const std::exception& e) {
-    fin.status = "failed";
-    fin.message = std::string("internal error: ") + e.what();
-  }
+  });
   return finish_run(fin, pos);
 }
 

@@ -1,5 +1,6 @@
 #pragma once
 #include <atomic>
+#include <functional>
 #include <map>
 #include <condition_variable>
 #include <memory>
@@ -86,6 +87,8 @@ private:
   // The epoch's summary: validation, the epoch event, the epoch checkpoint.
   void finish_epoch(TrainingPosition& pos, const EpochProgress& ep, FinishedEvent& fin);
   FinishedEvent finish_run(FinishedEvent fin, const TrainingPosition& pos);
+  // Runs body; an error it throws becomes fin's failure message.
+  static void fail_on_error(FinishedEvent& fin, const std::function<void()>& body);
   static TrainingPosition next_epoch(const TrainingPosition& pos);
   // Advances pos by one step, completes and emits ev; false (and fin failed)
   // when the loss diverged.

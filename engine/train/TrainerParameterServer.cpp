@@ -213,18 +213,12 @@ FinishedEvent Trainer::run_parameter_server_process() {
   FinishedEvent fin;
   TrainingPosition pos = start_.epoch_complete ? next_epoch(start_) : start_;
   fin.epochs_completed = pos.epoch - 1;
-  try {
+  fail_on_error(fin, [&] {
     if (pos.epoch_step > 0)
       throw bad_input("parameter_server across processes resumes only from epoch checkpoints (this one is mid-epoch)");
     if (ps_->is_server()) serve_as_chief(pos, steps_per_epoch, fin);
     else work_remotely(pos, steps_per_epoch, fin);
-  } catch (const Error& e) {
-    fin.status = "failed";
-    fin.message = e.what();
-  } catch (const std::exception& e) {
-    fin.status = "failed";
-    fin.message = std::string("internal error: ") + e.what();
-  }
+  });
   return finish_run(fin, pos);
 }
 

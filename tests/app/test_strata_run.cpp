@@ -252,6 +252,18 @@ private slots:
     expect_bad_input({kTiny, "--no-run-dir", "--run-dir"}, {"--run-dir", "needs a value"});
   }
 
+  void bad_parameter_server_options() {
+    const QStringList ps{kTiny, "--no-run-dir", "--strategy", "parameter_server"};
+    expect_bad_input(ps + QStringList{"--servers", "0"}, {"--servers", "at least 1"});
+    expect_bad_input(ps + QStringList{"--staleness", "-3"}, {"--staleness", "-3"});
+    expect_bad_input(ps + QStringList{"--staleness", "soon"}, {"--staleness", "soon"});
+    expect_bad_input(ps + QStringList{"--servers", "9"}, {"9 servers", "4 variables"});
+    expect_bad_input(ps + QStringList{"--fail-worker", "1"}, {"--fail-worker", "W@STEP"});
+    expect_bad_input(ps + QStringList{"--fail-worker", "5@3"}, {"no worker 5"});
+    expect_bad_input(ps + QStringList{"--straggler", "7"}, {"straggler", "replica 7 does not exist"});
+    expect_bad_input({kTiny, "--no-run-dir", "--strategy", "mirrored", "--fail-worker", "0@3"}, {"only parameter_server"});
+  }
+
   void bad_numeric_options() {
     // Zero or negative sizes given on the command line are bad input too, not ignored.
     for (const QStringList& opt : {QStringList{"--batch-size", "-5"}, QStringList{"--batch-size", "0"}, QStringList{"--max-steps", "-3"},

@@ -4,6 +4,18 @@
 #include <QString>
 #include <QStringList>
 
+#include <QStandardPaths>
+#include <QTest>
+
+// In a test's initTestCase(): skip the whole test without MPI or mpirun.
+#ifdef STRATA_WITH_MPI
+#define STRATA_SKIP_WITHOUT_MPI()                                             \
+  if (QStandardPaths::findExecutable("mpirun").isEmpty())                    \
+  QSKIP("mpirun is not installed (apt install openmpi-bin)")
+#else
+#define STRATA_SKIP_WITHOUT_MPI() QSKIP("this build has no MPI support")
+#endif
+
 namespace strata {
 
 inline QString bin(const char* rel) { return QStringLiteral(STRATA_BINARY_DIR "/") + rel; }

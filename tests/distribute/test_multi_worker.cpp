@@ -64,12 +64,7 @@ class TestMultiWorker : public QObject {
   }
 
 private slots:
-  void initTestCase() {
-#ifndef STRATA_WITH_MPI
-    QSKIP("this build has no MPI support");
-#endif
-    if (QStandardPaths::findExecutable("mpirun").isEmpty()) QSKIP("mpirun is not installed (apt install openmpi-bin)");
-  }
+  void initTestCase() { STRATA_SKIP_WITHOUT_MPI(); }
 
   void equals_single_process_mirrored_data() {
     QTest::addColumn<int>("ranks");

@@ -38,12 +38,7 @@ class TestParameterServerProcesses : public QObject {
   Q_OBJECT
 
 private slots:
-  void initTestCase() {
-#ifndef STRATA_WITH_MPI
-    QSKIP("this build has no MPI support");
-#endif
-    if (QStandardPaths::findExecutable("mpirun").isEmpty()) QSKIP("mpirun is not installed (apt install openmpi-bin)");
-  }
+  void initTestCase() { STRATA_SKIP_WITHOUT_MPI(); }
 
   // 1 server + 2 workers, synchronous: the same losses, step by step, as
   // Mirrored with 2 replicas in one process.
