@@ -40,6 +40,25 @@ private slots:
     QVERIFY2(losses[1] < losses[0], qPrintable(r.out));
   }
 
+  void parameter_server_example_runs() {
+    if (!QFile::exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz") && qEnvironmentVariableIsEmpty("STRATA_FASHION_MNIST_DIR"))
+      QSKIP("Fashion-MNIST is not installed (apt install dataset-fashion-mnist)");
+    auto r = run(bin("examples/parameter_server_training"),
+                 {"--epochs", "2", "--examples", "4000", "--workers", "3", "--servers", "2", "--staleness", "1"});
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    QVERIFY(r.out.contains("Workers: 3, parameter servers: 2"));
+    QRegularExpression epoch("Epoch (\\d+): Loss = ([0-9.]+), Accuracy = ([0-9.]+), max staleness (\\d+)");
+    auto it = epoch.globalMatch(r.out);
+    QList<double> losses;
+    while (it.hasNext()) {
+      auto m = it.next();
+      losses << m.captured(2).toDouble();
+      QVERIFY2(m.captured(4).toInt() <= 1, qPrintable(r.out));
+    }
+    QCOMPARE(losses.size(), 2);
+    QVERIFY2(losses[1] < losses[0], qPrintable(r.out));
+  }
+
   void strata_run_each_strategy_data() {
     QTest::addColumn<QString>("strategy");
     QTest::addColumn<QString>("devices");
@@ -48,6 +67,7 @@ private slots:
     QTest::newRow("mirrored x2") << "mirrored" << "cpu:0,cpu:1" << 2;
     QTest::newRow("mirrored x3") << "mirrored" << "cpu:0,cpu:1,cpu:2" << 3;
     QTest::newRow("central_storage x2") << "central_storage" << "cpu:0,cpu:1" << 2;
+    QTest::newRow("parameter_server x2") << "parameter_server" << "cpu:0,cpu:1" << 2;
   }
   void strata_run_each_strategy() {
     QFETCH(QString, strategy);
