@@ -39,6 +39,7 @@ ConfigEditor::ConfigEditor(QWidget* parent)
   addTab(scrolled(training_), tr("Training"));
 
   connect(strategy_, &StrategyPanel::strategyChanged, devices_, &DevicesPanel::setStrategy);
+  connect(strategy_, &StrategyPanel::parameterServerProcessesChanged, devices_, &DevicesPanel::setParameterServerProcesses);
   connect(training_, &TrainingPanel::globalBatchChanged, devices_, &DevicesPanel::setGlobalBatch);
   connect(dataset_, &DatasetPanel::inputChanged, model_, &ModelPanel::setInput);
   auto forward = [this] {

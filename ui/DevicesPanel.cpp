@@ -72,8 +72,9 @@ void DevicesPanel::setSelectedDevices(const QStringList& devices) {
 
 void DevicesPanel::onItemChanged(QListWidgetItem* item) {
   if (updating_) return;
-  // OneDevice has exactly one replica: checking a device moves the choice.
-  if (strategy_ == "one_device" && item->checkState() == Qt::Checked) {
+  // OneDevice has exactly one replica (a parameter-server worker process
+  // one device): checking a device moves the choice.
+  if (singleDevice() && item->checkState() == Qt::Checked) {
     updating_ = true;
     for (int i = 0; i < list_->count(); ++i)
       if (list_->item(i) != item) list_->item(i)->setCheckState(Qt::Unchecked);
@@ -86,9 +87,24 @@ void DevicesPanel::onItemChanged(QListWidgetItem* item) {
 void DevicesPanel::setStrategy(const QString& name) {
   strategy_ = name;
   QStringList selected = selectedDevices();
-  if (name == "one_device" && selected.size() > 1) setSelectedDevices({selected.front()});
-  else if (selected.isEmpty()) setSelectedDevices(name == "one_device" ? QStringList{"cpu:0"} : QStringList{"cpu:0", "cpu:1"});
+  if (singleDevice() && selected.size() > 1) setSelectedDevices({selected.front()});
+  else if (selected.isEmpty()) setSelectedDevices(singleDevice() ? QStringList{"cpu:0"} : QStringList{"cpu:0", "cpu:1"});
   updateSummary();
+}
+
+void DevicesPanel::setParameterServerProcesses(bool on) {
+  ps_processes_ = on;
+  const QStringList selected = selectedDevices();
+  if (singleDevice() && selected.size() > 1) {
+    // The user's switch, and the project's device list changes with it.
+    setSelectedDevices({selected.front()});
+    Q_EMIT edited();
+  }
+  updateSummary();
+}
+
+bool DevicesPanel::singleDevice() const {
+  return strategy_ == "one_device" || (strategy_ == "parameter_server" && ps_processes_);
 }
 
 void DevicesPanel::setGlobalBatch(qint64 batch) {
@@ -103,6 +119,13 @@ void DevicesPanel::updateSummary() {
   const auto n = static_cast<qint64>(selected.size());
   if (n == 0) {
     summary_->setText(tr("<span style='color:#b00'>Select at least one device.</span>"));
+    return;
+  }
+  if (strategy_ == "parameter_server" && ps_processes_) {
+    // The worker count and so the batch split are the strategy panel's.
+    summary_->setText(n == 1 ? tr("Each worker process trains on %1.").arg(selected.front())
+                             : tr("<span style='color:#b00'>A worker process trains on one device; %1 are selected.</span>")
+                                   .arg(n));
     return;
   }
   // A parameter-server run has a worker per device (each a replica).

@@ -30,6 +30,9 @@ public:
 public slots:
   void setStrategy(const QString& name);
   void setGlobalBatch(qint64 batch);
+  // ParameterServer as mpirun processes: every worker process trains on one
+  // device, so one is chosen, as for OneDevice.
+  void setParameterServerProcesses(bool on);
 
 signals:
   void edited();
@@ -37,12 +40,15 @@ signals:
 private:
   void onItemChanged(QListWidgetItem* item);
   void updateSummary();
+  // One device at most: OneDevice, or parameter-server worker processes.
+  bool singleDevice() const;
 
   QListWidget* list_;
   QLabel* gpu_label_;
   QLabel* summary_;
   QString strategy_ = "one_device";
   qint64 global_batch_ = 0;
+  bool ps_processes_ = false;
   bool updating_ = false;
 };
 

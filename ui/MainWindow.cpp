@@ -153,8 +153,9 @@ void MainWindow::updateRunActions() {
   pause_->setEnabled(run_->canPause());
   pause_->setText(run_->paused() ? tr("&Resume") : tr("&Pause"));
   pause_->setToolTip(running && !run_->canPause()
-                         ? tr("A multi-worker run cannot pause: its ranks run in other processes and would time out "
-                              "waiting for each other; Stop checkpoints it, and Resume in the run history continues it")
+                         ? tr("A run across processes (multi-worker, or parameter servers with mpirun) cannot pause: "
+                              "its ranks run in other processes and would time out waiting for each other; Stop "
+                              "checkpoints it, and Resume in the run history continues it")
                          : tr("Pause after the current step"));
   stop_->setEnabled(running);
   // A different project cannot be loaded under a running trainer.

@@ -2,15 +2,20 @@
 #include <QString>
 #include <QStringList>
 
+#include "train/RunConfig.h"
+
 namespace strata::ui {
 
-// How a multi-worker run is launched: not part of the project (the same
+// How a run across processes is launched: not part of the project (the same
 // project runs on a laptop or a cluster), so the strategy panel keeps it.
 struct MultiWorkerOptions {
-  int processes = 2;      // mpirun -np
+  int processes = 2;      // worker processes (mpirun -np, plus the servers for parameter_server)
   QString hosts;          // "h1:2,h2:2" (mpirun --host); empty = this machine
   QString hostfile;       // mpirun --hostfile; wins over hosts
   bool oversubscribe = true;  // more ranks than cores (a laptop rehearsal)
+  // parameter_server only: servers and workers as mpirun ranks instead of
+  // threads of this process (multi_worker_mirrored always uses mpirun).
+  bool parameter_server_processes = false;
 };
 
 // `mpirun` on PATH, or empty.
@@ -21,10 +26,17 @@ QString find_strata_run();
 // Why multi-worker runs cannot be launched from here, or empty: the engine
 // must be built with MPI and mpirun must be on PATH.
 QString multi_worker_unavailable_reason();
+// The same check for a parameter-server run across processes.
+QString parameter_server_processes_unavailable_reason();
 
-// The mpirun command line (without the program). run_dir: the run folder to
-// write (or, with resume, to continue); empty = --no-run-dir.
+// Whether this run goes to mpirun rather than the in-process engine bridge.
+bool launches_with_mpirun(const StrategyConfig& strategy, const MultiWorkerOptions& options);
+
+// The mpirun command line (without the program), for multi_worker_mirrored
+// or parameter_server (by strategy.name); the one place such lines are
+// built. run_dir: the run folder to write (or, with resume, to continue);
+// empty = --no-run-dir.
 QStringList mpirun_arguments(const MultiWorkerOptions& options, const QString& strata_run, const QString& project,
-                             const QStringList& devices, const QString& run_dir, bool resume);
+                             const StrategyConfig& strategy, const QString& run_dir, bool resume);
 
 }  // namespace strata::ui

@@ -17,6 +17,7 @@ MultiWorkerPanel::MultiWorkerPanel(QWidget* parent)
       hosts_(new QLineEdit(this)),
       hostfile_(new QLineEdit(this)),
       oversubscribe_(new QCheckBox(tr("Allow more processes than cores (--oversubscribe)"), this)),
+      title_(new QLabel(this)),
       note_(new QLabel(this)) {
   setObjectName("multiWorkerPanel");
   processes_->setObjectName("workerProcesses");
@@ -24,7 +25,6 @@ MultiWorkerPanel::MultiWorkerPanel(QWidget* parent)
   hostfile_->setObjectName("workerHostfile");
   processes_->setRange(1, 4096);
   processes_->setValue(2);
-  processes_->setToolTip(tr("Worker processes in all (mpirun -np); each runs a replica per selected device"));
   hosts_->setPlaceholderText(tr("this machine (e.g. node1:2,node2:2)"));
   hosts_->setToolTip(tr("mpirun --host: host:slots, comma-separated. The hosts need passwordless ssh, "
                         "the same strata-run path and the data set at the same path"));
@@ -37,10 +37,9 @@ MultiWorkerPanel::MultiWorkerPanel(QWidget* parent)
   file_row->addWidget(browse);
   note_->setWordWrap(true);
   note_->setStyleSheet("color: palette(mid);");
-  note_->setText(tr("Devices per worker: the Devices tab. Pause is not available: the ranks run in other processes."));
   auto* form = new QFormLayout(this);
   form->setContentsMargins(0, 0, 0, 0);
-  form->addRow(new QLabel(tr("<b>Workers (mpirun)</b>"), this));
+  form->addRow(title_);
   form->addRow(tr("Processes"), processes_);
   form->addRow(tr("Hosts"), hosts_);
   form->addRow(tr("Hostfile"), file_row);
@@ -50,11 +49,37 @@ MultiWorkerPanel::MultiWorkerPanel(QWidget* parent)
     const QString f = QFileDialog::getOpenFileName(this, tr("Hostfile"));
     if (!f.isEmpty()) hostfile_->setText(f);
   });
-  connect(processes_, &QSpinBox::valueChanged, this, &MultiWorkerPanel::edited);
+  setParameterServers(0);
+  connect(processes_, &QSpinBox::valueChanged, this, [this] {
+    setParameterServers(servers_);  // the rank count in the note
+    Q_EMIT edited();
+  });
   connect(hosts_, &QLineEdit::textEdited, this, &MultiWorkerPanel::edited);
   connect(hostfile_, &QLineEdit::textChanged, this, &MultiWorkerPanel::edited);
   connect(oversubscribe_, &QCheckBox::toggled, this, &MultiWorkerPanel::edited);
 }
+
+void MultiWorkerPanel::setParameterServers(int servers) {
+  servers_ = servers;
+  const QString no_pause = tr("Pause is not available: the ranks run in other processes.");
+  if (servers_ <= 0) {
+    title_->setText(tr("<b>Workers (mpirun)</b>"));
+    processes_->setToolTip(tr("Worker processes in all (mpirun -np); each runs a replica per selected device"));
+    note_->setText(tr("Devices per worker: the Devices tab. %1").arg(no_pause));
+    return;
+  }
+  const int workers = processes_->value();
+  title_->setText(tr("<b>Worker processes (mpirun)</b>"));
+  processes_->setToolTip(tr("Worker processes, one device each; mpirun -np is the servers plus the workers"));
+  note_->setText(tr("mpirun starts %1 ranks: %2 server(s), then %3 worker(s), with --enable-recovery so a lost "
+                    "worker does not end the run. Each worker's device: the Devices tab. %4")
+                     .arg(servers_ + workers)
+                     .arg(servers_)
+                     .arg(workers)
+                     .arg(no_pause));
+}
+
+QString MultiWorkerPanel::noteText() const { return note_->text(); }
 
 MultiWorkerOptions MultiWorkerPanel::options() const {
   MultiWorkerOptions o;

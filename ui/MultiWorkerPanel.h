@@ -10,10 +10,11 @@ class QSpinBox;
 
 namespace strata::ui {
 
-// The launch settings of a multi-worker run, shown under the strategy list
-// when MultiWorkerMirrored is chosen: processes (mpirun -np), the hosts or a
-// hostfile, oversubscription. The devices tab picks each worker's replica
-// devices (strata-run --devices).
+// The launch settings of a run across processes, shown under the strategy
+// list when MultiWorkerMirrored is chosen, or ParameterServer as processes:
+// worker processes, the hosts or a hostfile, oversubscription. The devices
+// tab picks each worker's replica devices (strata-run --devices). One panel
+// for both, so the hosts typed for one strategy serve the other.
 class MultiWorkerPanel : public QWidget {
   Q_OBJECT
 public:
@@ -23,6 +24,10 @@ public:
   QSpinBox* processesBox() const { return processes_; }
   QLineEdit* hostsEdit() const { return hosts_; }
   QLineEdit* hostfileEdit() const { return hostfile_; }
+  // 0: a multi-worker run (every rank a worker); else a parameter-server run
+  // with that many servers, which mpirun starts as ranks of their own.
+  void setParameterServers(int servers);
+  QString noteText() const;
 
 signals:
   void edited();
@@ -32,7 +37,9 @@ private:
   QLineEdit* hosts_;
   QLineEdit* hostfile_;
   QCheckBox* oversubscribe_;
+  QLabel* title_;
   QLabel* note_;
+  int servers_ = 0;
 };
 
 }  // namespace strata::ui

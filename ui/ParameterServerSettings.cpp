@@ -4,8 +4,10 @@
 #include <QFormLayout>
 #include <QHBoxLayout>
 #include <QLabel>
+#include <QRadioButton>
 #include <QSignalBlocker>
 #include <QSpinBox>
+#include <QVBoxLayout>
 #include <algorithm>
 #include <limits>
 
@@ -16,12 +18,17 @@ ParameterServerSettings::ParameterServerSettings(QWidget* parent)
       servers_(new QSpinBox(this)),
       unbounded_(new QCheckBox(tr("unbounded (fully asynchronous)"), this)),
       staleness_(new QSpinBox(this)),
-      min_shard_bytes_(new QSpinBox(this)) {
+      min_shard_bytes_(new QSpinBox(this)),
+      in_process_(new QRadioButton(tr("in this process (worker threads)"), this)),
+      processes_(new QRadioButton(tr("as processes with mpirun"), this)),
+      note_(new QLabel(this)) {
   setObjectName("parameterServerSettings");
   servers_->setObjectName("psServers");
   unbounded_->setObjectName("psStalenessUnbounded");
   staleness_->setObjectName("psStaleness");
   min_shard_bytes_->setObjectName("psMinShardBytes");
+  in_process_->setObjectName("psInProcess");
+  processes_->setObjectName("psProcesses");
   servers_->setRange(1, 1024);
   servers_->setToolTip(tr("Parameter servers the variables are sharded over; each applies the updates to its own "
                           "share. With whole variables there can be no more servers than variables."));
@@ -45,16 +52,34 @@ ParameterServerSettings::ParameterServerSettings(QWidget* parent)
   auto* bound_row = new QHBoxLayout;
   bound_row->addWidget(staleness_);
   bound_row->addWidget(unbounded_, 1);
-  auto* note = new QLabel(tr("Workers: one per device on the Devices tab."), this);
-  note->setWordWrap(true);
-  note->setStyleSheet("color: palette(mid);");
+  in_process_->setChecked(true);
+  in_process_->setToolTip(tr("Servers and workers are threads of the dashboard: a worker per device on the Devices tab"));
+  processes_->setToolTip(tr("Servers and workers are strata-run processes started by mpirun (--enable-recovery, so a "
+                            "lost worker does not end the job): ranks 0 … servers−1 serve, each other rank is one worker"));
+  // Exclusive because they share a parent with no other radio buttons.
+  auto* launch = new QVBoxLayout;
+  launch->setSpacing(0);
+  launch->addWidget(in_process_);
+  launch->addWidget(processes_);
+  note_->setWordWrap(true);
+  note_->setStyleSheet("color: palette(mid);");
   auto* form = new QFormLayout(this);
   form->setContentsMargins(0, 0, 0, 0);
   form->addRow(new QLabel(tr("<b>Parameter servers</b>"), this));
   form->addRow(tr("Servers"), servers_);
   form->addRow(tr("Staleness bound"), bound_row);
   form->addRow(tr("Min shard size"), min_shard_bytes_);
-  form->addRow(note);
+  form->addRow(tr("Run"), launch);
+  form->addRow(note_);
+  auto update_note = [this] {
+    note_->setText(acrossProcesses() ? tr("Workers: the worker processes below, one device each (the Devices tab).")
+                                     : tr("Workers: one per device on the Devices tab."));
+  };
+  update_note();
+  connect(processes_, &QRadioButton::toggled, this, [this, update_note](bool on) {
+    update_note();
+    Q_EMIT acrossProcessesChanged(on);
+  });
 
   connect(unbounded_, &QCheckBox::toggled, this, [this](bool on) {
     staleness_->setEnabled(!on);
@@ -63,6 +88,19 @@ ParameterServerSettings::ParameterServerSettings(QWidget* parent)
   connect(servers_, &QSpinBox::valueChanged, this, &ParameterServerSettings::edited);
   connect(staleness_, &QSpinBox::valueChanged, this, &ParameterServerSettings::edited);
   connect(min_shard_bytes_, &QSpinBox::valueChanged, this, &ParameterServerSettings::edited);
+}
+
+void ParameterServerSettings::setProcessesUnavailableReason(const QString& reason) {
+  if (!reason.isEmpty()) in_process_->setChecked(true);
+  processes_->setEnabled(reason.isEmpty());
+  if (!reason.isEmpty()) processes_->setToolTip(reason);
+}
+
+bool ParameterServerSettings::acrossProcesses() const { return processes_->isChecked(); }
+
+void ParameterServerSettings::setAcrossProcesses(bool on) {
+  if (on && !processes_->isEnabled()) return;
+  (on ? processes_ : in_process_)->setChecked(true);
 }
 
 void ParameterServerSettings::setConfig(const StrategyConfig& c) {

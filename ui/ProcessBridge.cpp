@@ -131,6 +131,10 @@ void ProcessBridge::onExited(int code, QProcess::ExitStatus status) {
     readStderr();
   }
   timer_.stop();
+  // The exit code only explains; it never decides the run's status. With
+  // --enable-recovery (parameter-server runs) mpirun exits 0 even when ranks
+  // failed, so how the run ended is rank 0's finished event, or, without
+  // one, whether a stop was asked for.
   const QString why = status == QProcess::CrashExit ? tr("mpirun crashed") : tr("mpirun exited with code %1").arg(code);
   const QString detail = recent_errors_.isEmpty() ? why : why + ":\n" + recent_errors_.join('\n');
   if (!started_ && !finished_) {

@@ -13,7 +13,9 @@ namespace strata::ui {
 // engine's own reader and delivered in the same ~30 Hz batches as the
 // in-process EngineBridge, so the charts and status code cannot tell the
 // two apart. stderr lines (other ranks' warnings, mpirun's own messages)
-// come out as `logLine`.
+// come out as `logLine`. The run's status is the stream's finished event,
+// never mpirun's exit code (0 under --enable-recovery whatever the ranks
+// did).
 class ProcessBridge : public QObject {
   Q_OBJECT
 public:

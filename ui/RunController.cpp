@@ -17,8 +17,6 @@
 namespace strata::ui {
 
 namespace {
-const char* kMultiWorker = "multi_worker_mirrored";
-
 // The ranks read the project from a file in another folder: make dataset
 // paths absolute, or they would resolve against that folder.
 RunConfig with_absolute_paths(RunConfig c) {
@@ -78,12 +76,12 @@ void RunController::resumeRun(const RunConfig& config, const QString& run_dir, c
 void RunController::launch(const RunConfig& config, const QString& run_dir, const QString& resume_from,
                            const MultiWorkerOptions& workers) {
   run_dir_ = run_dir;
-  multi_worker_ = config.strategy.name == kMultiWorker;
+  as_processes_ = launches_with_mpirun(config.strategy, workers);
   status_->reset();
   log_->addLine("info", tr("starting %1 (%2)").arg(QString::fromStdString(config.name), QString::fromStdString(config.strategy.name)));
   log_->addLine("info", run_dir_.isEmpty() ? tr("unsaved project: this run is not stored (save the project to keep runs)")
                                            : tr("run folder: %1").arg(run_dir_));
-  if (multi_worker_) {
+  if (as_processes_) {
     launchProcess(config, run_dir_, !resume_from.isEmpty(), workers);
     return;
   }
@@ -110,28 +108,27 @@ bool RunController::launchProcess(const RunConfig& config, const QString& run_di
   }
   const QString mpirun = find_mpirun(), strata_run = find_strata_run();
   if (mpirun.isEmpty() || strata_run.isEmpty()) {
-    Q_EMIT prepareFailed(multi_worker_unavailable_reason());
+    Q_EMIT prepareFailed(config.strategy.name == "parameter_server" ? parameter_server_processes_unavailable_reason()
+                                                                    : multi_worker_unavailable_reason());
     return false;
   }
-  QStringList devices;
-  for (const auto& d : config.strategy.devices) devices << QString::fromStdString(d);
-  command_ = mpirun_arguments(workers, strata_run, project, devices, run_dir, resume);
+  command_ = mpirun_arguments(workers, strata_run, project, config.strategy, run_dir, resume);
   log_->addLine("info", tr("launching: mpirun %1").arg(command_.join(' ')));
   process_->start(mpirun, command_);
   return true;
 }
 
 void RunController::pause() {
-  if (!multi_worker_) bridge_->pause();
+  if (!as_processes_) bridge_->pause();
 }
 void RunController::resume() {
-  if (!multi_worker_) bridge_->resume();
+  if (!as_processes_) bridge_->resume();
 }
 void RunController::stop() {
   if (!running()) return;
-  log_->addLine("info", multi_worker_ ? tr("stop requested: every worker finishes the current step and checkpoints")
+  log_->addLine("info", as_processes_ ? tr("stop requested: every rank finishes the current step and checkpoints")
                                       : tr("stop requested: finishing the current step"));
-  if (multi_worker_) process_->stop();
+  if (as_processes_) process_->stop();
   else bridge_->stop();
 }
 bool RunController::running() const { return bridge_->running() || process_->running(); }

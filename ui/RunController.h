@@ -19,7 +19,8 @@ class StatusPanel;
 
 // Connects one training run to the panels that show it: starts the engine
 // bridge (with a run folder beside the project when it has a file), or, for
-// a multi-worker run, mpirun as a child process; routes each delivered
+// a multi-worker run or a parameter-server run across processes, mpirun as
+// a child process; routes each delivered
 // batch of events, from either, to the charts, status and log through the
 // same code, and reports the end.
 class RunController : public QObject {
@@ -38,12 +39,14 @@ public:
   bool running() const;
   bool paused() const;
   // Pause exists only in-process: mpirun cannot hold ranks between steps.
-  bool canPause() const { return running() && !multi_worker_; }
-  bool multiWorker() const { return multi_worker_; }
+  bool canPause() const { return running() && !as_processes_; }
+  // The last run went to mpirun (multi-worker, or parameter server as
+  // processes) rather than the in-process engine.
+  bool acrossProcesses() const { return as_processes_; }
   EngineBridge* bridge() const { return bridge_; }
   ProcessBridge* processBridge() const { return process_; }
   QString lastRunDir() const { return run_dir_; }
-  // The mpirun command line of the last multi-worker start (shown in the log).
+  // The mpirun command line of the last start across processes (shown in the log).
   QStringList lastCommand() const { return command_; }
 
 signals:
@@ -65,7 +68,7 @@ private:
   QString run_dir_;
   QStringList command_;
   std::unique_ptr<QTemporaryDir> temp_project_;  // an unsaved project's file for the ranks
-  bool multi_worker_ = false;
+  bool as_processes_ = false;
 };
 
 }  // namespace strata::ui

@@ -26,8 +26,9 @@ Info info_for(const std::string& name) {
   if (name == "multi_worker_mirrored")
     return {"MultiWorkerMirrored", "Mirrored across worker processes or machines, launched with mpirun; collectives over MPI/NCCL."};
   if (name == "parameter_server")
-    return {"ParameterServer", "Variables sharded over parameter servers; each worker (one per device) pulls the weights, "
-                               "computes gradients on its slice and pushes them, running at most k rounds ahead."};
+    return {"ParameterServer", "Variables sharded over parameter servers; each worker (a thread per device, or an mpirun "
+                               "process) pulls the weights, computes gradients on its slice and pushes them, running at "
+                               "most k rounds ahead."};
   return {nullptr, ""};
 }
 
@@ -77,20 +78,40 @@ StrategyPanel::StrategyPanel(QWidget* parent) : QWidget(parent), group_(new QBut
   description_->setWordWrap(true);
   description_->setStyleSheet("color: palette(mid);");
   layout->addWidget(description_);
+  // The parameter-server settings come first: with processes chosen, the
+  // mpirun settings follow them.
+  ps_ = new ParameterServerSettings(this);
+  ps_->hide();
+  // The same check as the multi-worker strategy: the dashboard launches the
+  // ranks, so MPI, mpirun and strata-run must all be there.
+  ps_->setProcessesUnavailableReason(parameter_server_processes_unavailable_reason());
+  connect(ps_, &ParameterServerSettings::edited, this, [this] {
+    updateWorkersPanel(strategy());  // the server count is part of the rank count
+    Q_EMIT edited();
+  });
+  connect(ps_, &ParameterServerSettings::acrossProcessesChanged, this, [this](bool on) {
+    showSettingsFor(strategy());
+    Q_EMIT parameterServerProcessesChanged(on);
+  });
+  layout->addWidget(ps_);
   workers_ = new MultiWorkerPanel(this);
   workers_->hide();
   connect(workers_, &MultiWorkerPanel::edited, this, &StrategyPanel::edited);
   layout->addWidget(workers_);
-  ps_ = new ParameterServerSettings(this);
-  ps_->hide();
-  connect(ps_, &ParameterServerSettings::edited, this, &StrategyPanel::edited);
-  layout->addWidget(ps_);
   layout->addStretch();
 }
 
 void StrategyPanel::showSettingsFor(const std::string& name) {
-  workers_->setVisible(name == "multi_worker_mirrored");
-  ps_->setVisible(name == "parameter_server");
+  const bool ps = name == "parameter_server";
+  workers_->setVisible(name == "multi_worker_mirrored" || (ps && ps_->acrossProcesses()));
+  ps_->setVisible(ps);
+  updateWorkersPanel(name);
+}
+
+void StrategyPanel::updateWorkersPanel(const std::string& name) {
+  StrategyConfig c;
+  ps_->applyTo(c);
+  workers_->setParameterServers(name == "parameter_server" ? c.servers : 0);
 }
 
 std::string StrategyPanel::strategy() const {
@@ -132,7 +153,11 @@ void StrategyPanel::setConfig(const RunConfig& config) {
   Q_EMIT strategyChanged(QString::fromStdString(strategy()));
 }
 
-MultiWorkerOptions StrategyPanel::multiWorkerOptions() const { return workers_->options(); }
+MultiWorkerOptions StrategyPanel::multiWorkerOptions() const {
+  MultiWorkerOptions o = workers_->options();
+  o.parameter_server_processes = ps_->acrossProcesses();
+  return o;
+}
 
 void StrategyPanel::applyTo(RunConfig& config) const {
   config.strategy.name = strategy();

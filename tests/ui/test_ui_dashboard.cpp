@@ -1,8 +1,8 @@
 // Drives the dashboard the way a user would: configure a Mirrored run on two
 // CPU replicas through the panels, train, pause/resume/stop, save and reopen,
 // broken files, divergence, run history overlays, a ParameterServer run and
-// its charts (staleness, server updates, lost workers), and a mid-run
-// screenshot.
+// its charts (staleness, server updates, lost workers), in this process and
+// across mpirun processes, and a mid-run screenshot.
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDir>
@@ -103,6 +103,9 @@ private Q_SLOTS:
   void parameterServerRunFillsCharts();
   void lostWorkerIsMarked();
   void parameterServerSaveAndReopen();
+  void parameterServerMpirunArguments();
+  void parameterServerProcessesRun();
+  void parameterServerProcessesStop();
   void screenshotMidRun();
 
 private:
@@ -116,6 +119,9 @@ private:
   // ParameterServer on cpu:0 and cpu:1 (two workers), chosen and set through
   // the strategy panel's widgets; bound < 0 = unbounded.
   void configureParameterServer(Window& win, const QString& project, int epochs, int servers, int bound);
+  // Then "as processes with mpirun" with `workers` worker processes, through
+  // the panels; the Devices tab keeps one device (each worker's).
+  void chooseParameterServerProcesses(Window& win, int workers);
   QString resumed_run_;
   QTemporaryDir tmp_;
   QString project_;
@@ -581,7 +587,7 @@ void DashboardTest::multiWorkerRun() {
   }
   win.w.startRun();
   QVERIFY(win.w.runController()->running());
-  QVERIFY(win.w.runController()->multiWorker());
+  QVERIFY(win.w.runController()->acrossProcesses());
   auto* pause = win.w.findChild<QAction*>("pauseAction");
   QVERIFY(!pause->isEnabled());
   QVERIFY(pause->toolTip().contains("multi-worker"));
@@ -911,6 +917,207 @@ void DashboardTest::parameterServerSaveAndReopen() {
   // Another strategy hides the settings.
   QVERIFY(win.editor()->strategyPanel()->setStrategy("mirrored"));
   QVERIFY(!settings->isVisibleTo(win.editor()->strategyPanel()));
+}
+
+void DashboardTest::parameterServerMpirunArguments() {
+  // The command line itself needs no mpirun: it is built the same way
+  // whether or not one is installed.
+  StrategyConfig ps;
+  ps.name = "parameter_server";
+  ps.servers = 1;
+  ps.staleness = 2;
+  ps.min_shard_bytes = 4096;
+  ps.devices = {"cpu:0"};
+  MultiWorkerOptions o;
+  o.processes = 2;  // worker processes; the server is a rank on top
+  o.parameter_server_processes = true;
+  const QStringList args = mpirun_arguments(o, "/bin/strata-run", "/r/project.strata", ps, "/r", false);
+  const auto after = [&args](const char* flag) { return args.value(int(args.indexOf(flag)) + 1); };
+  QVERIFY2(args.contains("--enable-recovery"), qPrintable(args.join(' ')));
+  QCOMPARE(after("-np"), QString("3"));
+  QCOMPARE(after("--strategy"), QString("parameter_server"));
+  QCOMPARE(after("--servers"), QString("1"));
+  QCOMPARE(after("--staleness"), QString("2"));
+  QCOMPARE(after("--min-shard-bytes"), QString("4096"));
+  QCOMPARE(after("--devices"), QString("cpu:0"));
+  QCOMPARE(after("--events"), QString("jsonl"));
+  QCOMPARE(after("--run-dir"), QString("/r"));
+  QCOMPARE(after("/bin/strata-run"), QString("/r/project.strata"));
+  // mpirun's own options come before the program, strata-run's after it.
+  QVERIFY(args.indexOf("--enable-recovery") < args.indexOf("/bin/strata-run"));
+  QVERIFY(args.indexOf("--servers") > args.indexOf("/bin/strata-run"));
+  ps.staleness = -1;  // unbounded
+  ps.servers = 2;
+  o.hosts = "n1:2, n2:3";
+  const QStringList unbounded = mpirun_arguments(o, "/bin/strata-run", "/r/project.strata", ps, "/r", true);
+  QCOMPARE(unbounded.value(int(unbounded.indexOf("--staleness")) + 1), QString("inf"));
+  QCOMPARE(unbounded.value(int(unbounded.indexOf("-np")) + 1), QString("4"));
+  QCOMPARE(unbounded.value(int(unbounded.indexOf("--host")) + 1), QString("n1:2,n2:3"));
+  QCOMPARE(unbounded.value(int(unbounded.indexOf("--resume")) + 1), QString("/r"));
+  // A multi-worker line is unchanged: no recovery (a lost rank is fatal
+  // there), no parameter-server options, every rank a worker.
+  StrategyConfig mw;
+  mw.name = "multi_worker_mirrored";
+  mw.devices = {"cpu:0", "cpu:1"};
+  const QStringList multi = mpirun_arguments(o, "/bin/strata-run", "/r/project.strata", mw, "", false);
+  QVERIFY(!multi.contains("--enable-recovery") && !multi.contains("--servers") && !multi.contains("--staleness"));
+  QCOMPARE(multi.value(int(multi.indexOf("-np")) + 1), QString("2"));
+  QCOMPARE(multi.value(int(multi.indexOf("--devices")) + 1), QString("cpu:0,cpu:1"));
+  QVERIFY(multi.contains("--no-run-dir"));
+  // Which runs go to mpirun.
+  QVERIFY(launches_with_mpirun(mw, MultiWorkerOptions{}));
+  QVERIFY(launches_with_mpirun(ps, o));
+  QVERIFY(!launches_with_mpirun(ps, MultiWorkerOptions{}));
+
+  // The panels: the choice sits in the parameter-server settings, enabled
+  // exactly when the multi-worker strategy is (the same detection).
+  Window win;
+  QVERIFY(win.w.openProject(copyProject("ps-launch.strata")));
+  StrategyPanel* panel = win.editor()->strategyPanel();
+  QVERIFY(panel->setStrategy("parameter_server"));
+  win.editor()->devicesPanel()->setSelectedDevices({"cpu:0"});
+  QVERIFY(win.w.saveProject());
+  ParameterServerSettings* settings = panel->parameterServerSettings();
+  QCOMPARE(win.w.findChild<QRadioButton*>("psProcesses"), settings->processesButton());
+  QCOMPARE(win.w.findChild<QRadioButton*>("psInProcess"), settings->inProcessButton());
+  QVERIFY(settings->inProcessButton()->isChecked());  // the default
+  QVERIFY(!panel->multiWorkerPanel()->isVisibleTo(panel));
+  const bool can = mpi_built() && !find_mpirun().isEmpty() && !find_strata_run().isEmpty();
+  QCOMPARE(settings->processesButton()->isEnabled(), can);
+  QCOMPARE(settings->processesButton()->isEnabled(), panel->isAvailable("multi_worker_mirrored"));
+  if (!can) {
+    const QString tip = settings->processesButton()->toolTip();
+    QVERIFY2(tip.contains("Not available") && tip.contains("mpirun"), qPrintable(tip));
+    settings->setAcrossProcesses(true);  // refused
+    QVERIFY(!settings->acrossProcesses());
+    QVERIFY(!panel->multiWorkerOptions().parameter_server_processes);
+    return;
+  }
+  QTest::mouseClick(settings->processesButton(), Qt::LeftButton, Qt::NoModifier, QPoint(6, settings->processesButton()->height() / 2));
+  // A launch setting, like the multi-worker ones: not a project edit.
+  QVERIFY(!win.w.isModified());
+  chooseParameterServerProcesses(win, 2);
+  QVERIFY(panel->multiWorkerOptions().parameter_server_processes);
+  QCOMPARE(panel->multiWorkerOptions().processes, 2);
+  QVERIFY2(panel->multiWorkerPanel()->noteText().contains("3 ranks"), qPrintable(panel->multiWorkerPanel()->noteText()));
+  settings->serversBox()->setValue(2);
+  QVERIFY2(panel->multiWorkerPanel()->noteText().contains("4 ranks"), qPrintable(panel->multiWorkerPanel()->noteText()));
+  // Back in this process: the mpirun settings go away again, and two
+  // devices are two worker threads.
+  QTest::mouseClick(settings->inProcessButton(), Qt::LeftButton, Qt::NoModifier, QPoint(6, settings->inProcessButton()->height() / 2));
+  QVERIFY(!panel->multiWorkerPanel()->isVisibleTo(panel));
+  QVERIFY(!panel->multiWorkerOptions().parameter_server_processes);
+  win.editor()->devicesPanel()->setSelectedDevices({"cpu:0", "cpu:1"});
+  QVERIFY(win.w.saveProject());
+  // Processes again: the second device goes, and that is a project edit.
+  chooseParameterServerProcesses(win, 2);
+  QVERIFY(win.w.isModified());
+  QCOMPARE(win.w.currentConfig().strategy.devices, std::vector<std::string>{"cpu:0"});
+  // Another strategy hides the mpirun settings; MultiWorkerMirrored shows
+  // them again, worded for its ranks.
+  QVERIFY(panel->setStrategy("mirrored"));
+  QVERIFY(!panel->multiWorkerPanel()->isVisibleTo(panel));
+  QVERIFY(panel->setStrategy("multi_worker_mirrored"));
+  QVERIFY(panel->multiWorkerPanel()->isVisibleTo(panel));
+  QVERIFY(!panel->multiWorkerPanel()->noteText().contains("ranks:"));
+}
+
+void DashboardTest::chooseParameterServerProcesses(Window& win, int workers) {
+  StrategyPanel* panel = win.editor()->strategyPanel();
+  ParameterServerSettings* settings = panel->parameterServerSettings();
+  QRadioButton* processes = settings->processesButton();
+  QVERIFY(processes->isEnabled());
+  QTest::mouseClick(processes, Qt::LeftButton, Qt::NoModifier, QPoint(6, processes->height() / 2));
+  QVERIFY(processes->isChecked());
+  QVERIFY(settings->acrossProcesses());
+  MultiWorkerPanel* mpi = panel->multiWorkerPanel();
+  QVERIFY(mpi->isVisibleTo(panel));
+  mpi->processesBox()->setValue(workers);
+  // One device per worker process: the second one was dropped.
+  QCOMPARE(win.editor()->devicesPanel()->selectedDevices(), QStringList({"cpu:0"}));
+  QVERIFY2(win.editor()->devicesPanel()->summary().contains("Each worker process trains on cpu:0"),
+           qPrintable(win.editor()->devicesPanel()->summary()));
+  check_device(win.w.findChild<QListWidget*>("deviceList"), "cpu:1", true);  // checking another moves the choice
+  QCOMPARE(win.editor()->devicesPanel()->selectedDevices(), QStringList({"cpu:1"}));
+  check_device(win.w.findChild<QListWidget*>("deviceList"), "cpu:0", true);
+  QCOMPARE(win.editor()->devicesPanel()->selectedDevices(), QStringList({"cpu:0"}));
+}
+
+void DashboardTest::parameterServerProcessesRun() {
+  if (!mpi_built() || find_mpirun().isEmpty()) QSKIP("needs an MPI build and mpirun");
+  Window win;
+  const int epochs = 20;
+  configureParameterServer(win, copyProject("ps-mpi.strata"), epochs, 1, 2);
+  chooseParameterServerProcesses(win, 2);
+  QVERIFY(win.w.saveProject());
+  win.w.startRun();
+  QVERIFY(win.w.runController()->running());
+  QVERIFY(win.w.runController()->acrossProcesses());
+  QVERIFY(!win.w.findChild<QAction*>("pauseAction")->isEnabled());
+  const QStringList cmd = win.w.runController()->lastCommand();
+  QVERIFY2(cmd.contains("--enable-recovery"), qPrintable(cmd.join(' ')));
+  QCOMPARE(cmd.value(int(cmd.indexOf("-np")) + 1), QString("3"));
+  QCOMPARE(cmd.value(int(cmd.indexOf("--servers")) + 1), QString("1"));
+  QCOMPARE(cmd.value(int(cmd.indexOf("--staleness")) + 1), QString("2"));
+  QTRY_VERIFY_WITH_TIMEOUT(!win.w.runController()->running(), 120000);
+  QVERIFY2(win.presenter->errors.isEmpty(), qPrintable(win.presenter->errors.join("\n")));
+  QVERIFY2(win.w.statusPanel()->statusText().startsWith("Completed"),
+           qPrintable(win.w.statusPanel()->statusText() + "\n" + win.w.logPanel()->toPlainText()));
+
+  const int steps = epochs * 16;
+  ChartsPanel* charts = win.w.charts();
+  const RunSeries& live = charts->liveRun();
+  QVERIFY(live.started);
+  QCOMPARE(QString::fromStdString(live.started->strategy), QString("parameter_server"));
+  QCOMPARE(live.started->replicas, 2);  // the worker ranks
+  QCOMPARE(live.started->servers, 1);
+  QCOMPARE(live.started->staleness_bound, std::optional<int>(2));
+  QVERIFY(live.finished && live.finished->status == "completed");
+  QCOMPARE(int(live.step.size()), steps);
+  QVERIFY(charts->parameterServerCharts()->isVisibleTo(charts));
+  // Staleness: a point a step, none above the bound.
+  ChartView* staleness = charts->stalenessChart();
+  const int st = staleness->seriesIndex("staleness");
+  QVERIFY(st >= 0);
+  QCOMPARE(staleness->pointCount(st), steps);
+  for (double v : staleness->seriesValues(st)) QVERIFY2(v >= 0 && v <= 2, qPrintable(QString::number(v)));
+  QVERIFY(staleness->seriesIndex("bound (k = 2)") >= 0);
+  // Across processes the chief reports its own server's rate: one series.
+  QCOMPARE(charts->serverUpdatesChart()->seriesCount(), 1);
+  // A loss series per worker rank, besides the reduced loss.
+  ChartView* loss = charts->lossChart();
+  QCOMPARE(loss->pointCount(loss->seriesIndex("loss (reduced)")), steps);
+  for (size_t w = 0; w < 2; ++w) {
+    const int i = loss->seriesIndex(ParameterServerCharts::workerSeriesName(w));
+    QVERIFY2(i >= 0, qPrintable(ParameterServerCharts::workerSeriesName(w)));
+    QVERIFY(loss->pointCount(i) > 0);
+    QVERIFY(live.worker_steps.at(w) > 0);
+  }
+  QCOMPARE(loss->seriesIndex("worker 2"), -1);  // the server is no worker
+  QCOMPARE(live.lost_worker_count(), 0);
+  // Rank 0 wrote the run folder from the file the dashboard saved for it.
+  const QString run_dir = win.w.runController()->lastRunDir();
+  QVERIFY(QFile::exists(run_dir + "/events.jsonl"));
+  QVERIFY(QFile::exists(run_dir + "/project.strata"));
+  QCOMPARE(win.w.historyPanel()->runCount(), 1);
+}
+
+void DashboardTest::parameterServerProcessesStop() {
+  if (!mpi_built() || find_mpirun().isEmpty()) QSKIP("needs an MPI build and mpirun");
+  Window win;
+  configureParameterServer(win, copyProject("ps-mpi-stop.strata"), 100000, 1, 2);
+  chooseParameterServerProcesses(win, 2);
+  QVERIFY(win.w.saveProject());
+  win.w.startRun();
+  const RunSeries& live = win.w.charts()->liveRun();
+  QTRY_VERIFY_WITH_TIMEOUT(live.step.size() > 20, 60000);
+  win.w.stopRun();
+  QTRY_VERIFY_WITH_TIMEOUT(!win.w.runController()->running(), 60000);
+  // The status is the stream's (mpirun exits 0 here whatever happened).
+  QVERIFY2(live.finished && live.finished->status == "stopped", qPrintable(win.w.logPanel()->toPlainText().right(2000)));
+  QVERIFY2(win.w.statusPanel()->statusText().startsWith("Stopped"), qPrintable(win.w.statusPanel()->statusText()));
+  const QString run_dir = win.w.runController()->lastRunDir();
+  QVERIFY(QFile::exists(run_dir + "/checkpoints/ckpt-" + QString::number(qint64(live.step.back())) + "/state.json"));
 }
 
 void DashboardTest::screenshotMidRun() {
