@@ -4,7 +4,8 @@
 // servers). Every rank builds the same model and LocalParameterStore (the
 // layout); a server keeps only its own shard current, a worker uses the
 // layout to scatter pulled weights into its model. Implemented over MPI in
-// mpi/MpiParameterServers.cpp; without MPI these say so.
+// mpi/MpiParameterServer.cpp and mpi/MpiParameterClient.cpp (protocol in
+// mpi/MpiParameterProtocol.h); without MPI these say so.
 #include <memory>
 #include <optional>
 #include <string>

@@ -1,114 +1,25 @@
-// ParameterServerStrategy over MPI: the servers' message loop and the
-// workers' client. Point-to-point messages only, so no rank ever waits in a
-// collective for a worker that died: servers poll for requests, workers wait
-// for answers against a deadline, and the chief server (rank 0) declares a
-// silent worker lost and tells the other servers.
-//
-// Messages (worker w = rank - servers):
-//   PULL     w -> s  {round, worker}           answer HEADER {version, watermark} + WEIGHTS
-//                    (deferred while round - 1 - watermark > bound)
-//   PUSH     w -> s  PushHeader + GRADIENT     answer ACK {updates between pull and push}
-//   EPOCH    w -> 0  {epoch, worker}           answer GO {1 continue, 0 stop} once all live workers sent it
-//   DONE     w -> s  {worker}
-//   LOST     0 -> s  {worker}
-//   SNAPSHOT 0 -> s  {}                        answer STATE_HEADER {version, floats} + STATE
+// The parameter servers' side of ParameterServerStrategy over MPI: each
+// server rank polls for requests and answers them; the chief (rank 0) also
+// declares silent workers lost, tells the other servers, and closes epochs
+// (gathering every shard for evaluation and checkpoints). Protocol:
+// MpiParameterProtocol.h.
 #include <mpi.h>
 
 #include <algorithm>
 #include <array>
-#include <cstring>
 #include <cstdio>
 #include <deque>
-#include <functional>
-#include <list>
 #include <thread>
 
 #include "core/Clock.h"
 #include "core/Error.h"
 #include "distribute/RemoteParameterServers.h"
+#include "distribute/mpi/MpiParameterProtocol.h"
 
 namespace strata {
 
 namespace {
-
-enum Tag : int {
-  kPull = 101,
-  kHeader,
-  kWeights,
-  kPush,
-  kGradient,
-  kAck,
-  kEpoch,
-  kGo,
-  kDone,
-  kLost,
-  kSnapshot,
-  kStateHeader,
-  kState,
-  kAlive
-};
-
-// The header of a push, as doubles (exact for every value it carries).
-struct PushHeader {
-  double round, worker, weight, sync, examples, round_examples, correct, loss, seconds, staleness, pulled;
-  static constexpr int kCount = 11;
-};
-
-// Polls requests until all are done or the deadline passes; returns the
-// index of one still pending on timeout, -1 when all completed. heartbeat
-// (if given) runs every `every` seconds of waiting.
-int wait_all(std::vector<MPI_Request>& reqs, double timeout, const std::function<void()>& heartbeat = {}, double every = 0) {
-  const double deadline = monotonic_seconds() + timeout, spin_until = monotonic_seconds() + 0.05;
-  double next_beat = monotonic_seconds() + every;
-  for (;;) {
-    if (heartbeat && monotonic_seconds() > next_beat) {
-      heartbeat();
-      next_beat = monotonic_seconds() + every;
-    }
-    int done = 0;
-    MPI_Testall(static_cast<int>(reqs.size()), reqs.data(), &done, MPI_STATUSES_IGNORE);
-    if (done) return -1;
-    if (monotonic_seconds() > deadline) {
-      for (size_t i = 0; i < reqs.size(); ++i) {
-        int flag = 0;
-        MPI_Test(&reqs[i], &flag, MPI_STATUS_IGNORE);
-        if (!flag) return static_cast<int>(i);
-      }
-      return -1;
-    }
-    if (monotonic_seconds() > spin_until) std::this_thread::sleep_for(std::chrono::microseconds(50));
-  }
-}
-
-std::string who(Cluster& c, int rank) {
-  return "rank " + std::to_string(rank) + " (" + c.hosts()[static_cast<size_t>(rank)] + ")";
-}
-
-// Sends whose buffers must outlive the call: kept until MPI is done with them.
-class PendingSends {
-public:
-  template <typename T>
-  void send(std::vector<T> data, MPI_Datatype type, int dest, int tag) {
-    auto& e = list_.emplace_back();
-    e.bytes.resize(data.size() * sizeof(T));
-    std::memcpy(e.bytes.data(), data.data(), e.bytes.size());
-    MPI_Isend(e.bytes.data(), static_cast<int>(data.size()), type, dest, tag, MPI_COMM_WORLD, &e.request);
-  }
-  void progress() {
-    for (auto it = list_.begin(); it != list_.end();) {
-      int done = 0;
-      MPI_Test(&it->request, &done, MPI_STATUS_IGNORE);
-      it = done ? list_.erase(it) : std::next(it);
-    }
-  }
-
-private:
-  struct Entry {
-    std::vector<char> bytes;
-    MPI_Request request = MPI_REQUEST_NULL;
-  };
-  std::list<Entry> list_;
-};
+using namespace mpi_ps;
 
 class Server {
 public:
@@ -341,122 +252,11 @@ private:
   PendingSends sends_;
 };
 
-class Client final : public RemoteParameterStore {
-public:
-  Client(Cluster& c, LocalParameterStore& layout, const RemoteServerOptions& o)
-      : c_(c), layout_(layout), o_(o), worker_(c.rank() - o.servers) {}
-
-  const ShardPlan& plan() const override { return layout_.plan(); }
-  std::vector<ServerStats> stats() const override { return {}; }
-  int last_staleness() const override { return staleness_; }
-
-  std::vector<int64_t> pull(int component, int64_t round) override {
-    const int S = o_.servers;
-    std::vector<std::array<int64_t, 2>> headers(static_cast<size_t>(S));
-    std::vector<std::vector<float>> data(static_cast<size_t>(S));
-    std::vector<MPI_Request> reqs;
-    const int64_t msg[2] = {round, worker_};
-    for (int s = 0; s < S; ++s) {
-      data[static_cast<size_t>(s)].resize(static_cast<size_t>(layout_.shard_elements(s)));
-      reqs.emplace_back();
-      MPI_Irecv(headers[static_cast<size_t>(s)].data(), 2, MPI_INT64_T, s, kHeader, MPI_COMM_WORLD, &reqs.back());
-      reqs.emplace_back();
-      MPI_Irecv(data[static_cast<size_t>(s)].data(), static_cast<int>(data[static_cast<size_t>(s)].size()), MPI_FLOAT, s,
-                kWeights, MPI_COMM_WORLD, &reqs.back());
-      MPI_Send(msg, 2, MPI_INT64_T, s, kPull, MPI_COMM_WORLD);
-    }
-    // A bounded pull may wait for the slowest worker: that is the bound
-    // working, so the deadline is the full timeout.
-    if (int late = wait(reqs); late >= 0)
-      throw runtime_error(timeout_message(late / 2, "weights for round " + std::to_string(round)));
-    std::vector<int64_t> versions;
-    int64_t mark = INT64_MAX;
-    for (int s = 0; s < S; ++s) {
-      layout_.unpack_to_model(s, data[static_cast<size_t>(s)].data(), component);
-      versions.push_back(headers[static_cast<size_t>(s)][0]);
-      mark = std::min(mark, headers[static_cast<size_t>(s)][1]);
-    }
-    staleness_ = static_cast<int>(std::max<int64_t>(0, round - 1 - mark));
-    return versions;
-  }
-
-  int64_t push(const std::vector<Tensor>& grads, const std::vector<int64_t>& pulled, const PushMeta& m) override {
-    const int S = o_.servers;
-    std::vector<std::vector<float>> packed(static_cast<size_t>(S));
-    std::vector<std::array<double, PushHeader::kCount>> headers(static_cast<size_t>(S));
-    std::vector<int64_t> acks(static_cast<size_t>(S), 0);
-    std::vector<MPI_Request> sends, recvs;
-    for (int s = 0; s < S; ++s) {
-      auto& p = packed[static_cast<size_t>(s)];
-      p.resize(static_cast<size_t>(layout_.shard_elements(s)));
-      if (m.examples > 0) layout_.pack(s, grads, m.weight, p.data());
-      headers[static_cast<size_t>(s)] = {static_cast<double>(m.round), static_cast<double>(worker_), m.weight,
-                                         m.sync_slices > 0 ? 1.0 : 0.0, static_cast<double>(m.examples),
-                                         static_cast<double>(m.round_examples), static_cast<double>(m.correct), m.loss,
-                                         m.seconds, static_cast<double>(m.staleness),
-                                         static_cast<double>(pulled[static_cast<size_t>(s)])};
-      recvs.emplace_back();
-      MPI_Irecv(&acks[static_cast<size_t>(s)], 1, MPI_INT64_T, s, kAck, MPI_COMM_WORLD, &recvs.back());
-      sends.emplace_back();
-      MPI_Isend(headers[static_cast<size_t>(s)].data(), PushHeader::kCount, MPI_DOUBLE, s, kPush, MPI_COMM_WORLD, &sends.back());
-      sends.emplace_back();
-      MPI_Isend(p.data(), static_cast<int>(p.size()), MPI_FLOAT, s, kGradient, MPI_COMM_WORLD, &sends.back());
-    }
-    if (int late = wait(sends); late >= 0)
-      throw runtime_error(timeout_message(late / 2, "the gradients of round " + std::to_string(m.round)));
-    if (int late = wait(recvs); late >= 0)
-      throw runtime_error(timeout_message(late, "the gradients of round " + std::to_string(m.round)));
-    return *std::max_element(acks.begin(), acks.end());
-  }
-
-  bool finish_epoch(int epoch) override {
-    const int64_t msg[2] = {epoch, worker_};
-    int64_t go[2] = {0, 0};  // continue?, workers lost so far
-    std::vector<MPI_Request> r(1);
-    MPI_Irecv(go, 2, MPI_INT64_T, 0, kGo, MPI_COMM_WORLD, &r[0]);
-    MPI_Send(msg, 2, MPI_INT64_T, 0, kEpoch, MPI_COMM_WORLD);
-    if (wait(r) >= 0) throw runtime_error(timeout_message(0, "the end of epoch " + std::to_string(epoch)));
-    if (go[1] > 0) skip_mpi_finalize();  // MPI_Finalize would wait for the dead
-    return go[0] != 0;
-  }
-
-  void finish() override {
-    const int64_t msg = worker_;
-    for (int s = 0; s < o_.servers; ++s) MPI_Send(&msg, 1, MPI_INT64_T, s, kDone, MPI_COMM_WORLD);
-  }
-
-private:
-  // While it waits (for a bounded pull, a slow server, the chief's
-  // evaluation) the worker tells the chief it is alive, so only a dead or
-  // hung worker goes silent.
-  int wait(std::vector<MPI_Request>& reqs) {
-    const int64_t me = worker_;
-    return wait_all(reqs, o_.timeout, [&] { MPI_Send(&me, 1, MPI_INT64_T, 0, kAlive, MPI_COMM_WORLD); },
-                    std::max(0.05, o_.timeout / 4));
-  }
-
-  std::string timeout_message(int server, const std::string& what) const {
-    return "parameter server " + who(c_, server) + " did not answer within " + std::to_string(static_cast<int>(o_.timeout)) +
-           " s (" + what + "); a server has died or hangs";
-  }
-
-  Cluster& c_;
-  LocalParameterStore& layout_;
-  RemoteServerOptions o_;
-  int worker_;
-  int staleness_ = 0;
-};
-
 }  // namespace
 
 void serve_parameters(Cluster& cluster, LocalParameterStore& store, const RemoteServerOptions& options,
                       ServerObserver* observer) {
   Server(cluster, store, options, observer).run();
-}
-
-std::unique_ptr<RemoteParameterStore> connect_parameter_servers(Cluster& cluster, LocalParameterStore& layout,
-                                                                const RemoteServerOptions& options) {
-  return std::make_unique<Client>(cluster, layout, options);
 }
 
 }  // namespace strata

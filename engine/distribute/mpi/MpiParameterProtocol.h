@@ -1,0 +1,111 @@
+#pragma once
+// The ParameterServerStrategy message protocol over MPI, shared by the
+// servers' loop (MpiParameterServer.cpp) and the workers' client
+// (MpiParameterClient.cpp). Point-to-point messages only, so no rank ever
+// waits in a collective for a worker that died.
+//
+// Messages (worker w = rank - servers):
+//   PULL     w -> s  {round, worker}           answer HEADER {version, watermark} + WEIGHTS
+//                    (deferred while round - 1 - watermark > bound)
+//   PUSH     w -> s  PushHeader + GRADIENT     answer ACK {updates between pull and push}
+//   EPOCH    w -> 0  {epoch, worker}           answer GO {continue?, workers lost} once all live workers sent it
+//   DONE     w -> s  {worker}
+//   ALIVE    w -> 0  {worker}                  heartbeat while a worker waits
+//   LOST     0 -> s  {worker}
+//   SNAPSHOT 0 -> s  {}                        answer STATE_HEADER {version, floats} + STATE
+#include <mpi.h>
+
+#include <chrono>
+#include <cstring>
+#include <functional>
+#include <list>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/Clock.h"
+#include "distribute/Cluster.h"
+
+namespace strata::mpi_ps {
+
+enum Tag : int {
+  kPull = 101,
+  kHeader,
+  kWeights,
+  kPush,
+  kGradient,
+  kAck,
+  kEpoch,
+  kGo,
+  kDone,
+  kLost,
+  kSnapshot,
+  kStateHeader,
+  kState,
+  kAlive
+};
+
+// The header of a push, as doubles (exact for every value it carries).
+struct PushHeader {
+  double round, worker, weight, sync, examples, round_examples, correct, loss, seconds, staleness, pulled;
+  static constexpr int kCount = 11;
+};
+
+// Polls requests until all are done or the deadline passes; returns the
+// index of one still pending on timeout, -1 when all completed. heartbeat
+// (if given) runs every `every` seconds of waiting.
+inline int wait_all(std::vector<MPI_Request>& reqs, double timeout, const std::function<void()>& heartbeat = {}, double every = 0) {
+  const double deadline = monotonic_seconds() + timeout, spin_until = monotonic_seconds() + 0.05;
+  double next_beat = monotonic_seconds() + every;
+  for (;;) {
+    if (heartbeat && monotonic_seconds() > next_beat) {
+      heartbeat();
+      next_beat = monotonic_seconds() + every;
+    }
+    int done = 0;
+    MPI_Testall(static_cast<int>(reqs.size()), reqs.data(), &done, MPI_STATUSES_IGNORE);
+    if (done) return -1;
+    if (monotonic_seconds() > deadline) {
+      for (size_t i = 0; i < reqs.size(); ++i) {
+        int flag = 0;
+        MPI_Test(&reqs[i], &flag, MPI_STATUS_IGNORE);
+        if (!flag) return static_cast<int>(i);
+      }
+      return -1;
+    }
+    if (monotonic_seconds() > spin_until) std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+}
+
+inline std::string who(Cluster& c, int rank) {
+  return "rank " + std::to_string(rank) + " (" + c.hosts()[static_cast<size_t>(rank)] + ")";
+}
+
+// Sends whose buffers must outlive the call: kept until MPI is done with them.
+class PendingSends {
+public:
+  template <typename T>
+  void send(std::vector<T> data, MPI_Datatype type, int dest, int tag) {
+    auto& e = list_.emplace_back();
+    e.bytes.resize(data.size() * sizeof(T));
+    std::memcpy(e.bytes.data(), data.data(), e.bytes.size());
+    MPI_Isend(e.bytes.data(), static_cast<int>(data.size()), type, dest, tag, MPI_COMM_WORLD, &e.request);
+  }
+  void progress() {
+    for (auto it = list_.begin(); it != list_.end();) {
+      int done = 0;
+      MPI_Test(&it->request, &done, MPI_STATUS_IGNORE);
+      it = done ? list_.erase(it) : std::next(it);
+    }
+  }
+
+private:
+  struct Entry {
+    std::vector<char> bytes;
+    MPI_Request request = MPI_REQUEST_NULL;
+  };
+  std::list<Entry> list_;
+};
+
+
+}  // namespace strata::mpi_ps
