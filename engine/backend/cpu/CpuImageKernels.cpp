@@ -39,6 +39,24 @@ void CpuBackend::im2col(const Window2D& w, const float* x, float* col) {
   });
 }
 
+namespace {
+// Calls fn(k, offset) for every pixel of window (oy, ox) of image n that lies
+// inside the image (padding skipped): k is the pixel's index in the window
+// (ky * kernel_w + kx), offset where it starts in the NHWC input.
+template <typename Fn>
+void for_each_window_pixel(const Window2D& w, int64_t n, int64_t oy, int64_t ox, Fn fn) {
+  for (int64_t ky = 0; ky < w.kernel_h; ++ky) {
+    const int64_t iy = oy * w.stride_h - w.pad_top + ky;
+    if (iy < 0 || iy >= w.height) continue;
+    for (int64_t kx = 0; kx < w.kernel_w; ++kx) {
+      const int64_t ix = ox * w.stride_w - w.pad_left + kx;
+      if (ix < 0 || ix >= w.width) continue;
+      fn(ky * w.kernel_w + kx, ((n * w.height + iy) * w.width + ix) * w.channels);
+    }
+  }
+}
+}  // namespace
+
 void CpuBackend::col2im(const Window2D& w, const float* col, float* dx) {
   const int64_t patch = w.kernel_h * w.kernel_w * w.channels;
   const int64_t image = w.height * w.width * w.channels;
@@ -49,17 +67,11 @@ void CpuBackend::col2im(const Window2D& w, const float* col, float* dx) {
       for (int64_t oy = 0; oy < w.out_h; ++oy)
         for (int64_t ox = 0; ox < w.out_w; ++ox) {
           const float* src = col + ((n * w.out_h + oy) * w.out_w + ox) * patch;
-          for (int64_t ky = 0; ky < w.kernel_h; ++ky) {
-            const int64_t iy = oy * w.stride_h - w.pad_top + ky;
-            if (iy < 0 || iy >= w.height) continue;
-            for (int64_t kx = 0; kx < w.kernel_w; ++kx) {
-              const int64_t ix = ox * w.stride_w - w.pad_left + kx;
-              if (ix < 0 || ix >= w.width) continue;
-              float* d = dx + ((n * w.height + iy) * w.width + ix) * w.channels;
-              const float* s = src + (ky * w.kernel_w + kx) * w.channels;
-              for (int64_t c = 0; c < w.channels; ++c) d[c] += s[c];
-            }
-          }
+          for_each_window_pixel(w, n, oy, ox, [&](int64_t k, int64_t at) {
+            float* d = dx + at;
+            const float* s = src + k * w.channels;
+            for (int64_t c = 0; c < w.channels; ++c) d[c] += s[c];
+          });
         }
   });
 }
@@ -74,20 +86,13 @@ void CpuBackend::max_pool(const Window2D& w, const float* x, float* y, int32_t* 
       for (int64_t ox = 0; ox < w.out_w; ++ox) {
         std::fill(best.begin(), best.end(), -std::numeric_limits<float>::infinity());
         std::fill(where.begin(), where.end(), -1);
-        for (int64_t ky = 0; ky < w.kernel_h; ++ky) {
-          const int64_t iy = oy * w.stride_h - w.pad_top + ky;
-          if (iy < 0 || iy >= w.height) continue;
-          for (int64_t kx = 0; kx < w.kernel_w; ++kx) {
-            const int64_t ix = ox * w.stride_w - w.pad_left + kx;
-            if (ix < 0 || ix >= w.width) continue;
-            const int64_t base = ((n * w.height + iy) * w.width + ix) * C;
-            for (int64_t c = 0; c < C; ++c)
-              if (x[base + c] > best[static_cast<size_t>(c)] || where[static_cast<size_t>(c)] < 0) {
-                best[static_cast<size_t>(c)] = x[base + c];
-                where[static_cast<size_t>(c)] = static_cast<int32_t>(base + c);
-              }
-          }
-        }
+        for_each_window_pixel(w, n, oy, ox, [&](int64_t, int64_t base) {
+          for (int64_t c = 0; c < C; ++c)
+            if (x[base + c] > best[static_cast<size_t>(c)] || where[static_cast<size_t>(c)] < 0) {
+              best[static_cast<size_t>(c)] = x[base + c];
+              where[static_cast<size_t>(c)] = static_cast<int32_t>(base + c);
+            }
+        });
         const int64_t out = ((n * w.out_h + oy) * w.out_w + ox) * C;
         for (int64_t c = 0; c < C; ++c) {
           y[out + c] = best[static_cast<size_t>(c)];
@@ -128,16 +133,9 @@ void CpuBackend::avg_pool(const Window2D& w, const float* x, float* y) {
       for (int64_t ox = 0; ox < w.out_w; ++ox) {
         float* out = y + ((n * w.out_h + oy) * w.out_w + ox) * C;
         std::fill(out, out + C, 0.0f);
-        for (int64_t ky = 0; ky < w.kernel_h; ++ky) {
-          const int64_t iy = oy * w.stride_h - w.pad_top + ky;
-          if (iy < 0 || iy >= w.height) continue;
-          for (int64_t kx = 0; kx < w.kernel_w; ++kx) {
-            const int64_t ix = ox * w.stride_w - w.pad_left + kx;
-            if (ix < 0 || ix >= w.width) continue;
-            const float* in = x + ((n * w.height + iy) * w.width + ix) * C;
-            for (int64_t c = 0; c < C; ++c) out[c] += in[c];
-          }
-        }
+        for_each_window_pixel(w, n, oy, ox, [&](int64_t, int64_t at) {
+          for (int64_t c = 0; c < C; ++c) out[c] += x[at + c];
+        });
         const float inv = 1.0f / static_cast<float>(std::max<int64_t>(1, window_count(w, oy, ox)));
         for (int64_t c = 0; c < C; ++c) out[c] *= inv;
       }
@@ -155,16 +153,9 @@ void CpuBackend::avg_pool_backward(const Window2D& w, const float* dy, float* dx
         for (int64_t ox = 0; ox < w.out_w; ++ox) {
           const float* g = dy + ((n * w.out_h + oy) * w.out_w + ox) * C;
           const float inv = 1.0f / static_cast<float>(std::max<int64_t>(1, window_count(w, oy, ox)));
-          for (int64_t ky = 0; ky < w.kernel_h; ++ky) {
-            const int64_t iy = oy * w.stride_h - w.pad_top + ky;
-            if (iy < 0 || iy >= w.height) continue;
-            for (int64_t kx = 0; kx < w.kernel_w; ++kx) {
-              const int64_t ix = ox * w.stride_w - w.pad_left + kx;
-              if (ix < 0 || ix >= w.width) continue;
-              float* d = dx + ((n * w.height + iy) * w.width + ix) * C;
-              for (int64_t c = 0; c < C; ++c) d[c] += g[c] * inv;
-            }
-          }
+          for_each_window_pixel(w, n, oy, ox, [&](int64_t, int64_t at) {
+            for (int64_t c = 0; c < C; ++c) dx[at + c] += g[c] * inv;
+          });
         }
   });
 }
