@@ -28,11 +28,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "BenchUtil.h"
 #include "distribute/ReplicaContext.h"
 #include "distribute/Strategies.h"
 
 namespace {
 
+using namespace strata::bench;
 using Clock = std::chrono::steady_clock;
 
 struct Options {
@@ -44,32 +46,6 @@ struct Options {
   bool fusion = false;
   bool memcpy_only = false;
 };
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-size_t parse_size(const std::string& s) {
-  size_t pos = 0;
-  double v = std::stod(s, &pos);
-  const std::string unit = s.substr(pos);
-  if (unit == "K" || unit == "k" || unit == "KB") v *= 1e3;
-  else if (unit == "M" || unit == "MB") v *= 1e6;
-  else if (unit == "G" || unit == "GB") v *= 1e9;
-  else if (!unit.empty() && unit != "B") throw std::invalid_argument("bad size " + s);
-  return static_cast<size_t>(v);
-}
-
-template <typename T, typename F>
-std::vector<T> parse_list(const std::string& s, F f) {
-  std::vector<T> out;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ',')) out.push_back(f(item));
-  return out;
-}
 
 // The exact value replica r holds at element i before the reduction; small
 // integers, so every partial sum is exact in float whatever the order.
@@ -205,7 +181,7 @@ int main(int argc, char** argv) {
         if (i + 1 >= argc) usage(2);
         return argv[++i];
       };
-      if (a == "--sizes") { o.sizes = parse_list<size_t>(value(), parse_size); sizes_given = true; }
+      if (a == "--sizes") { o.sizes = parse_list<size_t>(value(), [](const std::string& v) { return parse_decimal(v, "B"); }); sizes_given = true; }
       else if (a == "--replicas") o.replicas = parse_list<int>(value(), [](const std::string& s) { return std::stoi(s); });
       else if (a == "--ops") o.ops = parse_list<std::string>(value(), [](const std::string& s) { return s; });
       else if (a == "--reps") o.reps = std::stoi(value());

@@ -36,10 +36,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "BenchUtil.h"
 #include "distribute/Cluster.h"
 
 namespace {
 
+using namespace strata::bench;
 using Clock = std::chrono::steady_clock;
 
 struct Options {
@@ -51,33 +53,6 @@ struct Options {
   double min_seconds = 0.5;  // timed collective time per size and path, at least
   double timeout = 120;      // Strata's collective deadline
 };
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-// Decimal suffixes, as bench_allreduce: 25M = 25,000,000 floats.
-size_t parse_count(const std::string& s) {
-  size_t pos = 0;
-  double v = std::stod(s, &pos);
-  const std::string unit = s.substr(pos);
-  if (unit == "K" || unit == "k") v *= 1e3;
-  else if (unit == "M") v *= 1e6;
-  else if (unit == "G") v *= 1e9;
-  else if (!unit.empty()) throw std::invalid_argument("bad count " + s);
-  return static_cast<size_t>(v);
-}
-
-template <typename T, typename F>
-std::vector<T> parse_list(const std::string& s, F f) {
-  std::vector<T> out;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ',')) out.push_back(f(item));
-  return out;
-}
 
 inline float pattern(int rank, size_t i) { return static_cast<float>((rank + 1) * static_cast<int>(1 + i % 7)); }
 
@@ -182,7 +157,7 @@ int main(int argc, char** argv) {
         if (i + 1 >= argc) throw std::invalid_argument("missing value");
         return argv[++i];
       };
-      if (a == "--sizes") { o.counts = parse_list<size_t>(value(), parse_count); counts_given = true; }
+      if (a == "--sizes") { o.counts = parse_list<size_t>(value(), [](const std::string& v) { return parse_decimal(v); }); counts_given = true; }
       else if (a == "--paths") o.paths = parse_list<std::string>(value(), [](const std::string& s) { return s; });
       else if (a == "--warmup") o.warmup = std::stoi(value());
       else if (a == "--min-iters") o.min_iters = std::stoi(value());

@@ -20,21 +20,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include "BenchUtil.h"
 #include "distribute/ParameterServerStrategy.h"
 #include "nn/Dense.h"
 #include "nn/Sequential.h"
 
 namespace {
 
+using namespace strata::bench;
 using Clock = std::chrono::steady_clock;
-
-std::vector<int> parse_ints(const std::string& s) {
-  std::vector<int> out;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ',')) out.push_back(std::stoi(item));
-  return out;
-}
 
 struct Built {
   std::unique_ptr<strata::ParameterServerStrategy> strategy;
@@ -94,8 +88,8 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&] { return i + 1 < argc ? std::string(argv[++i]) : throw std::invalid_argument(a + " needs a value"); };
-    if (a == "--servers") servers = parse_ints(value());
-    else if (a == "--workers") workers = parse_ints(value());
+    if (a == "--servers") servers = parse_list<int>(value(), [](const std::string& v) { return std::stoi(v); });
+    else if (a == "--workers") workers = parse_list<int>(value(), [](const std::string& v) { return std::stoi(v); });
     else if (a == "--seconds") seconds = std::stod(value());
     else {
       std::cerr << "usage: bench_parameter_server [--servers 1,2,4] [--workers 1,2] [--seconds S]\n";

@@ -22,11 +22,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "BenchUtil.h"
 #include "core/Error.h"
 #include "train/Trainer.h"
 
 namespace {
 
+using namespace strata::bench;
 using strata::RunConfig;
 
 struct BenchConfig {
@@ -90,12 +92,6 @@ RunConfig mlp_config(const Options& o, const BenchConfig& b) {
   for (int r = 0; r < b.replicas; ++r) c.strategy.devices.push_back("cpu:" + std::to_string(r));
   c.strategy.cross_device_ops = o.cross_device_ops;
   return c;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 [[noreturn]] void usage(int code) {
