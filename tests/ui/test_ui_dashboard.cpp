@@ -107,6 +107,7 @@ private Q_SLOTS:
   void parameterServerProcessesRun();
   void parameterServerProcessesStop();
   void screenshotMidRun();
+  void screenshotParameterServer();
 
 private:
   // Opens the tiny synthetic project and turns it into a 2-replica Mirrored
@@ -1146,6 +1147,41 @@ void DashboardTest::screenshotMidRun() {
   QVERIFY(shot.width() >= 1200);
   QVERIFY(shot.save(dir + "/dashboard.png"));
   qInfo("screenshot: %s", qPrintable(dir + "/dashboard.png"));
+  win.w.stopRun();
+  QTRY_VERIFY_WITH_TIMEOUT(!win.w.runController()->running(), 60000);
+}
+
+// The picture in docs/dashboard.md: three asynchronous workers on the
+// Fashion-MNIST MLP, two parameter servers, no bound.
+void DashboardTest::screenshotParameterServer() {
+  Window win;
+  QVERIFY(win.w.openTemplate(STRATA_SOURCE_DIR "/resources/examples/fashion-mlp.strata"));
+  auto* ps = win.w.findChild<QRadioButton*>("strategy_parameter_server");
+  QVERIFY(ps && ps->isEnabled());
+  QTest::mouseClick(ps, Qt::LeftButton, Qt::NoModifier, QPoint(8, ps->height() / 2));
+  ParameterServerSettings* settings = win.editor()->strategyPanel()->parameterServerSettings();
+  settings->serversBox()->setValue(2);
+  settings->unboundedBox()->setChecked(true);
+  win.editor()->devicesPanel()->setSelectedDevices({"cpu:0", "cpu:1", "cpu:2"});
+  win.editor()->trainingPanel()->maxStepsBox()->setValue(120);
+  win.editor()->trainingPanel()->epochsBox()->setValue(12);
+  win.w.resize(1600, 1100);
+  win.w.show();
+  QTRY_VERIFY_WITH_TIMEOUT(!win.editor()->datasetPanel()->previewBusy(), 60000);
+  if (!win.editor()->datasetPanel()->previewError().isEmpty()) QSKIP("Fashion-MNIST is not installed");
+  win.w.charts()->setSmoothing(0.6);
+  win.w.startRun();
+  const RunSeries& live = win.w.charts()->liveRun();
+  QTRY_VERIFY_WITH_TIMEOUT(live.epochs.size() >= 4, 300000);
+  win.w.pauseRun();
+  QTest::qWait(200);
+  win.w.runController()->bridge()->drainNow();
+  QCoreApplication::processEvents();
+  const QString dir = STRATA_BINARY_DIR "/ui-screenshots";
+  QDir().mkpath(dir);
+  const QImage shot = win.w.grab().toImage();
+  QVERIFY(shot.save(dir + "/dashboard-parameter-server.png"));
+  qInfo("screenshot: %s", qPrintable(dir + "/dashboard-parameter-server.png"));
   win.w.stopRun();
   QTRY_VERIFY_WITH_TIMEOUT(!win.w.runController()->running(), 60000);
 }
