@@ -29,9 +29,12 @@ public:
   virtual ~ServerObserver() = default;
   virtual void pushed(const PushMeta& meta, int64_t updates_between) = 0;
   virtual void worker_lost(int worker, const std::string& reason) = 0;
-  // Every live worker finished `epoch`, and the chief's store now holds every
-  // server's shard (weights and optimizer state). false ends the training.
+  // Every live worker finished `epoch` (or stopped early, when a stop was
+  // requested), and the chief's store now holds every server's shard
+  // (weights and optimizer state). false ends the training.
   virtual bool epoch_finished(int epoch) = 0;
+  // Polled while serving: true asks the workers to stop at a common round.
+  virtual bool stop_requested() = 0;
 };
 
 // Serves this rank's shard until every worker has finished or been lost.
@@ -46,6 +49,10 @@ public:
   // Staleness of the last pull: rounds before it whose updates were not all
   // applied when the servers answered (<= the bound).
   virtual int last_staleness() const = 0;
+  // True once the chief answered a pull with "stop": training was stopped,
+  // every round before the pulled one is complete, the pulled one is not to
+  // be computed.
+  virtual bool stopping() const = 0;
   // Tells the chief this worker finished `epoch` and waits until it has
   // evaluated; false means training ends here.
   virtual bool finish_epoch(int epoch) = 0;

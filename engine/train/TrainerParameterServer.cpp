@@ -214,8 +214,6 @@ FinishedEvent Trainer::run_parameter_server_process() {
   TrainingPosition pos = start_.epoch_complete ? next_epoch(start_) : start_;
   fin.epochs_completed = pos.epoch - 1;
   fail_on_error(fin, [&] {
-    if (pos.epoch_step > 0)
-      throw bad_input("parameter_server across processes resumes only from epoch checkpoints (this one is mid-epoch)");
     if (ps_->is_server()) serve_as_chief(pos, steps_per_epoch, fin);
     else work_remotely(pos, steps_per_epoch, fin);
   });
@@ -228,9 +226,11 @@ struct ChiefObserver final : ServerObserver {
   std::function<void(const PushMeta&)> on_push;
   std::function<void(int, const std::string&)> on_lost;
   std::function<bool(int)> on_epoch;
+  std::function<bool()> on_poll;
   void pushed(const PushMeta& m, int64_t) override { on_push(m); }
   void worker_lost(int w, const std::string& why) override { on_lost(w, why); }
   bool epoch_finished(int epoch) override { return on_epoch(epoch); }
+  bool stop_requested() override { return on_poll(); }
 };
 }  // namespace
 
@@ -257,9 +257,19 @@ void Trainer::serve_as_chief(TrainingPosition& pos, int64_t steps_per_epoch, Fin
     report_lost_worker(w, why, "; its slices are skipped from now on");
     emit_rounds(pos, ep, fin);
   };
+  observer.on_poll = [&] { return stop_.load(); };
   observer.on_epoch = [&](int epoch) {
     emit_rounds(pos, ep, fin);
     if (fin.status == "failed") return false;
+    if (stop_ && pos.epoch_step < steps_per_epoch) {
+      // Stopped mid-epoch at the round the chief chose: a consistent cut.
+      fin.status = "stopped";
+      fin.message = "stopped by request after step " + std::to_string(pos.step) + " (epoch " + std::to_string(epoch) + ")";
+      sync_model_from_servers();
+      pos.elapsed = elapsed();
+      save_checkpoint(pos);
+      return false;
+    }
     if (pos.epoch_step < steps_per_epoch)
       throw runtime_error("epoch " + std::to_string(epoch) + " ended after " + std::to_string(pos.epoch_step) + " of " +
                           std::to_string(steps_per_epoch) + " steps");
@@ -285,8 +295,8 @@ void Trainer::work_remotely(TrainingPosition& pos, int64_t steps_per_epoch, Fini
   DistributedDataset dist(pipeline_, ps_->num_workers(), w, 1);
   int64_t my_steps = 0;
   for (; pos.epoch <= config_.training.epochs; pos = next_epoch(pos)) {
-    dist.begin_epoch(pos.epoch - 1, 0);
-    while (pos.epoch_step < steps_per_epoch) {
+    dist.begin_epoch(pos.epoch - 1, pos.epoch_step);  // mid-epoch after a resume
+    while (pos.epoch_step < steps_per_epoch && !remote_->stopping()) {
       auto inputs = dist.next();
       if (!inputs) break;
       const Batch& slice = (*inputs)[0];
@@ -296,6 +306,7 @@ void Trainer::work_remotely(TrainingPosition& pos, int64_t steps_per_epoch, Fini
       strategy_->run_replicas([&](ReplicaContext&) {
         const double t0 = monotonic_seconds();
         const std::vector<int64_t> pulled = remote_->pull(0, round);
+        if (remote_->stopping()) return;  // the chief's cut is before this round
         WorkerStep out = slice.size() ? worker_step(w, slice) : WorkerStep{};
         PushMeta m;
         m.round = round;
@@ -310,6 +321,7 @@ void Trainer::work_remotely(TrainingPosition& pos, int64_t steps_per_epoch, Fini
         m.seconds = monotonic_seconds() - t0;
         remote_->push(out.grads, pulled, m);
       });
+      if (remote_->stopping()) break;
       ++pos.step;
       ++pos.epoch_step;
     }

@@ -27,17 +27,18 @@ public:
   const ShardPlan& plan() const override { return layout_.plan(); }
   std::vector<ServerStats> stats() const override { return {}; }
   int last_staleness() const override { return staleness_; }
+  bool stopping() const override { return stopping_; }
 
   std::vector<int64_t> pull(int component, int64_t round) override {
     const int S = o_.servers;
-    std::vector<std::array<int64_t, 2>> headers(static_cast<size_t>(S));
+    std::vector<std::array<int64_t, 3>> headers(static_cast<size_t>(S));
     std::vector<std::vector<float>> data(static_cast<size_t>(S));
     std::vector<MPI_Request> reqs;
     const int64_t msg[2] = {round, worker_};
     for (int s = 0; s < S; ++s) {
       data[static_cast<size_t>(s)].resize(static_cast<size_t>(layout_.shard_elements(s)));
       reqs.emplace_back();
-      MPI_Irecv(headers[static_cast<size_t>(s)].data(), 2, MPI_INT64_T, s, kHeader, MPI_COMM_WORLD, &reqs.back());
+      MPI_Irecv(headers[static_cast<size_t>(s)].data(), 3, MPI_INT64_T, s, kHeader, MPI_COMM_WORLD, &reqs.back());
       reqs.emplace_back();
       MPI_Irecv(data[static_cast<size_t>(s)].data(), static_cast<int>(data[static_cast<size_t>(s)].size()), MPI_FLOAT, s,
                 kWeights, MPI_COMM_WORLD, &reqs.back());
@@ -55,6 +56,7 @@ public:
       mark = std::min(mark, headers[static_cast<size_t>(s)][1]);
     }
     staleness_ = static_cast<int>(std::max<int64_t>(0, round - 1 - mark));
+    stopping_ = headers[0][2] != 0;  // the chief (server 0) decides
     return versions;
   }
 
@@ -123,6 +125,7 @@ private:
   RemoteServerOptions o_;
   int worker_;
   int staleness_ = 0;
+  bool stopping_ = false;
 };
 
 }  // namespace

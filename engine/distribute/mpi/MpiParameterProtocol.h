@@ -5,8 +5,9 @@
 // waits in a collective for a worker that died.
 //
 // Messages (worker w = rank - servers):
-//   PULL     w -> s  {round, worker}           answer HEADER {version, watermark} + WEIGHTS
-//                    (deferred while round - 1 - watermark > bound)
+//   PULL     w -> s  {round, worker}           answer HEADER {version, watermark, stop} + WEIGHTS
+//                    (deferred while round - 1 - watermark > bound; the chief
+//                    sets stop for rounds after the one a Stop chose)
 //   PUSH     w -> s  PushHeader + GRADIENT     answer ACK {updates between pull and push}
 //   EPOCH    w -> 0  {epoch, worker}           answer GO {continue?, workers lost} once all live workers sent it
 //   DONE     w -> s  {worker}

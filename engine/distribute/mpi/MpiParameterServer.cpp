@@ -47,7 +47,10 @@ public:
         idle_since = monotonic_seconds();
         continue;
       }
-      if (me_ == 0) check_silent_workers();
+      if (me_ == 0) {
+        check_silent_workers();
+        choose_stop_round();
+      }
       // Spin briefly (a step's messages come in bursts), then yield the core
       // to the workers that share the host.
       if (monotonic_seconds() - idle_since > 0.05) std::this_thread::sleep_for(std::chrono::microseconds(50));
@@ -83,6 +86,7 @@ private:
       case kPull: {
         int64_t msg[2];
         MPI_Recv(msg, 2, MPI_INT64_T, src, kPull, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        max_pulled_ = std::max(max_pulled_, msg[0]);
         deferred_.push_back({w, msg[0]});
         waiting_[static_cast<size_t>(w)] = true;
         answer_pulls();
@@ -170,13 +174,14 @@ private:
         it = deferred_.erase(it);
         continue;
       }
-      if (o_.bound && round - 1 - mark > *o_.bound) {
+      const bool stop = round > stop_round_;
+      if (!stop && o_.bound && round - 1 - mark > *o_.bound) {
         ++it;
         continue;
       }
       std::vector<float> weights(static_cast<size_t>(store_.shard_elements(me_)));
       const int64_t version = store_.read_shard(me_, weights.data());
-      sends_.send(std::vector<int64_t>{version, std::min(mark, round - 1)}, MPI_INT64_T, rank_of(w), kHeader);
+      sends_.send(std::vector<int64_t>{version, std::min(mark, round - 1), stop ? 1 : 0}, MPI_INT64_T, rank_of(w), kHeader);
       sends_.send(std::move(weights), MPI_FLOAT, rank_of(w), kWeights);
       waiting_[static_cast<size_t>(w)] = false;
       it = deferred_.erase(it);
@@ -207,6 +212,15 @@ private:
       mark_lost(w);
       if (observer_) observer_->worker_lost(w, why);
     }
+  }
+
+  // The chief, once a stop is requested: the highest round any worker has
+  // asked for becomes the last one; every worker finishes the rounds up to
+  // it and is told to stop at its next pull, so the cut is consistent.
+  void choose_stop_round() {
+    if (stop_round_ != INT64_MAX || !observer_ || !observer_->stop_requested()) return;
+    stop_round_ = std::max(max_pulled_, o_.first_round - 1);
+    answer_pulls();
   }
 
   void close_epoch_if_ready() {
@@ -249,6 +263,7 @@ private:
   std::vector<double> heard_;
   std::deque<std::pair<int, int64_t>> deferred_;
   int closed_epoch_ = 0;
+  int64_t max_pulled_ = 0, stop_round_ = INT64_MAX;
   PendingSends sends_;
 };
 
