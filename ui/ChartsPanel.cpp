@@ -1,5 +1,7 @@
 #include "ChartsPanel.h"
 
+#include <qcustomplot.h>
+
 #include <QCheckBox>
 #include <QComboBox>
 #include <QFileDialog>
@@ -100,6 +102,13 @@ ChartsPanel::ChartsPanel(QWidget* parent)
 
 std::vector<ChartView*> ChartsPanel::charts() const {
   return {loss_, accuracy_, throughput_, workers_, ps_->stalenessChart(), ps_->serverChart()};
+}
+
+double ChartsPanel::lastReplotMs() const {
+  double ms = 0;
+  for (auto* c : charts())
+    if (c->isVisible()) ms += c->plot()->replotTime();
+  return ms;
 }
 
 ChartView* ChartsPanel::stalenessChart() const { return ps_->stalenessChart(); }

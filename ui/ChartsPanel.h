@@ -43,6 +43,8 @@ public:
   void resetViews();
 
   ChartView* lossChart() const { return loss_; }
+  // Milliseconds the charts' latest replots took together.
+  double lastReplotMs() const;
   ChartView* accuracyChart() const { return accuracy_; }
   ChartView* throughputChart() const { return throughput_; }
   ChartView* workerChart() const { return workers_; }

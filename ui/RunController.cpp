@@ -1,6 +1,7 @@
 #include "RunController.h"
 
 #include <QDir>
+#include <QElapsedTimer>
 #include <QFileInfo>
 
 #include "ChartsPanel.h"
@@ -135,6 +136,8 @@ bool RunController::running() const { return bridge_->running() || process_->run
 bool RunController::paused() const { return bridge_->paused(); }
 
 void RunController::onEvents(const std::vector<Event>& batch) {
+  QElapsedTimer cost;
+  cost.start();
   // Charts take the whole batch and replot once; the status panel only
   // needs the newest step, so a burst of steps costs one label update.
   charts_->addEvents(batch);
@@ -168,6 +171,8 @@ void RunController::onEvents(const std::vector<Event>& batch) {
     }
   }
   if (last_step) status_->onStep(*last_step);
+  // The replots are queued: the previous ones' time stands in for this batch's.
+  bridge_->adaptInterval(static_cast<double>(cost.nsecsElapsed()) / 1e6 + charts_->lastReplotMs());
 }
 
 }  // namespace strata::ui
