@@ -1,7 +1,5 @@
 #include "EngineBridge.h"
 
-#include <algorithm>
-
 #include "core/Error.h"
 #include "project/RunDirectory.h"
 #include "train/Trainer.h"
@@ -27,10 +25,6 @@ private:
 EngineBridge::EngineBridge(QObject* parent) : QObject(parent) {
   timer_.setInterval(33);
   connect(&timer_, &QTimer::timeout, this, &EngineBridge::drain);
-}
-
-void EngineBridge::adaptInterval(double refresh_ms) {
-  timer_.setInterval(std::clamp(static_cast<int>(refresh_ms * 33.0), 33, 500));
 }
 
 EngineBridge::~EngineBridge() {

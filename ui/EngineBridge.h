@@ -42,11 +42,6 @@ public:
   bool paused() const { return paused_; }
   // Drain interval; the default gives ~30 updates a second.
   void setInterval(int ms) { timer_.setInterval(ms); }
-  // The UI thread shares the cores with training: after each refresh the
-  // caller reports what it cost (event handling + replots), and the next
-  // refresh waits long enough to keep that near 3% of one core - 30 Hz while
-  // charts are small, down to 2 Hz when they hold millions of points.
-  void adaptInterval(double refresh_ms);
   // Processes what is queued now, without waiting for the timer (tests).
   void drainNow() { drain(); }
   size_t peakQueue() const { return queue_.peak_size(); }
