@@ -195,11 +195,6 @@ std::vector<int64_t> ClusterCoordinator::worker_steps() const {
   return steps_;
 }
 
-std::vector<bool> ClusterCoordinator::lost() const {
-  std::lock_guard lock(mutex_);
-  return lost_;
-}
-
 void ClusterCoordinator::fail_worker_at(int worker, int64_t at_step) {
   std::lock_guard lock(mutex_);
   if (worker < 0 || worker >= static_cast<int>(fail_at_.size()))

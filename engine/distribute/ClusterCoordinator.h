@@ -69,7 +69,6 @@ public:
   std::vector<SliceResult> take_results();
   std::vector<WorkerLost> take_lost();
   std::vector<int64_t> worker_steps() const;
-  std::vector<bool> lost() const;
 
   // Fault injection for tests and demonstrations (a thread cannot be
   // killed): worker w fails when it starts its step number `at_step` (1-based).
