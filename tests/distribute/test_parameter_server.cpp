@@ -57,6 +57,14 @@ double relative_difference(nn::Sequential& a, nn::Sequential& b) {
 
 int64_t steps_per_epoch(const RecordingSink& sink) { return sink.all<RunStartedEvent>().front().steps_per_epoch; }
 
+// Slices finished by all workers, per the last step event.
+int64_t total_slices(const RecordingSink& sink) {
+  const auto steps = sink.all<StepEvent>();  // a copy: it must outlive the loop
+  int64_t n = 0;
+  for (auto s : steps.back().worker_steps) n += s;
+  return n;
+}
+
 int max_staleness(const RecordingSink& sink) {
   int m = -1;
   for (auto& s : sink.all<StepEvent>()) {
@@ -194,9 +202,7 @@ private slots:
     const auto last = sink.all<StepEvent>().back();
     QCOMPARE(last.worker_steps.size(), size_t{3});
     QVERIFY(last.worker_steps[0] < last.worker_steps[1]);
-    int64_t slices = 0;
-    for (auto n : last.worker_steps) slices += n;
-    QCOMPARE(slices, 2 * steps_per_epoch(sink) * 3);
+    QCOMPARE(total_slices(sink), 2 * steps_per_epoch(sink) * 3);
     QCOMPARE(static_cast<int64_t>(sink.all<StepEvent>().size()), 2 * steps_per_epoch(sink));
   }
 
@@ -223,9 +229,7 @@ private slots:
     const auto steps = sink.all<StepEvent>();
     QCOMPARE(steps.back().lost_workers, std::vector<int>{1});
     QCOMPARE(steps.back().worker_steps[1], int64_t{4});  // it finished 4 slices before failing
-    int64_t slices = 0;
-    for (auto n : steps.back().worker_steps) slices += n;
-    QCOMPARE(slices, 4 * steps_per_epoch(sink) * 3);  // its slice was redone, none lost
+    QCOMPARE(total_slices(sink), 4 * steps_per_epoch(sink) * 3);  // its slice was redone, none lost
     const auto epochs = sink.all<EpochEvent>();
     QVERIFY2(*epochs.back().val_accuracy > 0.8, qPrintable(QString::number(*epochs.back().val_accuracy)));
   }

@@ -120,6 +120,9 @@ private:
   // Starts the configured mpirun run, stops it after 20 steps and checks it
   // ended "stopped" with a checkpoint of its last step.
   void stopAcrossProcessesGracefully(Window& win);
+  // Trains the configured Fashion-MNIST project 4 short epochs (120 steps
+  // each), pauses, and saves the window as ui-screenshots/<file>.
+  void screenshotAfterFourEpochs(Window& win, const QString& file);
   // ParameterServer on cpu:0 and cpu:1 (two workers), chosen and set through
   // the strategy panel's widgets; bound < 0 = unbounded.
   void configureParameterServer(Window& win, const QString& project, int epochs, int servers, int bound);
@@ -1123,13 +1126,32 @@ void DashboardTest::parameterServerProcessesStop() {
 
 void DashboardTest::screenshotMidRun() {
   Window win;
-  const QString fashion = STRATA_SOURCE_DIR "/resources/examples/fashion-mlp.strata";
-  QVERIFY(win.w.openTemplate(fashion));
+  QVERIFY(win.w.openTemplate(STRATA_SOURCE_DIR "/resources/examples/fashion-mlp.strata"));
   if (!win.editor()->strategyPanel()->setStrategy("mirrored")) QFAIL("mirrored unavailable");
   win.editor()->devicesPanel()->setSelectedDevices({"cpu:0", "cpu:1"});
+  win.w.resize(1600, 1000);
+  screenshotAfterFourEpochs(win, "dashboard.png");
+}
+
+// The picture in docs/dashboard.md: three asynchronous workers on the
+// Fashion-MNIST MLP, two parameter servers, no bound.
+void DashboardTest::screenshotParameterServer() {
+  Window win;
+  QVERIFY(win.w.openTemplate(STRATA_SOURCE_DIR "/resources/examples/fashion-mlp.strata"));
+  auto* ps = win.w.findChild<QRadioButton*>("strategy_parameter_server");
+  QVERIFY(ps && ps->isEnabled());
+  QTest::mouseClick(ps, Qt::LeftButton, Qt::NoModifier, QPoint(8, ps->height() / 2));
+  ParameterServerSettings* settings = win.editor()->strategyPanel()->parameterServerSettings();
+  settings->serversBox()->setValue(2);
+  settings->unboundedBox()->setChecked(true);
+  win.editor()->devicesPanel()->setSelectedDevices({"cpu:0", "cpu:1", "cpu:2"});
+  win.w.resize(1600, 1100);
+  screenshotAfterFourEpochs(win, "dashboard-parameter-server.png");
+}
+
+void DashboardTest::screenshotAfterFourEpochs(Window& win, const QString& file) {
   win.editor()->trainingPanel()->maxStepsBox()->setValue(120);
   win.editor()->trainingPanel()->epochsBox()->setValue(12);
-  win.w.resize(1600, 1000);
   win.w.show();
   QTRY_VERIFY_WITH_TIMEOUT(!win.editor()->datasetPanel()->previewBusy(), 60000);
   if (!win.editor()->datasetPanel()->previewError().isEmpty()) QSKIP("Fashion-MNIST is not installed");
@@ -1145,43 +1167,8 @@ void DashboardTest::screenshotMidRun() {
   QDir().mkpath(dir);
   const QImage shot = win.w.grab().toImage();
   QVERIFY(shot.width() >= 1200);
-  QVERIFY(shot.save(dir + "/dashboard.png"));
-  qInfo("screenshot: %s", qPrintable(dir + "/dashboard.png"));
-  win.w.stopRun();
-  QTRY_VERIFY_WITH_TIMEOUT(!win.w.runController()->running(), 60000);
-}
-
-// The picture in docs/dashboard.md: three asynchronous workers on the
-// Fashion-MNIST MLP, two parameter servers, no bound.
-void DashboardTest::screenshotParameterServer() {
-  Window win;
-  QVERIFY(win.w.openTemplate(STRATA_SOURCE_DIR "/resources/examples/fashion-mlp.strata"));
-  auto* ps = win.w.findChild<QRadioButton*>("strategy_parameter_server");
-  QVERIFY(ps && ps->isEnabled());
-  QTest::mouseClick(ps, Qt::LeftButton, Qt::NoModifier, QPoint(8, ps->height() / 2));
-  ParameterServerSettings* settings = win.editor()->strategyPanel()->parameterServerSettings();
-  settings->serversBox()->setValue(2);
-  settings->unboundedBox()->setChecked(true);
-  win.editor()->devicesPanel()->setSelectedDevices({"cpu:0", "cpu:1", "cpu:2"});
-  win.editor()->trainingPanel()->maxStepsBox()->setValue(120);
-  win.editor()->trainingPanel()->epochsBox()->setValue(12);
-  win.w.resize(1600, 1100);
-  win.w.show();
-  QTRY_VERIFY_WITH_TIMEOUT(!win.editor()->datasetPanel()->previewBusy(), 60000);
-  if (!win.editor()->datasetPanel()->previewError().isEmpty()) QSKIP("Fashion-MNIST is not installed");
-  win.w.charts()->setSmoothing(0.6);
-  win.w.startRun();
-  const RunSeries& live = win.w.charts()->liveRun();
-  QTRY_VERIFY_WITH_TIMEOUT(live.epochs.size() >= 4, 300000);
-  win.w.pauseRun();
-  QTest::qWait(200);
-  win.w.runController()->bridge()->drainNow();
-  QCoreApplication::processEvents();
-  const QString dir = STRATA_BINARY_DIR "/ui-screenshots";
-  QDir().mkpath(dir);
-  const QImage shot = win.w.grab().toImage();
-  QVERIFY(shot.save(dir + "/dashboard-parameter-server.png"));
-  qInfo("screenshot: %s", qPrintable(dir + "/dashboard-parameter-server.png"));
+  QVERIFY(shot.save(dir + "/" + file));
+  qInfo("screenshot: %s", qPrintable(dir + "/" + file));
   win.w.stopRun();
   QTRY_VERIFY_WITH_TIMEOUT(!win.w.runController()->running(), 60000);
 }
