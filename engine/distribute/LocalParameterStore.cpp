@@ -106,7 +106,8 @@ int64_t LocalParameterStore::push(const std::vector<Tensor>& grads, const std::v
     throw runtime_error("parameter server push: " + std::to_string(grads.size()) + " gradients for " +
                         std::to_string(vars_.size()) + " variables");
   int64_t between = 0;
-  std::vector<float> packed;
+  // Each worker thread keeps its packing buffer: no megabyte allocation per push.
+  thread_local std::vector<float> packed;
   for (size_t s = 0; s < shards_.size(); ++s) {
     // Pack outside the lock: other workers keep using the shard meanwhile.
     packed.resize(static_cast<size_t>(shards_[s]->elements));
