@@ -2,9 +2,17 @@
 // The narrow compute interface. Every kernel the layers need is here, in terms
 // of raw pointers into a device's memory, so a CUDA implementation plugs in
 // beside the CPU one and nn/ never changes. Matrices are row-major.
+//
+// On a device with a stream (sim, CUDA) every call is queued and returns at
+// once: nothing here returns a value computed on the device. Results the host
+// needs (the loss, metrics, the error flag) are written to device memory and
+// read once per step after synchronize(). Per-step scalars (learning rate,
+// Adam's step, 1/global batch, batch-norm counts) are read from device memory
+// too, so a captured step replays unchanged.
 #include <cstdint>
 
 #include "core/Device.h"
+#include "core/DeviceMemory.h"
 
 namespace strata {
 
@@ -18,12 +26,12 @@ struct Window2D {
   int64_t out_h, out_w;
 };
 
+// Adam's constants; the learning rate and step come from device memory.
 struct AdamParams {
-  float lr, beta1, beta2, epsilon;
-  int64_t step;  // 1-based, for bias correction
+  float beta1, beta2, epsilon;
 };
 
-class Backend {
+class Backend : public DeviceMemory {
 public:
   virtual ~Backend() = default;
   virtual Device device() const = 0;
@@ -44,6 +52,7 @@ public:
                                    int64_t cols) = 0;
 
   // Per-example loss for integer labels; dlogits (optional) = d loss_i / d logits_i.
+  // A label outside [0, cols) gives loss 0 and no gradient (check_labels reports it).
   virtual void sparse_softmax_xent(const float* logits, const int32_t* labels, int64_t rows, int64_t cols,
                                    float* loss, float* dlogits) = 0;
   // Same for dense probability targets.
@@ -61,7 +70,23 @@ public:
   // y = log(clamp(x, eps, 1 - eps)); backward: dx = dy / x inside the clamp, 0 outside.
   virtual void log_clamp(int64_t n, const float* x, float eps, float* y) = 0;
   virtual void log_clamp_backward(int64_t n, const float* x, float eps, const float* dy, float* dx) = 0;
-  virtual double sum(int64_t n, const float* x) = 0;
+
+  // ---- scalars kept on the device -------------------------------------------
+  // out[0] = scale[0] * sum(x) (accumulated in double on the CPU).
+  virtual void scaled_sum(int64_t n, const float* x, const float* scale, float* out) = 0;
+  // y[i] = g[0] * scale[0]: the gradient of scaled_sum.
+  virtual void broadcast_scaled(int64_t n, const float* g, const float* scale, float* y) = 0;
+  // x[i] += value (step counters).
+  virtual void add_scalar(int64_t n, float value, float* x) = 0;
+  // out[r] = the first column holding row r's largest value.
+  virtual void argmax_rows(const float* x, int64_t rows, int64_t cols, int32_t* out) = 0;
+  // count[0] += rows whose argmax equals their label.
+  virtual void count_correct(const float* predictions, const int32_t* labels, int64_t rows, int64_t cols,
+                             float* count) = 0;
+  // The device error flag for labels outside [0, classes): error[0] counts
+  // them, error[1] keeps the first such label seen. A kernel cannot throw, so
+  // the caller reads the flag at its sync point.
+  virtual void check_labels(const int32_t* labels, int64_t n, int64_t classes, float* error) = 0;
 
   // ---- images (NHWC) --------------------------------------------------------
   // col[(n, oy, ox), (ky, kx, c)] = x[n, oy*s - pad + ky, ox*s - pad + kx, c] (0 outside).
@@ -78,6 +103,14 @@ public:
   // ---- batch normalisation over rows of a (rows, channels) view -------------
   // sum[c] = sum_r x[r,c], sumsq[c] = sum_r x[r,c]^2 (accumulated in double).
   virtual void channel_sums(const float* x, int64_t rows, int64_t channels, float* sum, float* sumsq) = 0;
+  // From sums = [sum(C), sumsq(C), count]: mean and 1 / sqrt(var + epsilon).
+  virtual void batch_norm_stats(const float* sums, int64_t channels, float epsilon, float* mean, float* inv_std) = 0;
+  // Inference: mean = moving_mean, inv_std = 1 / sqrt(moving_var + epsilon).
+  virtual void batch_norm_inference_stats(const float* moving_mean, const float* moving_var, int64_t channels,
+                                          float epsilon, float* mean, float* inv_std) = 0;
+  // moving = moving * momentum + batch * (1 - momentum), skipped when count[0] is 0.
+  virtual void batch_norm_moving_update(const float* mean, const float* inv_std, const float* count, int64_t channels,
+                                        float epsilon, float momentum, float* moving_mean, float* moving_var) = 0;
   // y = (x - mean) * inv_std * gamma + beta.
   virtual void batch_norm_apply(const float* x, int64_t rows, int64_t channels, const float* mean, const float* inv_std,
                                 const float* gamma, const float* beta, float* y) = 0;
@@ -86,20 +119,28 @@ public:
                                           const float* mean, const float* inv_std, float* sum_dy,
                                           float* sum_dy_xhat) = 0;
   // dx = gamma * inv_std / count * (count * dy - sum_dy - xhat * sum_dy_xhat), with
-  // count the number of rows over all replicas (synchronised statistics).
+  // count[0] the number of rows over all replicas (synchronised statistics).
   virtual void batch_norm_backward_apply(const float* dy, const float* x, int64_t rows, int64_t channels,
                                          const float* mean, const float* inv_std, const float* gamma,
-                                         const float* sum_dy, const float* sum_dy_xhat, double count, float* dx) = 0;
+                                         const float* sum_dy, const float* sum_dy_xhat, const float* count,
+                                         float* dx) = 0;
 
-  // Fused optimizer updates, one pass over the parameter.
-  virtual void sgd_update(int64_t n, float* w, const float* g, float* velocity, float lr, float momentum,
+  // Fused optimizer updates, one pass over the parameter. lr[0] is the
+  // learning rate; Adam reads lr_step = [learning rate, 1-based step].
+  virtual void sgd_update(int64_t n, float* w, const float* g, float* velocity, const float* lr, float momentum,
                           bool nesterov) = 0;
-  virtual void adam_update(int64_t n, float* w, const float* g, float* m, float* v, const AdamParams& p) = 0;
+  virtual void adam_update(int64_t n, float* w, const float* g, float* m, float* v, const AdamParams& p,
+                           const float* lr_step) = 0;
+
+  // This device's label error flag (two floats in its memory, zero until
+  // check_labels finds a bad label).
+  virtual float* label_error_flag() = 0;
 };
 
 // The backend that serves tensors on `device` for the calling thread. CPU
 // replica threads install their own (with their share of cores); other
-// threads get a process-wide one using every core.
+// threads get a process-wide one using every core. Other devices have one
+// backend each, shared by every thread (its stream orders their work).
 Backend& backend_for(const Device& device);
 Backend& cpu_backend();
 // Installs `b` as this thread's CPU backend until the guard dies.

@@ -1,12 +1,24 @@
 #include "core/Device.h"
 
+#include <algorithm>
 #include <charconv>
+#include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <thread>
 
 #include "core/Error.h"
 
 namespace strata {
+
+std::string Device::str() const {
+  switch (kind) {
+    case DeviceKind::Cpu: return "cpu:" + std::to_string(index);
+    case DeviceKind::Gpu: return "gpu:" + std::to_string(index);
+    case DeviceKind::Sim: return "sim:" + std::to_string(index);
+  }
+  return "?";
+}
 
 Device Device::parse(const std::string& text) {
   auto colon = text.find(':');
@@ -16,6 +28,8 @@ Device Device::parse(const std::string& text) {
     d.kind = DeviceKind::Cpu;
   } else if (kind == "gpu" || kind == "GPU" || kind == "cuda") {
     d.kind = DeviceKind::Gpu;
+  } else if (kind == "sim") {
+    d.kind = DeviceKind::Sim;
   } else {
     throw bad_input("device '" + text + "': unknown kind (expected cpu:N or gpu:N)");
   }
@@ -83,7 +97,18 @@ std::vector<DeviceInfo> list_devices() {
   const std::string name = cpu_model_name();
   const int64_t mem = total_memory_bytes();
   for (int i = 0; i < n; ++i) out.push_back({Device{DeviceKind::Cpu, i}, name, mem, 1});
+  for (int i = 0; i < listed_sim_devices(); ++i)
+    out.push_back({Device{DeviceKind::Sim, i}, "Simulated accelerator (testing)", int64_t{8} << 30, 1});
   return out;
+}
+
+int listed_sim_devices() {
+  const char* env = std::getenv("STRATA_SIM_DEVICES");
+  if (!env || !*env) return 0;
+  int n = 0;
+  auto [ptr, ec] = std::from_chars(env, env + std::strlen(env), n);
+  if (ec != std::errc() || n < 0) return 0;
+  return std::min(n, kSimDeviceCount);
 }
 
 }  // namespace strata

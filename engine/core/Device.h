@@ -4,7 +4,10 @@
 
 namespace strata {
 
-enum class DeviceKind { Cpu, Gpu };
+// Sim is the strict simulated accelerator (backend/sim/): CPU kernels run
+// asynchronously on a device thread against memory the host cannot touch. It
+// exists to test the device discipline on machines without a GPU.
+enum class DeviceKind { Cpu, Gpu, Sim };
 
 // A logical device such as "cpu:0" or "gpu:1". CPU devices are logical: each
 // is one replica thread with a share of the machine's cores.
@@ -12,10 +15,15 @@ struct Device {
   DeviceKind kind = DeviceKind::Cpu;
   int index = 0;
 
-  std::string str() const { return (kind == DeviceKind::Cpu ? "cpu:" : "gpu:") + std::to_string(index); }
+  std::string str() const;
+  // Host memory: tensors on it may be read and written by host code.
+  bool is_host() const { return kind == DeviceKind::Cpu; }
+  // Whether tensors on the two devices share one memory: every cpu device is
+  // the host's memory (cpu:1 is a replica's share of cores, not other memory).
+  bool same_memory(const Device& other) const { return (is_host() && other.is_host()) || *this == other; }
   bool operator==(const Device&) const = default;
 
-  // Parses "cpu:0", "gpu:1", "cpu" (= cpu:0); throws bad_input naming the text.
+  // Parses "cpu:0", "gpu:1", "sim:0", "cpu" (= cpu:0); throws bad_input naming the text.
   static Device parse(const std::string& text);
   // Parses a comma-separated list, e.g. "cpu:0,cpu:1".
   static std::vector<Device> parse_list(const std::string& text);
@@ -30,6 +38,11 @@ struct DeviceInfo {
 };
 
 int hardware_threads();
+// The machine's devices as users see them. Simulated devices are listed only
+// when the environment variable STRATA_SIM_DEVICES=N asks for N of them.
 std::vector<DeviceInfo> list_devices();
+// How many sim devices exist (they can always be named explicitly).
+constexpr int kSimDeviceCount = 8;
+int listed_sim_devices();
 
 }  // namespace strata

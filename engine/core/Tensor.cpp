@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <cstdlib>
 #include <cstring>
 
+#include "core/DeviceMemory.h"
 #include "core/Error.h"
 #include "core/HostAllocator.h"
 
@@ -28,49 +30,109 @@ private:
   size_t bytes_ = 0;
 };
 
+// Memory from a device's allocator. Freed at once into its cache: reuse is
+// safe because the device runs its work in the order it was queued.
+class DeviceBuffer final : public Buffer {
+public:
+  DeviceBuffer(const Device& device, size_t bytes)
+      : device_(device), memory_(device_memory(device)), bytes_(bytes), data_(memory_.allocate(bytes)) {}
+  ~DeviceBuffer() override { memory_.deallocate(data_, bytes_); }
+  void* data() override { return data_; }
+  size_t bytes() const override { return bytes_; }
+  Device device() const override { return device_; }
+
+private:
+  Device device_;
+  DeviceMemory& memory_;
+  size_t bytes_;
+  void* data_;
+};
+
 std::atomic<uint64_t> g_next_id{1};
+std::atomic<DeviceMemoryProvider> g_provider{nullptr};
 }  // namespace
 
 uint64_t next_tensor_id() { return g_next_id.fetch_add(1, std::memory_order_relaxed); }
 
 std::string dtype_name(DType d) { return d == DType::Float32 ? "float32" : "int32"; }
 
-Tensor Tensor::empty(const Shape& shape, DType dtype) {
+void set_device_memory_provider(DeviceMemoryProvider provider) { g_provider = provider; }
+
+DeviceMemory& device_memory(const Device& device) {
+  if (device.is_host()) throw runtime_error("device_memory: " + device.str() + " is host memory");
+  auto provider = g_provider.load();
+  if (!provider) throw bad_input("device " + device.str() + ": this program has no backend for it");
+  return provider(device);
+}
+
+void copy_bytes(const Device& dst_device, void* dst, const Device& src_device, const void* src, size_t bytes) {
+  if (bytes == 0 || dst == src) return;
+  if (dst_device.is_host() && src_device.is_host()) {
+    std::memcpy(dst, src, bytes);
+  } else if (dst_device.is_host()) {
+    DeviceMemory& m = device_memory(src_device);
+    m.copy_to_host(dst, src, bytes);
+    m.synchronize();
+  } else if (src_device.is_host()) {
+    device_memory(dst_device).copy_from_host(dst, src, bytes);
+  } else if (dst_device.kind == src_device.kind) {
+    // Peer copy in the destination's stream, after the source's queued work.
+    DeviceMemory& d = device_memory(dst_device);
+    if (dst_device != src_device) d.wait_event(device_memory(src_device).record_event());
+    d.copy(dst, src, bytes);
+  } else {
+    // Different kinds of device: through the host.
+    std::unique_ptr<char[]> staging(new char[bytes]);
+    copy_bytes(Device{}, staging.get(), src_device, src, bytes);
+    copy_bytes(dst_device, dst, Device{}, staging.get(), bytes);
+  }
+}
+
+void* Tensor::host_raw(const char* accessor) const {
+  if (buffer_ && !buffer_->device().is_host())
+    throw runtime_error("tensor " + shape_.str() + " lives on " + buffer_->device().str() + ": " + accessor +
+                        " reads host memory only; copy it with to(cpu) first");
+  return raw();
+}
+
+Tensor Tensor::empty(const Shape& shape, DType dtype, const Device& device) {
   for (auto d : shape.dims())
     if (d < 0) throw runtime_error("negative dimension in shape " + shape.str());
   Tensor t;
-  t.buffer_ = std::make_shared<HostBuffer>(static_cast<size_t>(shape.numel()) * 4);
+  const size_t bytes = static_cast<size_t>(shape.numel()) * 4;
+  if (device.is_host()) t.buffer_ = std::make_shared<HostBuffer>(bytes);
+  else t.buffer_ = std::make_shared<DeviceBuffer>(device, bytes);
   t.shape_ = shape;
   t.dtype_ = dtype;
   t.id_ = next_tensor_id();
   return t;
 }
 
-Tensor Tensor::zeros(const Shape& shape, DType dtype) {
-  Tensor t = empty(shape, dtype);
-  std::memset(t.raw(), 0, static_cast<size_t>(t.numel()) * 4);
+Tensor Tensor::zeros(const Shape& shape, DType dtype, const Device& device) {
+  Tensor t = empty(shape, dtype, device);
+  t.fill(0.0f);
   return t;
 }
 
-Tensor Tensor::full(const Shape& shape, float value) {
-  Tensor t = empty(shape);
+Tensor Tensor::full(const Shape& shape, float value, const Device& device) {
+  Tensor t = empty(shape, DType::Float32, device);
   t.fill(value);
   return t;
 }
 
-Tensor Tensor::from(const Shape& shape, std::span<const float> values) {
+Tensor Tensor::from(const Shape& shape, std::span<const float> values, const Device& device) {
   if (static_cast<int64_t>(values.size()) != shape.numel())
     throw runtime_error("Tensor::from: " + std::to_string(values.size()) + " values for shape " + shape.str());
-  Tensor t = empty(shape);
-  std::copy(values.begin(), values.end(), t.data());
+  Tensor t = empty(shape, DType::Float32, device);
+  copy_bytes(device, t.raw(), Device{}, values.data(), t.bytes());
   return t;
 }
 
-Tensor Tensor::from_ints(const Shape& shape, std::span<const int32_t> values) {
+Tensor Tensor::from_ints(const Shape& shape, std::span<const int32_t> values, const Device& device) {
   if (static_cast<int64_t>(values.size()) != shape.numel())
     throw runtime_error("Tensor::from_ints: " + std::to_string(values.size()) + " values for shape " + shape.str());
-  Tensor t = empty(shape, DType::Int32);
-  std::copy(values.begin(), values.end(), t.ints());
+  Tensor t = empty(shape, DType::Int32, device);
+  copy_bytes(device, t.raw(), Device{}, values.data(), t.bytes());
   return t;
 }
 
@@ -79,9 +141,16 @@ float Tensor::item() const {
   return dtype_ == DType::Float32 ? *data() : static_cast<float>(*ints());
 }
 
-Tensor Tensor::clone() const {
-  Tensor t = empty(shape_, dtype_);
-  std::memcpy(t.raw(), raw(), static_cast<size_t>(numel()) * 4);
+Tensor Tensor::clone() const { return to_copy_on(device()); }
+
+Tensor Tensor::to(const Device& device) const {
+  if (!defined() || this->device().same_memory(device)) return *this;
+  return to_copy_on(device);
+}
+
+Tensor Tensor::to_copy_on(const Device& device) const {
+  Tensor t = empty(shape_, dtype_, device);
+  copy_bytes(device, t.raw(), this->device(), raw(), bytes());
   return t;
 }
 
@@ -99,19 +168,32 @@ Tensor Tensor::slice_rows(int64_t begin, int64_t end) const {
     throw runtime_error("slice_rows out of range for shape " + shape_.str());
   std::vector<int64_t> dims = shape_.dims();
   dims[0] = end - begin;
-  Tensor t = empty(Shape(dims), dtype_);
-  const size_t row = static_cast<size_t>(shape_.inner()) * 4;
-  if (end > begin) std::memcpy(t.raw(), static_cast<char*>(raw()) + static_cast<size_t>(begin) * row, static_cast<size_t>(end - begin) * row);
+  Tensor t = empty(Shape(dims), dtype_, device());
+  t.copy_rows_from(*this, begin, end);
   return t;
+}
+
+void Tensor::copy_rows_from(const Tensor& src, int64_t begin, int64_t end, int64_t at) {
+  if (src.shape_.rank() == 0 || shape_.rank() == 0 || src.shape_.inner() != shape_.inner() || begin < 0 ||
+      end < begin || end > src.shape_[0] || at < 0 || at + (end - begin) > shape_[0])
+    throw runtime_error("copy_rows_from: rows [" + std::to_string(begin) + ", " + std::to_string(end) + ") of " +
+                        src.shape_.str() + " do not fit " + shape_.str() + " at row " + std::to_string(at));
+  const size_t row = static_cast<size_t>(shape_.inner()) * 4;
+  copy_bytes(device(), static_cast<char*>(raw()) + static_cast<size_t>(at) * row, src.device(),
+             static_cast<const char*>(src.raw()) + static_cast<size_t>(begin) * row, static_cast<size_t>(end - begin) * row);
 }
 
 void Tensor::copy_from(const Tensor& other) {
   if (other.numel() != numel()) throw runtime_error("copy_from: size mismatch " + other.shape_.str() + " vs " + shape_.str());
-  std::memcpy(raw(), other.raw(), static_cast<size_t>(numel()) * 4);
+  copy_bytes(device(), raw(), other.device(), other.raw(), bytes());
 }
 
 void Tensor::fill(float value) {
-  if (dtype_ == DType::Float32) {
+  const uint32_t word = dtype_ == DType::Float32 ? std::bit_cast<uint32_t>(value)
+                                                 : std::bit_cast<uint32_t>(static_cast<int32_t>(value));
+  if (!on_host()) {
+    device_memory(device()).fill32(raw(), numel(), word);
+  } else if (dtype_ == DType::Float32) {
     std::fill(data(), data() + numel(), value);
   } else {
     std::fill(ints(), ints() + numel(), static_cast<int32_t>(value));

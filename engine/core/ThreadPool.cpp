@@ -6,6 +6,11 @@
 
 namespace strata {
 
+namespace {
+// The pool whose job this thread is running (as its caller or as a worker).
+thread_local const ThreadPool* t_running = nullptr;
+}  // namespace
+
 ThreadPool::ThreadPool(int threads) {
   for (int i = 1; i < std::max(1, threads); ++i) workers_.emplace_back([this, i] { worker_loop(i); });
 }
@@ -26,6 +31,17 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain, const std::function<void
     fn(0, n);
     return;
   }
+  // A job inside a job (a kernel calling a kernel) cannot wait for workers
+  // that are busy running its parent: run it here, whole.
+  if (t_running == this) {
+    fn(0, n);
+    return;
+  }
+  std::lock_guard turn(submit_);
+  t_running = this;
+  struct Clear {
+    ~Clear() { t_running = nullptr; }
+  } clear;
   std::vector<std::pair<int64_t, int64_t>> ranges;
   for (int64_t p = 0; p < parts; ++p) ranges.emplace_back(n * p / parts, n * (p + 1) / parts);
   {
@@ -44,6 +60,7 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain, const std::function<void
 
 void ThreadPool::worker_loop(int index) {
   enable_flush_denormals();
+  t_running = this;
   uint64_t seen = 0;
   for (;;) {
     std::unique_lock lock(mutex_);

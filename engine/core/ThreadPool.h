@@ -11,7 +11,9 @@ namespace strata {
 // A fixed set of worker threads for data-parallel kernels. parallel_for splits
 // [0, n) into at most size() contiguous ranges; the calling thread runs the
 // first range itself. The split depends only on n and the thread count, so
-// results are reproducible for a fixed thread count.
+// results are reproducible for a fixed thread count. Any thread may call
+// parallel_for: callers take turns (one job at a time), and a call made from
+// inside a job runs inline on the calling thread.
 class ThreadPool {
 public:
   explicit ThreadPool(int threads);
@@ -27,6 +29,7 @@ private:
   void worker_loop(int index);
 
   std::vector<std::thread> workers_;
+  std::mutex submit_;  // held by the caller whose job the workers run
   std::mutex mutex_;
   std::condition_variable start_cv_, done_cv_;
   const std::function<void(int64_t, int64_t)>* job_ = nullptr;

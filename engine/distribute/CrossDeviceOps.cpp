@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/Error.h"
+#include "distribute/DeviceAllReduce.h"
 #include "distribute/InProcessAllReduce.h"
 #include "distribute/ReduceToOneDevice.h"
 
@@ -17,9 +18,19 @@ bool host_devices_only(const std::vector<Device>& devices, const std::string& wh
   return true;
 }
 
+bool accelerators_of_one_kind(const std::vector<Device>& devices, const std::string& who, std::string* why_not) {
+  for (auto& d : devices)
+    if (d.is_host() || d.kind != devices.front().kind) {
+      if (why_not) *why_not = who + " serves accelerator replicas of one kind only, not " + d.str();
+      return false;
+    }
+  return true;
+}
+
 std::vector<std::unique_ptr<CrossDeviceOps>> all_cross_device_ops() {
   std::vector<std::unique_ptr<CrossDeviceOps>> ops;
   ops.push_back(std::make_unique<InProcessAllReduce>());
+  ops.push_back(std::make_unique<DeviceAllReduce>());
   ops.push_back(std::make_unique<ReduceToOneDevice>());
   std::stable_sort(ops.begin(), ops.end(), [](auto& a, auto& b) { return a->priority() > b->priority(); });
   return ops;

@@ -5,17 +5,35 @@
 #include <vector>
 
 #include "core/Device.h"
+#include "core/DeviceMemory.h"
 #include "distribute/Barrier.h"
 
 namespace strata {
 
 // Shared state of the replicas of one process taking part in a collective:
-// each replica publishes its buffer, then all meet at the barrier.
+// each replica publishes its buffer, then all meet at the barrier. On devices
+// with streams they also publish events: a replica's stream waits for the
+// others' work before it reads their buffers, without the host waiting. One
+// array per phase of a collective, so no replica overwrites an event another
+// may still be reading.
 struct ReplicaGroup {
-  explicit ReplicaGroup(int n) : size(n), barrier(n), buffers(static_cast<size_t>(n)) {}
+  explicit ReplicaGroup(int n)
+      : size(n), barrier(n), buffers(static_cast<size_t>(n)), ready(static_cast<size_t>(n)),
+        reduced(static_cast<size_t>(n)), done(static_cast<size_t>(n)),
+        barrier_events{std::vector<EventPtr>(static_cast<size_t>(n)), std::vector<EventPtr>(static_cast<size_t>(n))} {}
   int size;
   Barrier barrier;
   std::vector<float*> buffers;
+  std::vector<EventPtr> ready, reduced, done;
+  std::vector<EventPtr> barrier_events[2];  // alternate barriers use alternate arrays
+};
+
+// A buffer in a device's memory: host code passes it on, never reads it.
+struct DeviceSpan {
+  Device device;
+  float* data = nullptr;
+  size_t size = 0;
+  size_t bytes() const { return size * sizeof(float); }
 };
 
 // *How* replicas combine a buffer (the *what* - which gradients, packed into
@@ -30,11 +48,13 @@ public:
   virtual int priority() const = 0;
   // Whether this implementation can serve these replica devices, and if not why.
   virtual bool enabled(const std::vector<Device>& devices, std::string* why_not) const = 0;
-  virtual void all_reduce_sum(ReplicaGroup& group, int replica, std::span<float> buffer) = 0;
+  virtual void all_reduce_sum(ReplicaGroup& group, int replica, DeviceSpan buffer) = 0;
 };
 
 // True when every device is a host (cpu) device; else says which is not.
 bool host_devices_only(const std::vector<Device>& devices, const std::string& who, std::string* why_not);
+// True when no device is a host device and all are of one kind; else says why.
+bool accelerators_of_one_kind(const std::vector<Device>& devices, const std::string& who, std::string* why_not);
 
 // Every implementation this build has, best first.
 std::vector<std::unique_ptr<CrossDeviceOps>> all_cross_device_ops();

@@ -6,34 +6,63 @@
 
 namespace strata {
 
-PerReplica<Batch> split_batch(const Batch& global, int replicas) {
+namespace {
+// Rows [begin, end) of `t` as a tensor on `device`, in one copy.
+Tensor rows_on(const Tensor& t, int64_t begin, int64_t end, const Device& device) {
+  if (device.same_memory(t.device())) return t.slice_rows(begin, end);
+  std::vector<int64_t> dims = t.shape().dims();
+  dims[0] = end - begin;
+  Tensor out = Tensor::empty(Shape(dims), t.dtype(), device);
+  out.copy_rows_from(t, begin, end);
+  return out;
+}
+
+Batch on_device(Batch b, const Device& device) {
+  b.features = b.features.to(device);
+  b.labels = b.labels.to(device);
+  return b;
+}
+}  // namespace
+
+PerReplica<Batch> split_batch(const Batch& global, int replicas, const std::vector<Device>& devices, int first) {
   const int64_t total = global.size();
+  const int last = devices.empty() ? replicas : first + static_cast<int>(devices.size());
   std::vector<Batch> parts;
   int64_t begin = 0;
-  for (int r = 0; r < replicas; ++r) {
+  for (int r = 0; r < last; ++r) {
     const int64_t len = total / replicas + (r < total % replicas ? 1 : 0);
-    Batch b;
-    b.features = global.features.slice_rows(begin, begin + len);
-    b.labels = global.labels.slice_rows(begin, begin + len);
-    b.global_batch_size = total;
-    parts.push_back(std::move(b));
+    if (r >= first || devices.empty()) {
+      const Device device = devices.empty() ? global.features.device() : devices[static_cast<size_t>(r - first)];
+      Batch b;
+      b.features = rows_on(global.features, begin, begin + len, device);
+      b.labels = rows_on(global.labels, begin, begin + len, device);
+      b.global_batch_size = total;
+      parts.push_back(std::move(b));
+    }
     begin += len;
   }
   return PerReplica<Batch>(std::move(parts));
 }
 
-DistributedDataset::DistributedDataset(std::shared_ptr<BatchPipeline> global, int replicas, int first, int local)
-    : global_(std::move(global)), replicas_(replicas), first_(first), local_(local < 0 ? replicas : local) {
+DistributedDataset::DistributedDataset(std::shared_ptr<BatchPipeline> global, int replicas, int first, int local,
+                                       std::vector<Device> devices)
+    : global_(std::move(global)),
+      replicas_(replicas),
+      first_(first),
+      local_(local < 0 ? replicas : local),
+      devices_(std::move(devices)) {
   if (global_->options().batch_size < replicas)
     throw bad_input("global batch " + std::to_string(global_->options().batch_size) + " is smaller than the " +
                     std::to_string(replicas) + " replicas: every replica needs at least one example");
 }
 
-DistributedDataset::DistributedDataset(std::vector<std::shared_ptr<BatchPipeline>> per_replica, int workers)
+DistributedDataset::DistributedDataset(std::vector<std::shared_ptr<BatchPipeline>> per_replica, int workers,
+                                       std::vector<Device> devices)
     : per_replica_(std::move(per_replica)),
       replicas_(static_cast<int>(per_replica_.size())),
       local_(replicas_),
-      workers_(workers) {}
+      workers_(workers),
+      devices_(std::move(devices)) {}
 
 int64_t DistributedDataset::steps_per_epoch() const {
   if (global_) return global_->steps_per_epoch();
@@ -53,10 +82,11 @@ std::optional<PerReplica<Batch>> DistributedDataset::next() {
   if (global_) {
     auto b = global_->next();
     if (!b) return std::nullopt;
-    PerReplica<Batch> all = split_batch(*b, replicas_);
-    if (local_ == replicas_) return all;
     // Every worker draws the same global batch (same seed, same order) and
     // keeps its replicas' slices: all agree on the steps, none overlap.
+    if (!devices_.empty()) return split_batch(*b, replicas_, devices_, first_);
+    PerReplica<Batch> all = split_batch(*b, replicas_);
+    if (local_ == replicas_) return all;
     std::vector<Batch> mine(all.values().begin() + first_, all.values().begin() + first_ + local_);
     return PerReplica<Batch>(std::move(mine));
   }
@@ -69,7 +99,10 @@ std::optional<PerReplica<Batch>> DistributedDataset::next() {
     parts.push_back(std::move(*b));
   }
   // Multi-worker: the other workers' pipelines are assumed to give as many.
-  for (auto& b : parts) b.global_batch_size = total * workers_;
+  for (size_t r = 0; r < parts.size(); ++r) {
+    parts[r].global_batch_size = total * workers_;
+    if (r < devices_.size()) parts[r] = on_device(std::move(parts[r]), devices_[r]);
+  }
   return PerReplica<Batch>(std::move(parts));
 }
 

@@ -14,7 +14,10 @@ namespace strata {
 // first (B mod n) replicas take the extra example; nothing is duplicated or
 // padded, and a replica may get zero examples of a tiny last batch (it still
 // joins the step's collectives with zero gradients, so nothing hangs).
-PerReplica<Batch> split_batch(const Batch& global, int replicas);
+// With devices, only replicas [first, first + devices.size()) are kept, and
+// each slice is copied from the global batch straight to its device (one
+// copy of the global batch in all).
+PerReplica<Batch> split_batch(const Batch& global, int replicas, const std::vector<Device>& devices = {}, int first = 0);
 
 // strategy.distribute(dataset): iterating yields one PerReplica<Batch> per
 // step. Either one pipeline of global batches that is split, or one pipeline
@@ -23,10 +26,13 @@ class DistributedDataset {
 public:
   // Splits each global batch over `replicas` (all workers' replicas) and
   // yields the slices of this process's replicas [first, first + local).
-  DistributedDataset(std::shared_ptr<BatchPipeline> global, int replicas, int first = 0, int local = -1);
+  // Slices are copied to `devices` (this process's replica devices; empty: host).
+  DistributedDataset(std::shared_ptr<BatchPipeline> global, int replicas, int first = 0, int local = -1,
+                     std::vector<Device> devices = {});
   // workers: processes with as many pipelines each (the step's global batch
   // counts all of them).
-  explicit DistributedDataset(std::vector<std::shared_ptr<BatchPipeline>> per_replica, int workers = 1);
+  explicit DistributedDataset(std::vector<std::shared_ptr<BatchPipeline>> per_replica, int workers = 1,
+                              std::vector<Device> devices = {});
 
   int num_replicas() const { return local_; }
   int64_t steps_per_epoch() const;
@@ -61,6 +67,7 @@ private:
   int replicas_;
   int first_ = 0, local_;
   int workers_ = 1;
+  std::vector<Device> devices_;
   int64_t next_epoch_ = 0;
 };
 

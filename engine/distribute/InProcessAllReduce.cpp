@@ -10,17 +10,17 @@ bool InProcessAllReduce::enabled(const std::vector<Device>& devices, std::string
   return host_devices_only(devices, "in_process all-reduce", why_not);
 }
 
-void InProcessAllReduce::all_reduce_sum(ReplicaGroup& group, int replica, std::span<float> buffer) {
+void InProcessAllReduce::all_reduce_sum(ReplicaGroup& group, int replica, DeviceSpan buffer) {
   const int n = group.size;
   if (n == 1) return;
-  const size_t len = buffer.size();
+  const size_t len = buffer.size;
   auto chunk_begin = [&](int c) { return len * static_cast<size_t>(c) / static_cast<size_t>(n); };
-  group.buffers[static_cast<size_t>(replica)] = buffer.data();
+  group.buffers[static_cast<size_t>(replica)] = buffer.data;
   group.barrier.arrive_and_wait();  // all buffers published
 
   // Reduce-scatter: this replica owns chunk `replica`. It reads that chunk of
   // every buffer and writes only its own; other replicas write other chunks.
-  float* mine = buffer.data();
+  float* mine = buffer.data;
   sum_buffers(group.buffers, chunk_begin(replica), chunk_begin(replica + 1), mine);
   group.barrier.arrive_and_wait();  // every chunk reduced at its owner
 

@@ -13,7 +13,7 @@ public:
   std::string name() const override { return "in_process"; }
   int priority() const override { return 100; }
   bool enabled(const std::vector<Device>& devices, std::string* why_not) const override;
-  void all_reduce_sum(ReplicaGroup& group, int replica, std::span<float> buffer) override;
+  void all_reduce_sum(ReplicaGroup& group, int replica, DeviceSpan buffer) override;
 };
 
 }  // namespace strata

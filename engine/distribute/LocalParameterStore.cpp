@@ -24,7 +24,9 @@ struct LocalParameterStore::Shard {
 LocalParameterStore::LocalParameterStore(const std::vector<Variable*>& vars, ShardPlan plan, nn::Optimizer& optimizer)
     : vars_(vars), plan_(std::move(plan)), optimizer_(optimizer) {
   {
-    VariableComponentsScope one(1);
+    // The servers' copies live on the host and own their memory (a Variable
+    // copies its initial value), so no worker computes on a master.
+    VariableComponentsScope one({Device{}});
     for (auto* v : vars_) masters_.push_back(std::make_unique<Variable>(v->name(), v->component(0)));
   }
   optimizer_.build(masters());
@@ -53,8 +55,8 @@ std::vector<int64_t> LocalParameterStore::pull(int worker, int64_t) {
     std::lock_guard lock(shard->mutex);
     for (auto& p : shard->pieces) {
       const float* src = masters_[static_cast<size_t>(p.variable)]->component(0).data() + p.offset;
-      float* dst = vars_[static_cast<size_t>(p.variable)]->component(worker).data() + p.offset;
-      std::memcpy(dst, src, static_cast<size_t>(p.count) * sizeof(float));
+      Tensor& dst = vars_[static_cast<size_t>(p.variable)]->component(worker);
+      copy_bytes(dst.device(), dst.ptr() + p.offset, Device{}, src, static_cast<size_t>(p.count) * sizeof(float));
     }
     versions.push_back(shard->version);
   }
@@ -101,10 +103,15 @@ int64_t LocalParameterStore::push_locked(Shard& shard, const float* packed, int6
   return between;
 }
 
-int64_t LocalParameterStore::push(const std::vector<Tensor>& grads, const std::vector<int64_t>& pulled, const PushMeta& meta) {
-  if (grads.size() != vars_.size())
-    throw runtime_error("parameter server push: " + std::to_string(grads.size()) + " gradients for " +
+int64_t LocalParameterStore::push(const std::vector<Tensor>& worker_grads, const std::vector<int64_t>& pulled,
+                                  const PushMeta& meta) {
+  if (worker_grads.size() != vars_.size())
+    throw runtime_error("parameter server push: " + std::to_string(worker_grads.size()) + " gradients for " +
                         std::to_string(vars_.size()) + " variables");
+  // The servers work in host memory: a worker on a device sends its gradients
+  // there first (one wait for its device).
+  std::vector<Tensor> grads;
+  for (auto& g : worker_grads) grads.push_back(g.to(Device{}));
   int64_t between = 0;
   // Each worker thread keeps its packing buffer: no megabyte allocation per push.
   thread_local std::vector<float> packed;
@@ -120,8 +127,8 @@ int64_t LocalParameterStore::push(const std::vector<Tensor>& grads, const std::v
 
 void LocalParameterStore::unpack_to_model(int server, const float* packed, int component) {
   for (auto& p : shards_[static_cast<size_t>(server)]->pieces) {
-    std::memcpy(vars_[static_cast<size_t>(p.variable)]->component(component).data() + p.offset, packed,
-                static_cast<size_t>(p.count) * sizeof(float));
+    Tensor& dst = vars_[static_cast<size_t>(p.variable)]->component(component);
+    copy_bytes(dst.device(), dst.ptr() + p.offset, Device{}, packed, static_cast<size_t>(p.count) * sizeof(float));
     packed += p.count;
   }
 }
@@ -208,8 +215,7 @@ std::vector<ServerStats> LocalParameterStore::stats() const {
 void LocalParameterStore::copy_to_model() {
   for (size_t v = 0; v < vars_.size(); ++v)
     for (int c = 0; c < vars_[v]->num_components(); ++c)
-      std::memcpy(vars_[v]->component(c).data(), masters_[v]->component(0).data(),
-                  static_cast<size_t>(masters_[v]->component(0).numel()) * sizeof(float));
+      vars_[v]->component(c).copy_from(masters_[v]->component(0));
 }
 
 void LocalParameterStore::copy_from_model() {

@@ -2,15 +2,29 @@
 
 #include <cstring>
 
+#include "core/Tensor.h"
+
 #include "distribute/ChunkSum.h"
 
 namespace strata {
 
-bool MultiWorkerAllReduce::enabled(const std::vector<Device>& devices, std::string* why_not) const {
-  return host_devices_only(devices, "the multi-worker all-reduce (in this build)", why_not);
+bool MultiWorkerAllReduce::enabled(const std::vector<Device>&, std::string*) const { return true; }
+
+void MultiWorkerAllReduce::all_reduce_sum(ReplicaGroup& group, int replica, DeviceSpan buffer) {
+  if (buffer.device.is_host()) {
+    reduce_host(group, replica, {buffer.data, buffer.size});
+    return;
+  }
+  // The cluster transport moves host memory: stage the device buffer through
+  // the host (NCCL replaces this for GPUs).
+  thread_local std::vector<float> staging;
+  staging.resize(buffer.size);
+  copy_bytes(Device{}, staging.data(), buffer.device, buffer.data, buffer.bytes());
+  reduce_host(group, replica, staging);
+  copy_bytes(buffer.device, buffer.data, Device{}, staging.data(), buffer.bytes());
 }
 
-void MultiWorkerAllReduce::all_reduce_sum(ReplicaGroup& group, int replica, std::span<float> buffer) {
+void MultiWorkerAllReduce::reduce_host(ReplicaGroup& group, int replica, std::span<float> buffer) {
   const int n = group.size;
   const size_t len = buffer.size();
   auto chunk_begin = [&](int c) { return len * static_cast<size_t>(c) / static_cast<size_t>(n); };

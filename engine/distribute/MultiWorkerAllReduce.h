@@ -18,9 +18,11 @@ public:
   std::string name() const override { return "hierarchical_" + cluster_->transport(); }
   int priority() const override { return 200; }
   bool enabled(const std::vector<Device>& devices, std::string* why_not) const override;
-  void all_reduce_sum(ReplicaGroup& group, int replica, std::span<float> buffer) override;
+  void all_reduce_sum(ReplicaGroup& group, int replica, DeviceSpan buffer) override;
 
 private:
+  void reduce_host(ReplicaGroup& group, int replica, std::span<float> buffer);
+
   std::shared_ptr<Cluster> cluster_;
 };
 

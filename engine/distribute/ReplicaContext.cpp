@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "backend/Backend.h"
 #include "core/Error.h"
 
 namespace strata {
@@ -19,14 +20,27 @@ ReplicaContext::ReplicaContext(int replica_id, ReplicaGroup& group, CrossDeviceO
       replica_offset_(replica_offset),
       total_replicas_(total_replicas > 0 ? total_replicas : group.size) {}
 
-void ReplicaContext::reduce_buffer(std::span<float> data) {
+void ReplicaContext::reduce_buffer(float* data, size_t count) {
   const auto t0 = std::chrono::steady_clock::now();
-  ops_.all_reduce_sum(group_, replica_id_, data);
+  ops_.all_reduce_sum(group_, replica_id_, DeviceSpan{device_, data, count});
   collective_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   ++collectives_;
 }
 
+void ReplicaContext::barrier() {
+  Backend& be = backend_for(device_);
+  auto& events = group_.barrier_events[barriers_++ % 2];
+  events[static_cast<size_t>(replica_id_)] = be.record_event();
+  group_.barrier.arrive_and_wait();
+  for (int r = 0; r < group_.size; ++r)
+    if (r != replica_id_) be.wait_event(events[static_cast<size_t>(r)]);
+}
+
 void ReplicaContext::all_reduce(ReduceOp op, std::vector<Tensor>& tensors) {
+  Backend& be = backend_for(device_);
+  for (auto& t : tensors)
+    if (!t.device().same_memory(device_))
+      throw runtime_error("all_reduce: a tensor on " + t.device().str() + " given to the replica on " + device_.str());
   if (total_replicas_ > 1) {
     const size_t cap = std::max<size_t>(1, fusion_bytes_ / sizeof(float));
     size_t i = 0;
@@ -34,23 +48,24 @@ void ReplicaContext::all_reduce(ReduceOp op, std::vector<Tensor>& tensors) {
       const auto n0 = static_cast<size_t>(tensors[i].numel());
       if (n0 >= cap) {
         // Big enough on its own: reduce in place, no packing copy.
-        reduce_buffer(tensors[i].span());
+        reduce_buffer(tensors[i].ptr(), n0);
         ++i;
         continue;
       }
-      // Pack consecutive small tensors into one bucket.
+      // Pack consecutive small tensors into one bucket (device-to-device copies).
       size_t j = i, total = 0;
       while (j < tensors.size() && total + static_cast<size_t>(tensors[j].numel()) <= cap) total += static_cast<size_t>(tensors[j++].numel());
-      fusion_.resize(std::max(fusion_.size(), total));
+      if (!fusion_.defined() || static_cast<size_t>(fusion_.numel()) < total)
+        fusion_ = Tensor::empty(Shape{static_cast<int64_t>(total)}, device_);
       size_t off = 0;
       for (size_t k = i; k < j; ++k) {
-        std::memcpy(fusion_.data() + off, tensors[k].data(), static_cast<size_t>(tensors[k].numel()) * sizeof(float));
+        be.copy(fusion_.ptr() + off, tensors[k].ptr(), tensors[k].bytes());
         off += static_cast<size_t>(tensors[k].numel());
       }
-      reduce_buffer({fusion_.data(), total});
+      reduce_buffer(fusion_.ptr(), total);
       off = 0;
       for (size_t k = i; k < j; ++k) {
-        std::memcpy(tensors[k].data(), fusion_.data() + off, static_cast<size_t>(tensors[k].numel()) * sizeof(float));
+        be.copy(tensors[k].ptr(), fusion_.ptr() + off, tensors[k].bytes());
         off += static_cast<size_t>(tensors[k].numel());
       }
       i = j;
@@ -58,8 +73,7 @@ void ReplicaContext::all_reduce(ReduceOp op, std::vector<Tensor>& tensors) {
   }
   if (op == ReduceOp::Mean && total_replicas_ > 1) {
     const float inv = 1.0f / static_cast<float>(total_replicas_);
-    for (auto& t : tensors)
-      for (auto& v : t.span()) v *= inv;
+    for (auto& t : tensors) be.axpby(t.numel(), inv, t.ptr(), 0.0f, t.ptr());
   }
 }
 

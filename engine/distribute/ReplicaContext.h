@@ -30,14 +30,16 @@ public:
   Tensor all_reduce(ReduceOp op, const Tensor& tensor);
   void all_reduce_sum(std::vector<Tensor>& tensors) override { all_reduce(ReduceOp::Sum, tensors); }
   bool variables_shared() const override { return variables_shared_; }
-  void barrier() override { group_.barrier.arrive_and_wait(); }
+  // Host threads meet, and on devices with streams each stream also waits
+  // for the work the others queued before the barrier.
+  void barrier() override;
 
   // Collectives issued and seconds spent in them (waiting included) so far.
   int64_t collectives() const { return collectives_; }
   double collective_seconds() const { return collective_seconds_; }
 
 private:
-  void reduce_buffer(std::span<float> data);
+  void reduce_buffer(float* data, size_t count);
 
   int replica_id_;
   ReplicaGroup& group_;
@@ -45,7 +47,8 @@ private:
   bool variables_shared_;
   size_t fusion_bytes_;
   Device device_;
-  std::vector<float> fusion_;
+  Tensor fusion_;  // on device_, grown to the largest bucket
+  uint64_t barriers_ = 0;
   int64_t collectives_ = 0;
   double collective_seconds_ = 0;
   int replica_offset_ = 0, total_replicas_ = 1;

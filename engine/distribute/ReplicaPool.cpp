@@ -12,7 +12,10 @@ ReplicaPool::ReplicaPool(std::vector<Device> devices, int threads_per_replica, s
   const int n = size();
   errors_.resize(static_cast<size_t>(n));
   for (int r = 0; r < n; ++r) {
-    backends_.push_back(std::make_unique<CpuBackend>(threads_per_replica, devices_[static_cast<size_t>(r)].index));
+    // Host replicas compute on their own share of cores; other devices'
+    // backends are the devices' own (the replica thread only queues work).
+    const Device& d = devices_[static_cast<size_t>(r)];
+    backends_.push_back(d.is_host() ? std::make_unique<CpuBackend>(threads_per_replica, d.index) : nullptr);
     contexts_.push_back(std::make_unique<ReplicaContext>(r, group_, *ops_, variables_shared, fusion_bytes,
                                                          devices_[static_cast<size_t>(r)], replica_offset, total_replicas));
   }

@@ -14,7 +14,10 @@ std::vector<Device> Strategy::validate_devices(std::vector<Device> devices, cons
   std::set<std::pair<int, int>> seen;
   for (auto& d : devices) {
     if (d.kind == DeviceKind::Gpu) throw bad_input(strategy + ": device " + d.str() + " is not available: this build has no GPU backend");
-    if (d.index >= logical_cpu_device_count())
+    if (d.kind == DeviceKind::Sim && d.index >= kSimDeviceCount)
+      throw bad_input(strategy + ": device " + d.str() + " does not exist (simulated devices are sim:0 to sim:" +
+                      std::to_string(kSimDeviceCount - 1) + ")");
+    if (d.kind == DeviceKind::Cpu && d.index >= logical_cpu_device_count())
       throw bad_input(strategy + ": device " + d.str() + " does not exist (this machine has cpu:0 to cpu:" +
                       std::to_string(logical_cpu_device_count() - 1) + ")");
     if (!seen.insert({static_cast<int>(d.kind), d.index}).second)
@@ -35,8 +38,19 @@ Strategy::Strategy(std::vector<Device> devices, const StrategyOptions& options, 
                                         options.fusion_bytes, cluster_->rank() * n, n * cluster_->size());
 }
 
-Tensor Strategy::reduce(ReduceOp op, const PerReplica<Tensor>& values, std::optional<int> axis) const {
-  if (values.num_replicas() == 0) throw runtime_error("reduce: no values");
+StrategyScope Strategy::scope() const {
+  const auto& local = devices();
+  if (variable_components_ == static_cast<int>(local.size())) return StrategyScope(local);
+  return StrategyScope({local.front()});
+}
+
+// The result is on the host: each replica's value is copied there first
+// (one wait per device), as TF reduces to the host for values it returns.
+Tensor Strategy::reduce(ReduceOp op, const PerReplica<Tensor>& on_devices, std::optional<int> axis) const {
+  if (on_devices.num_replicas() == 0) throw runtime_error("reduce: no values");
+  std::vector<Tensor> host;
+  for (auto& v : on_devices) host.push_back(v.to(Device{}));
+  const PerReplica<Tensor> values(std::move(host));
   if (!axis) {
     const Shape shape = values[0].shape();
     Tensor out = Tensor::zeros(shape);
@@ -81,7 +95,8 @@ Tensor Strategy::reduce(ReduceOp op, const PerReplica<Tensor>& values, std::opti
 }
 
 DistributedDataset Strategy::distribute(std::shared_ptr<BatchPipeline> global_batches) const {
-  return DistributedDataset(std::move(global_batches), num_replicas_in_sync(), first_local_replica(), num_local_replicas());
+  return DistributedDataset(std::move(global_batches), num_replicas_in_sync(), first_local_replica(), num_local_replicas(),
+                            devices());
 }
 
 DistributedDataset Strategy::distribute_datasets_from_function(
@@ -93,7 +108,7 @@ DistributedDataset Strategy::distribute_datasets_from_function(
     InputContext ctx{num_replicas_in_sync(), first_local_replica() + r, num_replicas_in_sync()};
     pipelines.push_back(fn(ctx));
   }
-  return DistributedDataset(std::move(pipelines), cluster_->size());
+  return DistributedDataset(std::move(pipelines), cluster_->size(), devices());
 }
 
 }  // namespace strata

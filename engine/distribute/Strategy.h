@@ -38,7 +38,7 @@ struct StrategyOptions {
 // requires (tf.distribute.Strategy.scope()).
 class StrategyScope {
 public:
-  explicit StrategyScope(int components) : scope_(components) {}
+  explicit StrategyScope(std::vector<Device> devices) : scope_(std::move(devices)) {}
 
 private:
   VariableComponentsScope scope_;
@@ -64,7 +64,7 @@ public:
   double collective_seconds() const { return pool_->context(0).collective_seconds(); }
   const CrossDeviceOps& cross_device_ops() const { return pool_->cross_device_ops(); }
   int threads_per_replica() const { return threads_per_replica_; }
-  StrategyScope scope() const { return StrategyScope(variable_components_); }
+  StrategyScope scope() const;
 
   // Runs fn(ctx, inputs[r]) - or fn(inputs[r]) - on every replica r in parallel.
   template <typename F>
@@ -93,6 +93,7 @@ public:
 
   // Sum or mean across replicas (of every worker); with an axis, also across
   // that axis of each value (Mean then divides by the total count along it, as TF does).
+  // Values may be on any devices; the result is on the host.
   Tensor reduce(ReduceOp op, const PerReplica<Tensor>& values, std::optional<int> axis = std::nullopt) const;
   std::vector<Tensor> experimental_local_results(const PerReplica<Tensor>& values) const { return values.values(); }
 

@@ -15,11 +15,11 @@ Tensor apply_activation(Activation act, const Tensor& x) {
   if (act == Activation::None) return x;
   const int64_t cols = x.shape().rank() == 0 ? 1 : x.shape()[x.shape().rank() - 1];
   const int64_t rows = cols == 0 ? 0 : x.numel() / cols;
-  Tensor y = Tensor::empty(x.shape());
-  backend_for(x.device()).activation_forward(act, x.data(), y.data(), rows, cols);
+  Tensor y = Tensor::empty(x.shape(), x.device());
+  backend_for(x.device()).activation_forward(act, x.ptr(), y.ptr(), rows, cols);
   record_op({x}, y, [y, act, rows, cols](const Tensor& g, const std::vector<bool>&) {
-    Tensor dx = Tensor::empty(g.shape());
-    backend_for(g.device()).activation_backward(act, y.data(), g.data(), dx.data(), rows, cols);
+    Tensor dx = Tensor::empty(g.shape(), g.device());
+    backend_for(g.device()).activation_backward(act, y.ptr(), g.ptr(), dx.ptr(), rows, cols);
     return std::vector<Tensor>{dx};
   });
   return y;

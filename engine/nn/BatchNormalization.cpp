@@ -1,5 +1,6 @@
 #include "nn/BatchNormalization.h"
 
+#include <bit>
 #include <cmath>
 #include <nlohmann/json.hpp>
 
@@ -32,39 +33,36 @@ void BatchNormalizationLayer::create_variables(const Shape& input) {
 Tensor BatchNormalizationLayer::call(const Tensor& x, bool training) {
   const int64_t channels = x.shape()[x.shape().rank() - 1];
   const int64_t rows = channels ? x.numel() / channels : 0;
-  Backend& be = backend_for(x.device());
+  const Device dev = x.device();
+  Backend& be = backend_for(dev);
   Tensor gamma = scale_ ? gamma_->value() : Tensor();
   Tensor beta = center_ ? beta_->value() : Tensor();
-  Tensor mean = Tensor::empty(Shape{channels});
-  Tensor inv_std = Tensor::empty(Shape{channels});
-  Tensor y = Tensor::empty(x.shape());
-  const float* g = scale_ ? gamma.data() : nullptr;
-  const float* b = center_ ? beta.data() : nullptr;
+  Tensor mean = Tensor::empty(Shape{channels}, dev);
+  Tensor inv_std = Tensor::empty(Shape{channels}, dev);
+  Tensor y = Tensor::empty(x.shape(), dev);
+  const float* g = scale_ ? gamma.ptr() : nullptr;
+  const float* b = center_ ? beta.ptr() : nullptr;
+  std::vector<Tensor> inputs{x};
+  if (scale_) inputs.push_back(gamma);
+  if (center_) inputs.push_back(beta);
+  const bool has_scale = scale_, has_center = center_;
 
   if (!training) {
-    const Tensor& mm = moving_mean_->value();
-    const Tensor& mv = moving_variance_->value();
-    for (int64_t c = 0; c < channels; ++c) {
-      mean.data()[c] = mm.data()[c];
-      inv_std.data()[c] = 1.0f / std::sqrt(mv.data()[c] + epsilon_);
-    }
-    be.batch_norm_apply(x.data(), rows, channels, mean.data(), inv_std.data(), g, b, y.data());
+    be.batch_norm_inference_stats(moving_mean_->value().ptr(), moving_variance_->value().ptr(), channels, epsilon_,
+                                  mean.ptr(), inv_std.ptr());
+    be.batch_norm_apply(x.ptr(), rows, channels, mean.ptr(), inv_std.ptr(), g, b, y.ptr());
     // At inference the statistics are constants: the op is affine in x.
-    std::vector<Tensor> inputs{x};
-    if (scale_) inputs.push_back(gamma);
-    if (center_) inputs.push_back(beta);
-    const bool has_scale = scale_, has_center = center_;
     record_op(std::move(inputs), y, [=](const Tensor& dy, const std::vector<bool>& need) {
       Backend& bk = backend_for(dy.device());
       std::vector<Tensor> grads(1 + has_scale + has_center);
-      Tensor zero = Tensor::zeros(Shape{channels});
+      Tensor zero = Tensor::zeros(Shape{channels}, dy.device());
       if (need[0]) {
-        grads[0] = Tensor::empty(x.shape());
-        bk.batch_norm_apply(dy.data(), rows, channels, zero.data(), inv_std.data(), has_scale ? gamma.data() : nullptr,
-                            nullptr, grads[0].data());
+        grads[0] = Tensor::empty(x.shape(), dy.device());
+        bk.batch_norm_apply(dy.ptr(), rows, channels, zero.ptr(), inv_std.ptr(), has_scale ? gamma.ptr() : nullptr,
+                            nullptr, grads[0].ptr());
       }
-      Tensor sdy = Tensor::empty(Shape{channels}), sdxh = Tensor::empty(Shape{channels});
-      bk.batch_norm_backward_reduce(dy.data(), x.data(), rows, channels, mean.data(), inv_std.data(), sdy.data(), sdxh.data());
+      Tensor sdy = Tensor::empty(Shape{channels}, dy.device()), sdxh = Tensor::empty(Shape{channels}, dy.device());
+      bk.batch_norm_backward_reduce(dy.ptr(), x.ptr(), rows, channels, mean.ptr(), inv_std.ptr(), sdy.ptr(), sdxh.ptr());
       size_t k = 1;
       if (has_scale) grads[k++] = sdxh;
       if (has_center) grads[k++] = sdy;
@@ -74,50 +72,37 @@ Tensor BatchNormalizationLayer::call(const Tensor& x, bool training) {
   }
 
   // Batch statistics: local, or summed over all replicas when synchronised.
+  // The count travels with the sums (its last element), so it is a device
+  // scalar like they are: nothing is read back to the host.
   ReplicaSync* sync = synchronized_ ? ReplicaSync::current() : nullptr;
   if (sync && sync->num_replicas_in_sync() == 1) sync = nullptr;
-  Tensor sums = Tensor::empty(Shape{2 * channels + 1});
-  be.channel_sums(x.data(), rows, channels, sums.data(), sums.data() + channels);
-  sums.data()[2 * channels] = static_cast<float>(rows);
+  Tensor sums = Tensor::empty(Shape{2 * channels + 1}, dev);
+  be.channel_sums(x.ptr(), rows, channels, sums.ptr(), sums.ptr() + channels);
+  be.fill32(sums.ptr() + 2 * channels, 1, std::bit_cast<uint32_t>(static_cast<float>(rows)));
   if (sync) {
     std::vector<Tensor> t{sums};
     sync->all_reduce_sum(t);
   }
-  const double count = sums.data()[2 * channels];
-  for (int64_t c = 0; c < channels; ++c) {
-    const double m = count > 0 ? sums.data()[c] / count : 0.0;
-    const double var = count > 0 ? std::max(0.0, sums.data()[channels + c] / count - m * m) : 0.0;
-    mean.data()[c] = static_cast<float>(m);
-    inv_std.data()[c] = static_cast<float>(1.0 / std::sqrt(var + epsilon_));
-  }
-  be.batch_norm_apply(x.data(), rows, channels, mean.data(), inv_std.data(), g, b, y.data());
+  const float* count = sums.ptr() + 2 * channels;
+  be.batch_norm_stats(sums.ptr(), channels, epsilon_, mean.ptr(), inv_std.ptr());
+  be.batch_norm_apply(x.ptr(), rows, channels, mean.ptr(), inv_std.ptr(), g, b, y.ptr());
 
   // Moving statistics. With one shared copy (CentralStorage) only replica 0
   // writes it, so replicas never race on the same memory.
   ReplicaSync* ctx = ReplicaSync::current();
   const bool writer = !(ctx && ctx->variables_shared() && ctx->replica_id_in_sync_group() != 0);
-  if (writer && count > 0) {
-    Tensor& mm = moving_mean_->value();
-    Tensor& mv = moving_variance_->value();
-    for (int64_t c = 0; c < channels; ++c) {
-      const float var = 1.0f / (inv_std.data()[c] * inv_std.data()[c]) - epsilon_;
-      mm.data()[c] = mm.data()[c] * momentum_ + mean.data()[c] * (1.0f - momentum_);
-      mv.data()[c] = mv.data()[c] * momentum_ + var * (1.0f - momentum_);
-    }
-  }
+  if (writer)
+    be.batch_norm_moving_update(mean.ptr(), inv_std.ptr(), count, channels, epsilon_, momentum_,
+                                moving_mean_->value().ptr(), moving_variance_->value().ptr());
 
-  std::vector<Tensor> inputs{x};
-  if (scale_) inputs.push_back(gamma);
-  if (center_) inputs.push_back(beta);
-  const bool has_scale = scale_, has_center = center_;
   const bool synced = sync != nullptr;
   record_op(std::move(inputs), y, [=](const Tensor& dy, const std::vector<bool>& need) {
     Backend& bk = backend_for(dy.device());
     // Local sums give d gamma and d beta (the optimizer all-reduces those);
     // d x needs the sums over every example that shared the statistics.
-    Tensor local = Tensor::empty(Shape{2 * channels});
-    bk.batch_norm_backward_reduce(dy.data(), x.data(), rows, channels, mean.data(), inv_std.data(), local.data(),
-                                  local.data() + channels);
+    Tensor local = Tensor::empty(Shape{2 * channels}, dy.device());
+    bk.batch_norm_backward_reduce(dy.ptr(), x.ptr(), rows, channels, mean.ptr(), inv_std.ptr(), local.ptr(),
+                                  local.ptr() + channels);
     Tensor total = local;
     if (synced) {
       // Every replica reaches this collective: gradient() walks the same ops
@@ -129,10 +114,10 @@ Tensor BatchNormalizationLayer::call(const Tensor& x, bool training) {
     }
     std::vector<Tensor> grads(1 + has_scale + has_center);
     if (need[0] || synced) {
-      grads[0] = Tensor::empty(x.shape());
-      bk.batch_norm_backward_apply(dy.data(), x.data(), rows, channels, mean.data(), inv_std.data(),
-                                   has_scale ? gamma.data() : nullptr, total.data(), total.data() + channels, count,
-                                   grads[0].data());
+      grads[0] = Tensor::empty(x.shape(), dy.device());
+      bk.batch_norm_backward_apply(dy.ptr(), x.ptr(), rows, channels, mean.ptr(), inv_std.ptr(),
+                                   has_scale ? gamma.ptr() : nullptr, total.ptr(), total.ptr() + channels,
+                                   sums.ptr() + 2 * channels, grads[0].ptr());
     }
     size_t k = 1;
     if (has_scale) grads[k++] = local.slice_rows(channels, 2 * channels);

@@ -61,12 +61,12 @@ Tensor Conv2DLayer::call(const Tensor& x, bool) {
 
 Tensor im2col_op(const Tensor& x, const Window2D& win) {
   const int64_t patch = win.kernel_h * win.kernel_w * win.channels;
-  Tensor col = Tensor::empty(Shape{win.batch * win.out_h * win.out_w, patch});
-  backend_for(x.device()).im2col(win, x.data(), col.data());
+  Tensor col = Tensor::empty(Shape{win.batch * win.out_h * win.out_w, patch}, x.device());
+  backend_for(x.device()).im2col(win, x.ptr(), col.ptr());
   const Shape in_shape = x.shape();
   record_op({x}, col, [win, in_shape](const Tensor& g, const std::vector<bool>&) {
-    Tensor dx = Tensor::empty(in_shape);
-    backend_for(g.device()).col2im(win, g.data(), dx.data());
+    Tensor dx = Tensor::empty(in_shape, g.device());
+    backend_for(g.device()).col2im(win, g.ptr(), dx.ptr());
     return std::vector<Tensor>{dx};
   });
   return col;

@@ -30,12 +30,12 @@ Tensor DropoutLayer::call(const Tensor& x, bool training) {
     call = calls_[replica]++;
   }
   const uint64_t key = hash_combine(seed(), (call << 16) ^ static_cast<uint64_t>(replica));
-  Tensor y = Tensor::empty(x.shape());
-  Tensor mask = Tensor::empty(x.shape());
-  backend_for(x.device()).dropout(x.numel(), rate_, key, 0, x.data(), y.data(), mask.data());
+  Tensor y = Tensor::empty(x.shape(), x.device());
+  Tensor mask = Tensor::empty(x.shape(), x.device());
+  backend_for(x.device()).dropout(x.numel(), rate_, key, 0, x.ptr(), y.ptr(), mask.ptr());
   record_op({x}, y, [mask](const Tensor& g, const std::vector<bool>&) {
-    Tensor dx = Tensor::empty(g.shape());
-    backend_for(g.device()).mul(g.numel(), g.data(), mask.data(), dx.data());
+    Tensor dx = Tensor::empty(g.shape(), g.device());
+    backend_for(g.device()).mul(g.numel(), g.ptr(), mask.ptr(), dx.ptr());
     return std::vector<Tensor>{dx};
   });
   return y;

@@ -60,8 +60,7 @@ std::vector<Tensor> GradientTape::gradient(const Tensor& target, const std::vect
   }
 
   std::unordered_map<uint64_t, Tensor> grads;
-  grads[target.id()] = Tensor::full(target.shape(), 1.0f);
-  Backend& be = cpu_backend();
+  grads[target.id()] = Tensor::full(target.shape(), 1.0f, target.device());
   for (size_t i = nodes_.size(); i-- > 0;) {
     if (!live[i]) continue;
     auto it = grads.find(nodes_[i].output);
@@ -78,7 +77,7 @@ std::vector<Tensor> GradientTape::gradient(const Tensor& target, const std::vect
         // Fan-out: sum the contributions. Copy first so we never write into a
         // tensor an op may still hold.
         Tensor sum = slot->second.clone();
-        be.axpby(sum.numel(), 1.0f, in_grads[k].data(), 1.0f, sum.data());
+        backend_for(sum.device()).axpby(sum.numel(), 1.0f, in_grads[k].ptr(), 1.0f, sum.ptr());
         slot->second = sum;
       }
     }
@@ -89,7 +88,7 @@ std::vector<Tensor> GradientTape::gradient(const Tensor& target, const std::vect
   out.reserve(sources.size());
   for (auto& s : sources) {
     auto it = grads.find(s.id());
-    out.push_back(it != grads.end() ? it->second : Tensor::zeros(s.shape()));
+    out.push_back(it != grads.end() ? it->second : Tensor::zeros(s.shape(), target.device()));
   }
   return out;
 }

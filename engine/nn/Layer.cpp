@@ -6,11 +6,11 @@
 
 namespace strata::nn {
 
-Layer::Layer() : seed_(next_op_seed()), components_(variable_components()) {}
+Layer::Layer() : seed_(next_op_seed()), devices_(variable_devices()) {}
 
 void Layer::build(const Shape& input) {
   if (built_) return;
-  VariableComponentsScope scope(components_);
+  VariableComponentsScope scope(devices_);
   create_variables(input);
   built_ = true;
 }

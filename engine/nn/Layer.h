@@ -49,7 +49,7 @@ private:
   std::vector<bool> trainable_;
   std::string name_;
   uint64_t seed_;
-  int components_;
+  std::vector<Device> devices_;  // of the strategy scope the layer was made in
   bool built_ = false;
 };
 

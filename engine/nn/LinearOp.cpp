@@ -7,11 +7,11 @@ namespace strata::nn {
 Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b, Activation act) {
   const int64_t rows = x.shape()[0], in = x.shape()[1], out = w.shape()[1];
   Backend& be = backend_for(x.device());
-  Tensor y = Tensor::empty(Shape{rows, out});
-  be.gemm(false, false, rows, out, in, 1.0f, x.data(), w.data(), 0.0f, y.data());
+  Tensor y = Tensor::empty(Shape{rows, out}, x.device());
+  be.gemm(false, false, rows, out, in, 1.0f, x.ptr(), w.ptr(), 0.0f, y.ptr());
   const bool has_bias = b.defined();
-  if (has_bias) be.add_bias_rows(y.data(), b.data(), rows, out);
-  if (act != Activation::None) be.activation_forward(act, y.data(), y.data(), rows, out);
+  if (has_bias) be.add_bias_rows(y.ptr(), b.ptr(), rows, out);
+  if (act != Activation::None) be.activation_forward(act, y.ptr(), y.ptr(), rows, out);
 
   std::vector<Tensor> inputs{x, w};
   if (has_bias) inputs.push_back(b);
@@ -19,21 +19,21 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b, Activation act)
     Backend& bk = backend_for(g.device());
     Tensor dz = g;
     if (act != Activation::None) {
-      dz = Tensor::empty(g.shape());
-      bk.activation_backward(act, y.data(), g.data(), dz.data(), rows, out);
+      dz = Tensor::empty(g.shape(), g.device());
+      bk.activation_backward(act, y.ptr(), g.ptr(), dz.ptr(), rows, out);
     }
     std::vector<Tensor> grads(has_bias ? 3 : 2);
     if (need[0]) {
-      grads[0] = Tensor::empty(x.shape());
-      bk.gemm(false, true, rows, in, out, 1.0f, dz.data(), w.data(), 0.0f, grads[0].data());
+      grads[0] = Tensor::empty(x.shape(), g.device());
+      bk.gemm(false, true, rows, in, out, 1.0f, dz.ptr(), w.ptr(), 0.0f, grads[0].ptr());
     }
     if (need[1]) {
-      grads[1] = Tensor::empty(w.shape());
-      bk.gemm(true, false, in, out, rows, 1.0f, x.data(), dz.data(), 0.0f, grads[1].data());
+      grads[1] = Tensor::empty(w.shape(), g.device());
+      bk.gemm(true, false, in, out, rows, 1.0f, x.ptr(), dz.ptr(), 0.0f, grads[1].ptr());
     }
     if (has_bias && need[2]) {
-      grads[2] = Tensor::empty(Shape{out});
-      bk.sum_rows(dz.data(), rows, out, grads[2].data(), false);
+      grads[2] = Tensor::empty(Shape{out}, g.device());
+      bk.sum_rows(dz.ptr(), rows, out, grads[2].ptr(), false);
     }
     return grads;
   });

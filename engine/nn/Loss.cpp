@@ -21,11 +21,11 @@ void check_batch(const Tensor& targets, const Tensor& predictions, const char* w
 // log(clamp(p)) as a recorded op: turns probabilities into logits whose
 // softmax is p / sum(p), which is exactly Keras' normalise-then-log.
 Tensor log_probabilities(const Tensor& p) {
-  Tensor y = Tensor::empty(p.shape());
-  backend_for(p.device()).log_clamp(p.numel(), p.data(), kProbEpsilon, y.data());
+  Tensor y = Tensor::empty(p.shape(), p.device());
+  backend_for(p.device()).log_clamp(p.numel(), p.ptr(), kProbEpsilon, y.ptr());
   record_op({p}, y, [p](const Tensor& g, const std::vector<bool>&) {
-    Tensor dx = Tensor::empty(p.shape());
-    backend_for(g.device()).log_clamp_backward(p.numel(), p.data(), kProbEpsilon, g.data(), dx.data());
+    Tensor dx = Tensor::empty(p.shape(), g.device());
+    backend_for(g.device()).log_clamp_backward(p.numel(), p.ptr(), kProbEpsilon, g.ptr(), dx.ptr());
     return std::vector<Tensor>{dx};
   });
   return y;
@@ -36,8 +36,8 @@ Tensor log_probabilities(const Tensor& p) {
 Tensor per_example_with_dlogits(const Tensor& logits, Tensor loss, Tensor dlogits) {
   const int64_t rows = logits.shape()[0], cols = logits.shape()[1];
   record_op({logits}, loss, [dlogits, rows, cols](const Tensor& g, const std::vector<bool>&) {
-    Tensor dx = Tensor::empty(dlogits.shape());
-    backend_for(g.device()).scale_rows(dlogits.data(), g.data(), rows, cols, dx.data());
+    Tensor dx = Tensor::empty(dlogits.shape(), g.device());
+    backend_for(g.device()).scale_rows(dlogits.ptr(), g.ptr(), rows, cols, dx.ptr());
     return std::vector<Tensor>{dx};
   });
   return loss;
@@ -59,11 +59,20 @@ Tensor SparseCategoricalCrossentropy::per_example(const Tensor& targets, const T
   if (targets.dtype() != DType::Int32 || targets.shape().rank() != 1)
     throw bad_input("SparseCategoricalCrossentropy: labels must be int32 of shape (batch,), got " +
                     dtype_name(targets.dtype()) + " " + targets.shape().str());
+  if (!targets.device().same_memory(predictions.device()))
+    throw bad_input("SparseCategoricalCrossentropy: labels on " + targets.device().str() + ", predictions on " +
+                    predictions.device().str());
   Tensor logits = from_logits_ ? predictions : log_probabilities(predictions);
   const int64_t rows = logits.shape()[0], cols = logits.shape()[1];
-  Tensor loss = Tensor::empty(Shape{rows});
-  Tensor dlogits = Tensor::empty(logits.shape());
-  backend_for(logits.device()).sparse_softmax_xent(logits.data(), targets.ints(), rows, cols, loss.data(), dlogits.data());
+  Backend& be = backend_for(logits.device());
+  // A device cannot throw: bad labels raise its error flag, which the
+  // trainer reads at its sync point. On the host they are reported here.
+  float host_flag[2] = {0.0f, 0.0f};
+  be.check_labels(targets.int_ptr(), rows, cols, logits.on_host() ? host_flag : be.label_error_flag());
+  if (host_flag[0] > 0.0f) throw bad_input(label_error_message(host_flag[0], host_flag[1], cols));
+  Tensor loss = Tensor::empty(Shape{rows}, logits.device());
+  Tensor dlogits = Tensor::empty(logits.shape(), logits.device());
+  be.sparse_softmax_xent(logits.ptr(), targets.int_ptr(), rows, cols, loss.ptr(), dlogits.ptr());
   return per_example_with_dlogits(logits, loss, dlogits);
 }
 
@@ -74,9 +83,9 @@ Tensor CategoricalCrossentropy::per_example(const Tensor& targets, const Tensor&
                     predictions.shape().str());
   Tensor logits = from_logits_ ? predictions : log_probabilities(predictions);
   const int64_t rows = logits.shape()[0], cols = logits.shape()[1];
-  Tensor loss = Tensor::empty(Shape{rows});
-  Tensor dlogits = Tensor::empty(logits.shape());
-  backend_for(logits.device()).softmax_xent(logits.data(), targets.data(), rows, cols, loss.data(), dlogits.data());
+  Tensor loss = Tensor::empty(Shape{rows}, logits.device());
+  Tensor dlogits = Tensor::empty(logits.shape(), logits.device());
+  backend_for(logits.device()).softmax_xent(logits.ptr(), targets.ptr(), rows, cols, loss.ptr(), dlogits.ptr());
   return per_example_with_dlogits(logits, loss, dlogits);
 }
 
@@ -86,26 +95,33 @@ Tensor MeanSquaredError::per_example(const Tensor& targets, const Tensor& predic
     throw bad_input("MeanSquaredError: targets " + targets.shape().str() + " vs predictions " + predictions.shape().str());
   Backend& be = backend_for(predictions.device());
   const int64_t rows = predictions.shape()[0], cols = predictions.shape()[1];
-  Tensor diff = Tensor::empty(predictions.shape());
-  be.axpby(diff.numel(), 1.0f, predictions.data(), 0.0f, diff.data());
-  be.axpby(diff.numel(), -1.0f, targets.data(), 1.0f, diff.data());
-  Tensor sq = Tensor::empty(diff.shape());
-  be.mul(sq.numel(), diff.data(), diff.data(), sq.data());
+  const Device dev = predictions.device();
+  Tensor diff = Tensor::empty(predictions.shape(), dev);
+  be.axpby(diff.numel(), 1.0f, predictions.ptr(), 0.0f, diff.ptr());
+  be.axpby(diff.numel(), -1.0f, targets.ptr(), 1.0f, diff.ptr());
+  Tensor sq = Tensor::empty(diff.shape(), dev);
+  be.mul(sq.numel(), diff.ptr(), diff.ptr(), sq.ptr());
   // Row means through a product with a column of 1/cols: no extra kernel.
-  Tensor inv = Tensor::full(Shape{cols, 1}, 1.0f / static_cast<float>(cols));
-  Tensor loss = Tensor::empty(Shape{rows});
-  be.gemm(false, false, rows, 1, cols, 1.0f, sq.data(), inv.data(), 0.0f, loss.data());
-  Tensor dloss = Tensor::empty(diff.shape());
-  be.axpby(diff.numel(), 2.0f / static_cast<float>(cols), diff.data(), 0.0f, dloss.data());
+  Tensor inv = Tensor::full(Shape{cols, 1}, 1.0f / static_cast<float>(cols), dev);
+  Tensor loss = Tensor::empty(Shape{rows}, dev);
+  be.gemm(false, false, rows, 1, cols, 1.0f, sq.ptr(), inv.ptr(), 0.0f, loss.ptr());
+  Tensor dloss = Tensor::empty(diff.shape(), dev);
+  be.axpby(diff.numel(), 2.0f / static_cast<float>(cols), diff.ptr(), 0.0f, dloss.ptr());
   return per_example_with_dlogits(predictions, loss, dloss);
 }
 
-Tensor sum_scaled(const Tensor& x, float scale) {
-  Backend& be = backend_for(x.device());
-  Tensor y = Tensor::scalar(static_cast<float>(be.sum(x.numel(), x.data()) * scale));
+Tensor sum_scaled(const Tensor& x, float scale) { return sum_scaled(x, Tensor::scalar(scale, x.device())); }
+
+Tensor sum_scaled(const Tensor& x, const Tensor& scale) {
+  if (scale.numel() != 1 || !scale.device().same_memory(x.device()))
+    throw runtime_error("sum_scaled: the scale must be one value on " + x.device().str());
+  Tensor y = Tensor::empty(Shape{}, x.device());
+  backend_for(x.device()).scaled_sum(x.numel(), x.ptr(), scale.ptr(), y.ptr());
   const Shape shape = x.shape();
   record_op({x}, y, [shape, scale](const Tensor& g, const std::vector<bool>&) {
-    return std::vector<Tensor>{Tensor::full(shape, g.item() * scale)};
+    Tensor dx = Tensor::empty(shape, g.device());
+    backend_for(g.device()).broadcast_scaled(dx.numel(), g.ptr(), scale.ptr(), dx.ptr());
+    return std::vector<Tensor>{dx};
   });
   return y;
 }
@@ -114,6 +130,17 @@ Tensor compute_average_loss(const Tensor& per_example_loss, int64_t global_batch
   if (global_batch_size <= 0)
     throw bad_input("compute_average_loss: global batch size must be positive, got " + std::to_string(global_batch_size));
   return sum_scaled(per_example_loss, 1.0f / static_cast<float>(global_batch_size));
+}
+
+Tensor compute_average_loss(const Tensor& per_example_loss, const Tensor& inverse_global_batch) {
+  return sum_scaled(per_example_loss, inverse_global_batch);
+}
+
+std::string label_error_message(float count, float first, int64_t classes) {
+  std::string msg = "label " + std::to_string(static_cast<int64_t>(first)) + " out of range for " +
+                    std::to_string(classes) + " classes";
+  if (count > 1.0f) msg += " (" + std::to_string(static_cast<int64_t>(count)) + " such labels)";
+  return msg;
 }
 
 }  // namespace strata::nn

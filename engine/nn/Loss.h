@@ -67,7 +67,16 @@ protected:
 // sum(per_example_loss) / global_batch_size: each replica's share of the
 // global mean, so summing over replicas gives the mean over the global batch.
 Tensor compute_average_loss(const Tensor& per_example_loss, int64_t global_batch_size);
-// Sum of all elements / divisor, as a recorded op.
+// The same with 1 / global batch size read from a device scalar (so a
+// captured step can change it between replays without being rebuilt).
+Tensor compute_average_loss(const Tensor& per_example_loss, const Tensor& inverse_global_batch);
+// Sum of all elements times scale, as a recorded op; the result is a scalar
+// on x's device (nothing is read back to the host).
 Tensor sum_scaled(const Tensor& x, float scale);
+Tensor sum_scaled(const Tensor& x, const Tensor& scale);
+
+// The message for labels outside [0, classes), from a device's label error
+// flag (see Backend::check_labels): `count` bad labels, the first `first`.
+std::string label_error_message(float count, float first, int64_t classes);
 
 }  // namespace strata::nn

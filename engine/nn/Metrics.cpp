@@ -1,5 +1,6 @@
 #include "nn/Metrics.h"
 
+#include "backend/Backend.h"
 #include "core/Error.h"
 
 namespace strata::nn {
@@ -7,27 +8,29 @@ namespace strata::nn {
 std::vector<int32_t> argmax_rows(const Tensor& predictions) {
   if (predictions.shape().rank() != 2) throw bad_input("argmax: predictions must be (batch, classes), got " + predictions.shape().str());
   const int64_t rows = predictions.shape()[0], cols = predictions.shape()[1];
-  const float* p = predictions.data();
-  std::vector<int32_t> out(static_cast<size_t>(rows));
-  for (int64_t r = 0; r < rows; ++r) {
-    int64_t best = 0;
-    for (int64_t c = 1; c < cols; ++c)
-      if (p[r * cols + c] > p[r * cols + best]) best = c;
-    out[static_cast<size_t>(r)] = static_cast<int32_t>(best);
-  }
-  return out;
+  Tensor out = Tensor::empty(Shape{rows}, DType::Int32, predictions.device());
+  backend_for(predictions.device()).argmax_rows(predictions.ptr(), rows, cols, out.int_ptr());
+  const Tensor host = out.to(Device{});
+  return std::vector<int32_t>(host.ints(), host.ints() + rows);
+}
+
+void count_correct_into(const Tensor& predictions, const Tensor& labels, float* count) {
+  if (predictions.shape().rank() != 2 || labels.numel() != predictions.shape()[0] || labels.dtype() != DType::Int32)
+    throw bad_input("accuracy: predictions " + predictions.shape().str() + " do not match int32 labels " + labels.shape().str());
+  backend_for(predictions.device()).count_correct(predictions.ptr(), labels.int_ptr(), predictions.shape()[0],
+                                                  predictions.shape()[1], count);
 }
 
 int64_t count_correct(const Tensor& predictions, const Tensor& labels) {
-  if (predictions.shape().rank() != 2 || labels.numel() != predictions.shape()[0])
-    throw bad_input("accuracy: predictions " + predictions.shape().str() + " do not match labels " + labels.shape().str());
-  const auto pred = argmax_rows(predictions);
-  int64_t correct = 0;
-  for (size_t r = 0; r < pred.size(); ++r) {
-    const int64_t label = labels.dtype() == DType::Int32 ? labels.ints()[r] : static_cast<int64_t>(labels.data()[r]);
-    correct += pred[r] == label;
+  if (labels.dtype() != DType::Int32) {
+    std::vector<int32_t> ints;
+    const Tensor host = labels.to(Device{});
+    for (float v : host.span()) ints.push_back(static_cast<int32_t>(v));
+    return count_correct(predictions, Tensor::from_ints(labels.shape(), ints, predictions.device()));
   }
-  return correct;
+  Tensor count = Tensor::zeros(Shape{}, predictions.device());
+  count_correct_into(predictions, labels, count.ptr());
+  return static_cast<int64_t>(count.to(Device{}).item());
 }
 
 void SparseCategoricalAccuracy::update(const Tensor& labels, const Tensor& predictions) {

@@ -6,11 +6,14 @@
 
 namespace strata::nn {
 
-// Arg-max of each row of a (batch, classes) host tensor.
+// Arg-max of each row of a (batch, classes) tensor on any device, on the host
+// (waits for the device).
 std::vector<int32_t> argmax_rows(const Tensor& predictions);
 
-// Number of rows whose arg-max equals the integer label (host tensors).
+// Number of rows whose arg-max equals the label (waits for the device).
 int64_t count_correct(const Tensor& predictions, const Tensor& labels);
+// Adds that number to count[0], in the predictions' device memory (queued).
+void count_correct_into(const Tensor& predictions, const Tensor& labels, float* count);
 
 // Running sparse categorical accuracy, as keras.metrics.SparseCategoricalAccuracy.
 class SparseCategoricalAccuracy {

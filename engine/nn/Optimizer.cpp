@@ -1,5 +1,6 @@
 #include "nn/Optimizer.h"
 
+#include <bit>
 #include <nlohmann/json.hpp>
 
 #include "backend/Backend.h"
@@ -17,12 +18,14 @@ void Optimizer::ensure_slots(const std::vector<Variable*>& vars) {
   if (iterations_.empty()) iterations_.resize(1, 0);
   for (auto* v : vars) {
     if (slots_.count(v)) continue;
-    VariableComponentsScope scope(v->num_components());
+    VariableComponentsScope scope(v->devices());
     auto& m = slots_[v];
     for (auto& name : slot_names()) m[name] = std::make_unique<Variable>(v->name() + "/" + name, Tensor::zeros(v->shape()));
     slot_order_.push_back(v);
     if (static_cast<int>(iterations_.size()) < v->num_components()) iterations_.resize(static_cast<size_t>(v->num_components()), 0);
   }
+  // Sized here, under the lock and before any update reads it.
+  if (hyper_.size() < iterations_.size()) hyper_.resize(iterations_.size());
 }
 
 Tensor& Optimizer::slot(Variable& var, const std::string& name, int replica) {
@@ -45,8 +48,46 @@ void Optimizer::apply_local(const std::vector<Tensor>& grads, const std::vector<
                         std::to_string(vars.size()) + " variables");
   ensure_slots(vars);
   const size_t counter = vars.empty() || vars.front()->num_components() == 1 ? 0 : static_cast<size_t>(replica);
-  const int64_t step = ++iterations_[counter];
-  for (size_t i = 0; i < vars.size(); ++i) update(*vars[i], replica, grads[i].data(), 0, grads[i].numel(), step);
+  ++iterations_[counter];
+  if (vars.empty()) return;
+  const Tensor& first = vars.front()->num_components() == 1 ? vars.front()->component(0) : vars.front()->component(replica);
+  advance_step(counter, first.device());
+  const float* lr_step = hyper_[counter].values.ptr();
+  for (size_t i = 0; i < vars.size(); ++i) {
+    if (!grads[i].device().same_memory(vars[i]->value().device()))
+      throw runtime_error("apply_gradients: the gradient of " + vars[i]->name() + " is on " + grads[i].device().str() +
+                          ", the variable on " + vars[i]->value().device().str());
+    update(*vars[i], replica, grads[i].ptr(), 0, grads[i].numel(), lr_step);
+  }
+}
+
+void Optimizer::advance_step(size_t counter, const Device& device) {
+  // Created on the first update of this replica; afterwards the step only
+  // advances on the device and the learning rate is rewritten when it changed.
+  Hyper& h = hyper_[counter];
+  if (!h.values.defined() || !h.values.device().same_memory(device)) {
+    const float init[2] = {learning_rate_, static_cast<float>(iterations_[counter])};
+    h.values = Tensor::from(Shape{2}, init, device);
+    h.lr_version = lr_version_;
+    return;
+  }
+  Backend& be = backend_for(device);
+  be.add_scalar(1, 1.0f, h.values.ptr() + 1);
+  if (h.lr_version != lr_version_) {
+    be.fill32(h.values.ptr(), 1, std::bit_cast<uint32_t>(learning_rate_));
+    h.lr_version = lr_version_;
+  }
+}
+
+void Optimizer::set_iterations(int64_t n) {
+  for (auto& i : iterations_) i = n;
+  // Rebuilt from the host counters at the next update.
+  for (auto& h : hyper_) h.values = Tensor();
+}
+
+void Optimizer::apply_slice(Variable& var, const float* grad, int64_t offset, int64_t count, int64_t step) {
+  const float lr_step[2] = {learning_rate_, static_cast<float>(step)};
+  update(var, 0, grad, offset, count, lr_step);
 }
 
 void Optimizer::apply_gradients(const std::vector<Tensor>& grads, const std::vector<Variable*>& vars) {
@@ -88,10 +129,10 @@ std::vector<std::string> SGD::slot_names() const {
   return {"momentum"};
 }
 
-void SGD::update(Variable& var, int replica, const float* grad, int64_t offset, int64_t count, int64_t) {
+void SGD::update(Variable& var, int replica, const float* grad, int64_t offset, int64_t count, const float* lr_step) {
   Tensor& w = var.num_components() == 1 ? var.component(0) : var.component(replica);
-  float* velocity = momentum_ == 0.0f ? nullptr : slot(var, "momentum", replica).data() + offset;
-  backend_for(w.device()).sgd_update(count, w.data() + offset, grad, velocity, learning_rate(), momentum_, nesterov_);
+  float* velocity = momentum_ == 0.0f ? nullptr : slot(var, "momentum", replica).ptr() + offset;
+  backend_for(w.device()).sgd_update(count, w.ptr() + offset, grad, velocity, lr_step, momentum_, nesterov_);
 }
 
 // ---- Adam ---------------------------------------------------------------------
@@ -107,11 +148,11 @@ Json Adam::config() const {
   return Json{{"type", "adam"}, {"learning_rate", learning_rate()}, {"beta_1", beta_1_}, {"beta_2", beta_2_}, {"epsilon", epsilon_}};
 }
 
-void Adam::update(Variable& var, int replica, const float* grad, int64_t offset, int64_t count, int64_t step) {
+void Adam::update(Variable& var, int replica, const float* grad, int64_t offset, int64_t count, const float* lr_step) {
   Tensor& w = var.num_components() == 1 ? var.component(0) : var.component(replica);
-  AdamParams p{learning_rate(), beta_1_, beta_2_, epsilon_, step};
-  backend_for(w.device()).adam_update(count, w.data() + offset, grad, slot(var, "m", replica).data() + offset,
-                                      slot(var, "v", replica).data() + offset, p);
+  AdamParams p{beta_1_, beta_2_, epsilon_};
+  backend_for(w.device()).adam_update(count, w.ptr() + offset, grad, slot(var, "m", replica).ptr() + offset,
+                                      slot(var, "v", replica).ptr() + offset, p, lr_step);
 }
 
 }  // namespace strata::nn

@@ -29,15 +29,17 @@ public:
   void apply_gradients(ReplicaSync& ctx, std::vector<Tensor> grads, const std::vector<Variable*>& vars);
 
   float learning_rate() const { return learning_rate_; }
-  void set_learning_rate(float lr) { learning_rate_ = lr; }
+  // Takes effect at the next update (written into each device's copy then).
+  void set_learning_rate(float lr) {
+    learning_rate_ = lr;
+    ++lr_version_;
+  }
   // Updates applied so far (replica 0's count).
   int64_t iterations() const;
   // Creates the slot variables now (they are otherwise created on the first
   // update), e.g. so a checkpoint can be restored into them.
   void build(const std::vector<Variable*>& vars) { ensure_slots(vars); }
-  void set_iterations(int64_t n) {
-    for (auto& i : iterations_) i = n;
-  }
+  void set_iterations(int64_t n);
   // Slot state for checkpoints: name -> variable (e.g. "dense/kernel/m").
   std::vector<std::pair<std::string, Variable*>> slot_variables();
   std::vector<int64_t>& iteration_counts() { return iterations_; }
@@ -46,14 +48,15 @@ public:
   // with grad (count values) as the step-th update. A parameter server applies
   // its shard of a variable this way; build() must have run for `var`, and
   // disjoint ranges may be updated from different threads at once.
-  void apply_slice(Variable& var, const float* grad, int64_t offset, int64_t count, int64_t step) {
-    update(var, 0, grad, offset, count, step);
-  }
+  // The variable must be on the host.
+  void apply_slice(Variable& var, const float* grad, int64_t offset, int64_t count, int64_t step);
 
 protected:
   // Updates elements [offset, offset + count) of component `replica` of
-  // `var`; grad points at the gradient of that range; step is 1-based.
-  virtual void update(Variable& var, int replica, const float* grad, int64_t offset, int64_t count, int64_t step) = 0;
+  // `var`; grad points at the gradient of that range, lr_step at
+  // [learning rate, 1-based step], both in the component's device memory.
+  virtual void update(Variable& var, int replica, const float* grad, int64_t offset, int64_t count,
+                      const float* lr_step) = 0;
   virtual std::vector<std::string> slot_names() const = 0;
   Tensor& slot(Variable& var, const std::string& name, int replica);
 
@@ -61,7 +64,17 @@ private:
   void ensure_slots(const std::vector<Variable*>& vars);
   void apply_local(const std::vector<Tensor>& grads, const std::vector<Variable*>& vars, int replica);
 
+  // [learning rate, step] in the device memory of each component's replica:
+  // the update kernels read them there, and the step advances on the device.
+  struct Hyper {
+    Tensor values;
+    uint64_t lr_version = 0;
+  };
+  void advance_step(size_t counter, const Device& device);
+
   float learning_rate_;
+  uint64_t lr_version_ = 0;
+  std::vector<Hyper> hyper_;
   std::mutex mutex_;
   std::map<const Variable*, std::map<std::string, std::unique_ptr<Variable>>> slots_;
   std::vector<const Variable*> slot_order_;
@@ -77,7 +90,8 @@ public:
   bool nesterov() const { return nesterov_; }
 
 protected:
-  void update(Variable& var, int replica, const float* grad, int64_t offset, int64_t count, int64_t step) override;
+  void update(Variable& var, int replica, const float* grad, int64_t offset, int64_t count,
+              const float* lr_step) override;
   std::vector<std::string> slot_names() const override;
 
 private:
@@ -93,7 +107,8 @@ public:
   Json config() const override;
 
 protected:
-  void update(Variable& var, int replica, const float* grad, int64_t offset, int64_t count, int64_t step) override;
+  void update(Variable& var, int replica, const float* grad, int64_t offset, int64_t count,
+              const float* lr_step) override;
   std::vector<std::string> slot_names() const override { return {"m", "v"}; }
 
 private:

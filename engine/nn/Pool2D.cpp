@@ -48,21 +48,21 @@ Tensor Pool2DLayer::call(const Tensor& x, bool) {
   Backend& be = backend_for(x.device());
   const Shape out_shape = kind_ == Kind::GlobalAverage ? Shape{win.batch, win.channels}
                                                        : Shape{win.batch, win.out_h, win.out_w, win.channels};
-  Tensor y = Tensor::empty(out_shape);
+  Tensor y = Tensor::empty(out_shape, x.device());
   const Shape in_shape = x.shape();
   if (kind_ == Kind::Max) {
-    Tensor argmax = Tensor::empty(out_shape, DType::Int32);
-    be.max_pool(win, x.data(), y.data(), argmax.ints());
+    Tensor argmax = Tensor::empty(out_shape, DType::Int32, x.device());
+    be.max_pool(win, x.ptr(), y.ptr(), argmax.int_ptr());
     record_op({x}, y, [win, argmax, in_shape](const Tensor& g, const std::vector<bool>&) {
-      Tensor dx = Tensor::empty(in_shape);
-      backend_for(g.device()).max_pool_backward(win, g.data(), argmax.ints(), dx.data());
+      Tensor dx = Tensor::empty(in_shape, g.device());
+      backend_for(g.device()).max_pool_backward(win, g.ptr(), argmax.int_ptr(), dx.ptr());
       return std::vector<Tensor>{dx};
     });
   } else {
-    be.avg_pool(win, x.data(), y.data());
+    be.avg_pool(win, x.ptr(), y.ptr());
     record_op({x}, y, [win, in_shape](const Tensor& g, const std::vector<bool>&) {
-      Tensor dx = Tensor::empty(in_shape);
-      backend_for(g.device()).avg_pool_backward(win, g.data(), dx.data());
+      Tensor dx = Tensor::empty(in_shape, g.device());
+      backend_for(g.device()).avg_pool_backward(win, g.ptr(), dx.ptr());
       return std::vector<Tensor>{dx};
     });
   }

@@ -7,15 +7,20 @@ namespace strata {
 
 namespace {
 thread_local ReplicaSync* t_sync = nullptr;
-thread_local int t_components = 1;
+thread_local std::vector<Device> t_devices{Device{}};
 thread_local int t_replica = 0;
 }  // namespace
 
-Variable::Variable(std::string name, Tensor initial) : name_(std::move(name)) {
-  const int n = variable_components();
-  components_.reserve(static_cast<size_t>(n));
-  components_.push_back(initial);
-  for (int i = 1; i < n; ++i) components_.push_back(initial.clone());
+Variable::Variable(std::string name, const Tensor& initial) : name_(std::move(name)) {
+  const auto& devices = variable_devices();
+  components_.reserve(devices.size());
+  for (const Device& d : devices) components_.push_back(initial.device().same_memory(d) ? initial.clone() : initial.to(d));
+}
+
+std::vector<Device> Variable::devices() const {
+  std::vector<Device> out;
+  for (auto& c : components_) out.push_back(c.device());
+  return out;
 }
 
 Tensor& Variable::value() {
@@ -32,9 +37,12 @@ void Variable::assign(const Tensor& value) {
   for (auto& c : components_) c.copy_from(value);
 }
 
-int variable_components() { return t_components; }
-VariableComponentsScope::VariableComponentsScope(int components) : previous_(t_components) { t_components = components; }
-VariableComponentsScope::~VariableComponentsScope() { t_components = previous_; }
+const std::vector<Device>& variable_devices() { return t_devices; }
+VariableComponentsScope::VariableComponentsScope(std::vector<Device> devices) : previous_(std::move(t_devices)) {
+  if (devices.empty()) devices.push_back(Device{});
+  t_devices = std::move(devices);
+}
+VariableComponentsScope::~VariableComponentsScope() { t_devices = std::move(previous_); }
 
 ReplicaSync* ReplicaSync::current() { return t_sync; }
 ReplicaSync::Scope::Scope(ReplicaSync* sync) : previous_(t_sync) { t_sync = sync; }

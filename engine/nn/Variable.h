@@ -12,9 +12,13 @@ namespace strata {
 // the same all-reduced gradients. value() returns the calling replica's
 // component; with a single component (OneDevice, CentralStorage) every
 // replica reads the same storage.
+//
+// Component i lives on the i-th device of the creating scope
+// (VariableComponentsScope); the initial value may be anywhere (initialisers
+// fill it on the host) and is copied, so a variable always owns its memory.
 class Variable {
 public:
-  Variable(std::string name, Tensor initial);
+  Variable(std::string name, const Tensor& initial);
 
   const std::string& name() const { return name_; }
   const Shape& shape() const { return components_.front().shape(); }
@@ -23,7 +27,9 @@ public:
   int num_components() const { return static_cast<int>(components_.size()); }
   Tensor& component(int replica) { return components_[static_cast<size_t>(replica)]; }
   const Tensor& component(int replica) const { return components_[static_cast<size_t>(replica)]; }
-  // Overwrites every component (checkpoint restore, tests).
+  std::vector<Device> devices() const;
+  // Overwrites every component from a tensor on any device (checkpoint
+  // restore, tests); copies to devices are queued in their streams.
   void assign(const Tensor& value);
 
 private:
@@ -31,18 +37,20 @@ private:
   std::vector<Tensor> components_;
 };
 
-// How many components variables created on this thread get. Strategy::scope()
-// sets it for its lifetime; outside any scope it is 1.
-int variable_components();
+// Where the components of variables created on this thread live, one device
+// each. Strategy::scope() sets it for its lifetime; outside any scope it is
+// one component on the host.
+const std::vector<Device>& variable_devices();
+inline int variable_components() { return static_cast<int>(variable_devices().size()); }
 class VariableComponentsScope {
 public:
-  explicit VariableComponentsScope(int components);
+  explicit VariableComponentsScope(std::vector<Device> devices);
   ~VariableComponentsScope();
   VariableComponentsScope(const VariableComponentsScope&) = delete;
   VariableComponentsScope& operator=(const VariableComponentsScope&) = delete;
 
 private:
-  int previous_;
+  std::vector<Device> previous_;
 };
 
 // The replica the calling thread computes for (0 outside a strategy's run).

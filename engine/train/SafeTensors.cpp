@@ -34,8 +34,9 @@ std::string hex(uint32_t v) {
 void write_safetensors(const std::string& path, const SafeTensorsFile& file) {
   nlohmann::ordered_json header;
   std::string data;
-  for (auto& [name, t] : file.tensors) {
+  for (auto& [name, on_device] : file.tensors) {
     if (name == "__metadata__") throw runtime_error("safetensors: reserved tensor name __metadata__");
+    const Tensor t = on_device.to(Device{});  // device -> host on save
     const size_t begin = data.size();
     const size_t bytes = static_cast<size_t>(t.numel()) * 4;
     data.append(reinterpret_cast<const char*>(t.dtype() == DType::Float32 ? static_cast<const void*>(t.data())

@@ -10,6 +10,7 @@
 #include "nn/GradientTape.h"
 #include "nn/LayerFactory.h"
 #include "nn/Metrics.h"
+#include "train/StepReadback.h"
 
 namespace strata {
 
@@ -105,11 +106,13 @@ Trainer::StepResult Trainer::train_step(ReplicaContext& ctx, const Batch& in) {
   straggle(ctx.replica_id_in_sync_group(), monotonic_seconds() - t0);
   optimizer_->apply_gradients(ctx, std::move(grads), trainable_);
 
+  // The step's one host synchronisation.
+  const StepReadback back = read_step(loss, logits, in.labels);
   StepResult r;
-  r.scaled_loss = loss.item();
+  r.scaled_loss = back.loss;
   r.examples = in.size();
   r.local_loss = r.examples ? r.scaled_loss * static_cast<double>(in.global_batch_size) / static_cast<double>(r.examples) : 0.0;
-  r.correct = r.examples ? nn::count_correct(logits, in.labels) : 0;
+  r.correct = back.correct;
   return r;
 }
 
@@ -125,23 +128,25 @@ Trainer::Evaluation Trainer::evaluate(const Dataset& dataset) {
     Batch global = dataset.range(start, std::min(n, start + batch));
     // Every worker evaluates the whole set on its own replicas (weights are
     // identical everywhere): no collective, so no worker waits on another.
-    auto parts = split_batch(global, strategy_->num_local_replicas());
+    auto parts = split_batch(global, strategy_->num_local_replicas(), strategy_->devices());
     auto results = strategy_->run(
         [&](ReplicaContext&, const Batch& in) {
           std::pair<double, std::vector<int32_t>> out{0.0, {}};
           if (in.size() == 0) return out;
           Tensor logits = (*model_)(in.features, false);
           Tensor per_example = (*loss_)(in.labels, logits);
-          out.first = backend_for(per_example.device()).sum(per_example.numel(), per_example.data());
+          out.first = read_step(nn::sum_scaled(per_example, 1.0f), logits, Tensor()).loss;
           out.second = nn::argmax_rows(logits);
           return out;
         },
         parts);
+    // Labels from the host's global batch: replica r holds the rows after those of replicas before it.
+    const int32_t* labels = global.labels.ints();
     for (int r = 0; r < results.num_replicas(); ++r) {
       loss_sum += results[r].first;
       const auto& pred = results[r].second;
       for (size_t i = 0; i < pred.size(); ++i) {
-        const int32_t truth = parts[r].labels.ints()[i];
+        const int32_t truth = *labels++;
         correct += pred[i] == truth;
         if (truth >= 0 && truth < classes && pred[i] >= 0 && pred[i] < classes)
           e.confusion[static_cast<size_t>(truth)][static_cast<size_t>(pred[i])]++;

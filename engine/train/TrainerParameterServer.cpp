@@ -11,6 +11,7 @@
 #include "nn/GradientTape.h"
 #include "nn/Metrics.h"
 #include "train/Trainer.h"
+#include "train/StepReadback.h"
 
 namespace strata {
 
@@ -62,8 +63,9 @@ WorkerStep Trainer::worker_step(int worker, const Batch& in) {
   Tensor loss = nn::compute_average_loss(per_example, in.size());
   WorkerStep out;
   out.grads = tape.gradient(loss, trainable_);
-  out.loss = loss.item();
-  out.correct = nn::count_correct(logits, in.labels);
+  const StepReadback back = read_step(loss, logits, in.labels);
+  out.loss = back.loss;
+  out.correct = back.correct;
   straggle(worker, monotonic_seconds() - t0);
   return out;
 }
@@ -206,7 +208,7 @@ namespace strata {
 
 FinishedEvent Trainer::run_parameter_server_process() {
   start_time_ = monotonic_seconds() - start_.elapsed;
-  DistributedDataset dist(pipeline_, ps_->num_workers(), std::max(0, ps_->worker_index()), 1);
+  DistributedDataset dist(pipeline_, ps_->num_workers(), std::max(0, ps_->worker_index()), 1, strategy_->devices());
   int64_t steps_per_epoch = dist.steps_per_epoch();
   if (config_.training.max_steps_per_epoch > 0) steps_per_epoch = std::min(steps_per_epoch, config_.training.max_steps_per_epoch);
   emit_run_started(steps_per_epoch);
@@ -292,7 +294,7 @@ void Trainer::serve_as_chief(TrainingPosition& pos, int64_t steps_per_epoch, Fin
 void Trainer::work_remotely(TrainingPosition& pos, int64_t steps_per_epoch, FinishedEvent& fin) {
   const int w = ps_->worker_index();
   const bool sync = ps_->synchronous();
-  DistributedDataset dist(pipeline_, ps_->num_workers(), w, 1);
+  DistributedDataset dist(pipeline_, ps_->num_workers(), w, 1, strategy_->devices());
   int64_t my_steps = 0;
   for (; pos.epoch <= config_.training.epochs; pos = next_epoch(pos)) {
     dist.begin_epoch(pos.epoch - 1, pos.epoch_step);  // mid-epoch after a resume

@@ -1,7 +1,10 @@
 #pragma once
 // Shared helpers for the strategy tests: a deterministic model, data and a
 // custom training step written on the public strategy API.
+#include <cstdlib>
+#include <cstring>
 #include <memory>
+#include <string>
 
 #include "data/Synthetic.h"
 #include "distribute/Strategies.h"
@@ -13,6 +16,13 @@
 #include "core/Rng.h"
 
 namespace strata::test {
+
+// A host copy of a tensor on any device (never shares its buffer).
+inline Tensor host_copy(const Tensor& t) { return t.on_host() ? t.clone() : t.to(Device{}); }
+inline std::vector<float> host_values(const Tensor& t) {
+  const Tensor h = t.to(Device{});
+  return std::vector<float>(h.data(), h.data() + h.numel());
+}
 
 struct Setup {
   std::unique_ptr<nn::Sequential> model;
@@ -63,12 +73,11 @@ inline std::vector<Tensor> train(Strategy& strategy, Setup& s, const Dataset& da
       if (check_identical && identical)
         for (auto* v : vars)
           for (int r = 1; r < v->num_components(); ++r)
-            if (std::memcmp(v->component(0).data(), v->component(r).data(), static_cast<size_t>(v->component(0).numel()) * 4) != 0)
-              *identical = false;
+            if (host_values(v->component(0)) != host_values(v->component(r))) *identical = false;
     }
   }
   std::vector<Tensor> out;
-  for (auto* v : vars) out.push_back(v->component(0).clone());
+  for (auto* v : vars) out.push_back(host_copy(v->component(0)));
   return out;
 }
 
@@ -92,6 +101,21 @@ inline double max_relative_difference(const std::vector<Tensor>& a, const std::v
 inline std::vector<Device> cpus(int n) {
   std::vector<Device> d;
   for (int i = 0; i < n; ++i) d.push_back(Device{DeviceKind::Cpu, i});
+  return d;
+}
+
+// The kind of replica device under test: cpu, or the strict simulated
+// accelerator when STRATA_TEST_DEVICES=sim (CTest runs these tests both ways,
+// as NAME and NAME_sim). References (OneDevice) stay on the cpu.
+inline DeviceKind test_device_kind() {
+  const char* env = std::getenv("STRATA_TEST_DEVICES");
+  return env && std::string(env) == "sim" ? DeviceKind::Sim : DeviceKind::Cpu;
+}
+inline bool testing_sim() { return test_device_kind() == DeviceKind::Sim; }
+
+inline std::vector<Device> devices(int n) {
+  std::vector<Device> d;
+  for (int i = 0; i < n; ++i) d.push_back(Device{test_device_kind(), i});
   return d;
 }
 

@@ -47,43 +47,45 @@ private slots:
     QFETCH(int, replicas);
     QFETCH(QString, optimizer);
     QFETCH(int, batch);
-    compare(optimizer, batch, [&] { return std::make_unique<MirroredStrategy>(cpus(replicas)); });
+    compare(optimizer, batch, [&] { return std::make_unique<MirroredStrategy>(devices(replicas)); });
   }
 
   void mirrored_reduce_to_one_device_matches() {
     StrategyOptions o;
     o.cross_device_ops = "reduce_to_one_device";
-    compare("adam", 30, [&] { return std::make_unique<MirroredStrategy>(cpus(3), o); });
+    compare("adam", 30, [&] { return std::make_unique<MirroredStrategy>(devices(3), o); });
   }
 
   void tiny_fusion_buffers_match() {
     StrategyOptions o;
     o.fusion_bytes = 64;  // forces many buckets and the in-place path
-    compare("adam", 30, [&] { return std::make_unique<MirroredStrategy>(cpus(2), o); });
+    compare("adam", 30, [&] { return std::make_unique<MirroredStrategy>(devices(2), o); });
   }
 
   void central_storage_matches_one_device() {
-    compare("sgd", 30, [&] { return std::make_unique<CentralStorageStrategy>(cpus(3)); });
-    compare("adam", 32, [&] { return std::make_unique<CentralStorageStrategy>(cpus(2)); });
+    compare("sgd", 30, [&] { return std::make_unique<CentralStorageStrategy>(devices(3)); });
+    compare("adam", 32, [&] { return std::make_unique<CentralStorageStrategy>(devices(2)); });
   }
 
   void variables_are_mirrored_in_scope() {
-    MirroredStrategy m(cpus(3));
+    MirroredStrategy m(devices(3));
     Setup s = make_setup(m, "sgd");
     for (auto* v : s.model->trainable_variables()) {
       QCOMPARE(v->num_components(), 3);
-      for (int r = 1; r < 3; ++r)
-        QVERIFY(std::memcmp(v->component(0).data(), v->component(r).data(), static_cast<size_t>(v->component(0).numel()) * 4) == 0);
+      for (int r = 1; r < 3; ++r) {
+        QVERIFY(v->component(r).device().same_memory(m.devices()[static_cast<size_t>(r)]));
+        QVERIFY(host_values(v->component(0)) == host_values(v->component(r)));
+      }
     }
-    CentralStorageStrategy c(cpus(2));
+    CentralStorageStrategy c(devices(2));
     Setup cs = make_setup(c, "sgd");
     for (auto* v : cs.model->trainable_variables()) QCOMPARE(v->num_components(), 1);
   }
 
   void reduce_is_exact_on_integers() {
-    MirroredStrategy m(cpus(4));
+    MirroredStrategy m(devices(4));
     std::vector<Tensor> values;
-    for (int r = 0; r < 4; ++r) values.push_back(Tensor::from(Shape{2, 3}, std::vector<float>{1.f * r, 2, 3, 4, 5, 6.f + r}));
+    for (int r = 0; r < 4; ++r) values.push_back(Tensor::from(Shape{2, 3}, std::vector<float>{1.f * r, 2, 3, 4, 5, 6.f + r}, m.devices()[static_cast<size_t>(r)]));
     PerReplica<Tensor> pr(values);
     Tensor sum = m.reduce(ReduceOp::Sum, pr);
     QCOMPARE(sum.data()[0], 6.0f);
@@ -100,7 +102,8 @@ private slots:
 
   void all_reduce_is_exact_on_integers_data() {
     QTest::addColumn<QString>("ops");
-    QTest::newRow("in_process") << "in_process";
+    if (testing_sim()) QTest::newRow("device_local") << "device_local";
+    else QTest::newRow("in_process") << "in_process";
     QTest::newRow("reduce_to_one_device") << "reduce_to_one_device";
   }
   void all_reduce_is_exact_on_integers() {
@@ -108,23 +111,25 @@ private slots:
     StrategyOptions o;
     o.cross_device_ops = ops.toStdString();
     o.fusion_bytes = 256;
-    MirroredStrategy m(cpus(3), o);
+    MirroredStrategy m(devices(3), o);
     std::atomic<int> bad{0};
     m.run_replicas([&](ReplicaContext& ctx) {
       const int r = ctx.replica_id_in_sync_group();
       // Several sizes: smaller than, equal to and larger than a bucket.
       std::vector<Tensor> ts;
       for (int64_t n : {1, 7, 64, 1000, 3}) {
-        Tensor t = Tensor::empty(Shape{n});
-        for (int64_t i = 0; i < n; ++i) t.data()[i] = static_cast<float>(i * (r + 1));
-        ts.push_back(t);
+        std::vector<float> v(static_cast<size_t>(n));
+        for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = static_cast<float>(i * (r + 1));
+        ts.push_back(Tensor::from(Shape{n}, v, ctx.device()));
       }
       ctx.all_reduce(ReduceOp::Sum, ts);
-      for (auto& t : ts)
-        for (int64_t i = 0; i < t.numel(); ++i)
-          if (t.data()[i] != static_cast<float>(i * 6)) ++bad;
-      Tensor mean = ctx.all_reduce(ReduceOp::Mean, Tensor::full(Shape{5}, static_cast<float>(3 * r)));
-      for (auto v : mean.span())
+      for (auto& t : ts) {
+        const auto v = host_values(t);
+        for (size_t i = 0; i < v.size(); ++i)
+          if (v[i] != static_cast<float>(i * 6)) ++bad;
+      }
+      Tensor mean = ctx.all_reduce(ReduceOp::Mean, Tensor::full(Shape{5}, static_cast<float>(3 * r), ctx.device()));
+      for (auto v : host_values(mean))
         if (v != 3.0f) ++bad;
     });
     QCOMPARE(bad.load(), 0);
@@ -157,7 +162,7 @@ private slots:
     for (int i = 0; i < 103; ++i) x[static_cast<size_t>(i)] = static_cast<float>(i);
     y[0] = 1;
     auto ds = std::make_shared<const Dataset>(Dataset::from_float(Shape{1}, x, y, 2));
-    MirroredStrategy m(cpus(3));
+    MirroredStrategy m(devices(3));
     PipelineOptions po;
     po.batch_size = 20;
     auto dist = m.distribute(std::make_shared<BatchPipeline>(ds, po));
@@ -168,7 +173,7 @@ private slots:
       ++steps;
       for (int r = 0; r < 3; ++r)
         for (int64_t i = 0; i < inputs[r].size(); ++i) {
-          const int id = static_cast<int>(inputs[r].features.data()[i]);
+          const int id = static_cast<int>(host_values(inputs[r].features)[static_cast<size_t>(i)]);
           seen.insert(id);
           per_replica[static_cast<size_t>(r)].insert(id);
         }
@@ -191,7 +196,7 @@ private slots:
     // 9 examples, batch 8, 4 replicas: the last step has 1 example, so three
     // replicas have none; they must still join the all-reduce.
     auto tiny = make_synthetic(9, 5, 3, 1);
-    MirroredStrategy m(cpus(4));
+    MirroredStrategy m(devices(4));
     Setup s = make_setup(m, "adam");
     OneDeviceStrategy one;
     Setup r = make_setup(one, "adam");
@@ -203,7 +208,7 @@ private slots:
   }
 
   void distribute_from_function_gives_input_context() {
-    MirroredStrategy m(cpus(2));
+    MirroredStrategy m(devices(2));
     std::vector<InputContext> contexts;
     auto dist = m.distribute_datasets_from_function([&](const InputContext& ctx) {
       contexts.push_back(ctx);
@@ -226,12 +231,12 @@ private slots:
   }
 
   void failing_replica_does_not_hang_others() {
-    MirroredStrategy m(cpus(3));
+    MirroredStrategy m(devices(3));
     bool threw = false;
     try {
       m.run_replicas([&](ReplicaContext& ctx) {
         if (ctx.replica_id_in_sync_group() == 1) throw bad_input("replica 1 failed");
-        std::vector<Tensor> t{Tensor::zeros(Shape{10})};
+        std::vector<Tensor> t{Tensor::zeros(Shape{10}, ctx.device())};
         ctx.all_reduce(ReduceOp::Sum, t);  // would wait forever for replica 1
       });
     } catch (const Error& e) {
@@ -242,8 +247,8 @@ private slots:
     // The strategy is usable again afterwards.
     std::atomic<int> ok{0};
     m.run_replicas([&](ReplicaContext& ctx) {
-      Tensor t = ctx.all_reduce(ReduceOp::Sum, Tensor::full(Shape{4}, 1.0f));
-      if (t.data()[3] == 3.0f) ++ok;
+      Tensor t = ctx.all_reduce(ReduceOp::Sum, Tensor::full(Shape{4}, 1.0f, ctx.device()));
+      if (host_values(t)[3] == 3.0f) ++ok;
     });
     QCOMPARE(ok.load(), 3);
   }

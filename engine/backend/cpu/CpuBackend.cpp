@@ -2,12 +2,14 @@
 
 #include <Eigen/Core>
 #include <algorithm>
+#include <cstring>
 #include <cmath>
 #include <mutex>
 
 #include "core/Denormals.h"
 #include "core/Device.h"
 #include "core/Error.h"
+#include "core/HostAllocator.h"
 #include "core/Rng.h"
 
 namespace strata {
@@ -36,6 +38,25 @@ void gemm_block(Map c, const Lhs& a, const Rhs& b, float alpha, float beta) {
 
 CpuBackend::CpuBackend(int threads, int device_index) : pool_(threads), device_index_(device_index) {
   enable_flush_denormals();
+}
+
+// ---- memory: the host's, so every call is complete when it returns ---------
+
+void* CpuBackend::allocate(size_t bytes) {
+  void* p = HostAllocator::instance().allocate(bytes);
+  if (!p) throw runtime_error("out of host memory allocating " + std::to_string(bytes) + " bytes");
+  return p;
+}
+
+void CpuBackend::deallocate(void* p, size_t bytes) { HostAllocator::instance().deallocate(p, bytes); }
+void CpuBackend::copy_from_host(void* dst, const void* src, size_t bytes) { std::memcpy(dst, src, bytes); }
+void CpuBackend::copy_to_host(void* dst, const void* src, size_t bytes) { std::memcpy(dst, src, bytes); }
+void CpuBackend::copy(void* dst, const void* src, size_t bytes) {
+  if (dst != src) std::memcpy(dst, src, bytes);
+}
+void CpuBackend::fill32(void* dst, int64_t n, uint32_t word) {
+  auto* p = static_cast<uint32_t*>(dst);
+  std::fill(p, p + n, word);
 }
 
 void CpuBackend::gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
@@ -168,21 +189,25 @@ void CpuBackend::activation_backward(Activation act, const float* y, const float
 
 void CpuBackend::sparse_softmax_xent(const float* logits, const int32_t* labels, int64_t rows, int64_t cols,
                                      float* loss, float* dlogits) {
-  for (int64_t r = 0; r < rows; ++r)
-    if (labels[r] < 0 || labels[r] >= cols)
-      throw bad_input("label " + std::to_string(labels[r]) + " out of range for " + std::to_string(cols) + " classes");
   pool_.parallel_for(rows, std::max<int64_t>(1, kElementGrain / std::max<int64_t>(1, cols)), [&](int64_t lo, int64_t hi) {
     for (int64_t r = lo; r < hi; ++r) {
       const float* x = logits + r * cols;
+      const int32_t label = labels[r];
+      if (label < 0 || label >= cols) {
+        // Reported through check_labels' flag; never read outside the row.
+        loss[r] = 0.0f;
+        if (dlogits) std::fill(dlogits + r * cols, dlogits + (r + 1) * cols, 0.0f);
+        continue;
+      }
       const float mx = *std::max_element(x, x + cols);
       float s = 0.0f;
       for (int64_t c = 0; c < cols; ++c) s += std::exp(x[c] - mx);
       const float lse = mx + std::log(s);
-      loss[r] = lse - x[labels[r]];
+      loss[r] = lse - x[label];
       if (dlogits) {
         float* d = dlogits + r * cols;
         for (int64_t c = 0; c < cols; ++c) d[c] = std::exp(x[c] - lse);
-        d[labels[r]] -= 1.0f;
+        d[label] -= 1.0f;
       }
     }
   });
@@ -260,15 +285,55 @@ void CpuBackend::log_clamp_backward(int64_t n, const float* x, float eps, const 
   });
 }
 
-double CpuBackend::sum(int64_t n, const float* x) {
+void CpuBackend::scaled_sum(int64_t n, const float* x, const float* scale, float* out) {
   double s = 0.0;
   for (int64_t i = 0; i < n; ++i) s += x[i];
-  return s;
+  out[0] = static_cast<float>(s * scale[0]);
 }
 
-void CpuBackend::sgd_update(int64_t n, float* w, const float* g, float* velocity, float lr, float momentum,
-                            bool nesterov) {
+void CpuBackend::broadcast_scaled(int64_t n, const float* g, const float* scale, float* y) {
+  std::fill(y, y + n, g[0] * scale[0]);
+}
+
+void CpuBackend::add_scalar(int64_t n, float value, float* x) {
+  for (int64_t i = 0; i < n; ++i) x[i] += value;
+}
+
+void CpuBackend::argmax_rows(const float* x, int64_t rows, int64_t cols, int32_t* out) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* p = x + r * cols;
+    int64_t best = 0;
+    for (int64_t c = 1; c < cols; ++c)
+      if (p[c] > p[best]) best = c;
+    out[r] = static_cast<int32_t>(best);
+  }
+}
+
+void CpuBackend::count_correct(const float* predictions, const int32_t* labels, int64_t rows, int64_t cols,
+                               float* count) {
+  int64_t correct = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* p = predictions + r * cols;
+    int64_t best = 0;
+    for (int64_t c = 1; c < cols; ++c)
+      if (p[c] > p[best]) best = c;
+    correct += best == labels[r];
+  }
+  count[0] += static_cast<float>(correct);
+}
+
+void CpuBackend::check_labels(const int32_t* labels, int64_t n, int64_t classes, float* error) {
+  for (int64_t i = 0; i < n; ++i)
+    if (labels[i] < 0 || labels[i] >= classes) {
+      if (error[0] == 0.0f) error[1] = static_cast<float>(labels[i]);
+      error[0] += 1.0f;
+    }
+}
+
+void CpuBackend::sgd_update(int64_t n, float* w, const float* g, float* velocity, const float* lr_ptr,
+                            float momentum, bool nesterov) {
   // Keras: v = momentum * v - lr * g; w += v (Nesterov: w += momentum * v - lr * g).
+  const float lr = lr_ptr[0];
   pool_.parallel_for(n, kElementGrain, [&](int64_t lo, int64_t hi) {
     ArrMap W(w + lo, hi - lo);
     ConstArrMap G(g + lo, hi - lo);
@@ -283,12 +348,14 @@ void CpuBackend::sgd_update(int64_t n, float* w, const float* g, float* velocity
   });
 }
 
-void CpuBackend::adam_update(int64_t n, float* w, const float* g, float* m, float* v, const AdamParams& p) {
+void CpuBackend::adam_update(int64_t n, float* w, const float* g, float* m, float* v, const AdamParams& p,
+                             const float* lr_step) {
   // Keras' formulation: the bias correction folds into the step size and
   // epsilon is added to sqrt(v) uncorrected ("epsilon hat").
-  const double b1t = std::pow(static_cast<double>(p.beta1), static_cast<double>(p.step));
-  const double b2t = std::pow(static_cast<double>(p.beta2), static_cast<double>(p.step));
-  const float alpha = static_cast<float>(p.lr * std::sqrt(1.0 - b2t) / (1.0 - b1t));
+  const double lr = lr_step[0], step = lr_step[1];
+  const double b1t = std::pow(static_cast<double>(p.beta1), step);
+  const double b2t = std::pow(static_cast<double>(p.beta2), step);
+  const float alpha = static_cast<float>(lr * std::sqrt(1.0 - b2t) / (1.0 - b1t));
   const float one_b1 = 1.0f - p.beta1, one_b2 = 1.0f - p.beta2;
   pool_.parallel_for(n, kElementGrain, [&](int64_t lo, int64_t hi) {
     ArrMap W(w + lo, hi - lo), M(m + lo, hi - lo), V(v + lo, hi - lo);
@@ -298,25 +365,5 @@ void CpuBackend::adam_update(int64_t n, float* w, const float* g, float* m, floa
     W -= alpha * M / (V.sqrt() + p.epsilon);
   });
 }
-
-// ---- backend selection -------------------------------------------------------
-
-namespace {
-thread_local Backend* t_cpu_backend = nullptr;
-}
-
-Backend& cpu_backend() {
-  if (t_cpu_backend) return *t_cpu_backend;
-  static CpuBackend shared(hardware_threads());
-  return shared;
-}
-
-Backend& backend_for(const Device& device) {
-  if (device.kind == DeviceKind::Cpu) return cpu_backend();
-  throw bad_input("device " + device.str() + ": this build has no GPU backend");
-}
-
-ScopedCpuBackend::ScopedCpuBackend(Backend* b) : previous_(t_cpu_backend) { t_cpu_backend = b; }
-ScopedCpuBackend::~ScopedCpuBackend() { t_cpu_backend = previous_; }
 
 }  // namespace strata

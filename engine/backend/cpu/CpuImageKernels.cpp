@@ -198,6 +198,34 @@ void CpuBackend::channel_sums(const float* x, int64_t rows, int64_t channels, fl
   });
 }
 
+void CpuBackend::batch_norm_stats(const float* sums, int64_t channels, float epsilon, float* mean, float* inv_std) {
+  const double count = sums[2 * channels];
+  for (int64_t c = 0; c < channels; ++c) {
+    const double m = count > 0 ? sums[c] / count : 0.0;
+    const double var = count > 0 ? std::max(0.0, sums[channels + c] / count - m * m) : 0.0;
+    mean[c] = static_cast<float>(m);
+    inv_std[c] = static_cast<float>(1.0 / std::sqrt(var + epsilon));
+  }
+}
+
+void CpuBackend::batch_norm_inference_stats(const float* moving_mean, const float* moving_var, int64_t channels,
+                                            float epsilon, float* mean, float* inv_std) {
+  for (int64_t c = 0; c < channels; ++c) {
+    mean[c] = moving_mean[c];
+    inv_std[c] = 1.0f / std::sqrt(moving_var[c] + epsilon);
+  }
+}
+
+void CpuBackend::batch_norm_moving_update(const float* mean, const float* inv_std, const float* count, int64_t channels,
+                                          float epsilon, float momentum, float* moving_mean, float* moving_var) {
+  if (!(count[0] > 0.0f)) return;
+  for (int64_t c = 0; c < channels; ++c) {
+    const float var = 1.0f / (inv_std[c] * inv_std[c]) - epsilon;
+    moving_mean[c] = moving_mean[c] * momentum + mean[c] * (1.0f - momentum);
+    moving_var[c] = moving_var[c] * momentum + var * (1.0f - momentum);
+  }
+}
+
 void CpuBackend::batch_norm_apply(const float* x, int64_t rows, int64_t channels, const float* mean,
                                   const float* inv_std, const float* gamma, const float* beta, float* y) {
   std::vector<float> scale(static_cast<size_t>(channels)), shift(static_cast<size_t>(channels));
@@ -226,8 +254,8 @@ void CpuBackend::batch_norm_backward_reduce(const float* dy, const float* x, int
 
 void CpuBackend::batch_norm_backward_apply(const float* dy, const float* x, int64_t rows, int64_t channels,
                                            const float* mean, const float* inv_std, const float* gamma,
-                                           const float* sum_dy, const float* sum_dy_xhat, double count, float* dx) {
-  const float inv_count = static_cast<float>(1.0 / count);
+                                           const float* sum_dy, const float* sum_dy_xhat, const float* count, float* dx) {
+  const float inv_count = static_cast<float>(1.0 / static_cast<double>(count[0]));
   pool_.parallel_for(rows, std::max<int64_t>(1, (1 << 15) / std::max<int64_t>(1, channels)), [&](int64_t lo, int64_t hi) {
     for (int64_t r = lo; r < hi; ++r)
       for (int64_t c = 0; c < channels; ++c) {

@@ -60,8 +60,11 @@ public:
     return versions;
   }
 
-  int64_t push(const std::vector<Tensor>& grads, const std::vector<int64_t>& pulled, const PushMeta& m) override {
+  int64_t push(const std::vector<Tensor>& worker_grads, const std::vector<int64_t>& pulled, const PushMeta& m) override {
     const int S = o_.servers;
+    // MPI sends host memory: gradients on a device come to the host first.
+    std::vector<Tensor> grads;
+    for (auto& g : worker_grads) grads.push_back(g.to(Device{}));
     std::vector<std::vector<float>> packed(static_cast<size_t>(S));
     std::vector<std::array<double, PushHeader::kCount>> headers(static_cast<size_t>(S));
     std::vector<int64_t> acks(static_cast<size_t>(S), 0);

@@ -1,0 +1,56 @@
+// Which backend serves which device, and the device memory tensors use.
+#include <array>
+#include <memory>
+#include <mutex>
+
+#include "backend/Backend.h"
+#include "backend/cpu/CpuBackend.h"
+#include "backend/sim/SimBackend.h"
+#include "core/Error.h"
+
+namespace strata {
+
+namespace {
+thread_local Backend* t_cpu_backend = nullptr;
+
+SimBackend& sim_backend(int index) {
+  if (index < 0 || index >= kSimDeviceCount)
+    throw bad_input("device sim:" + std::to_string(index) + " does not exist (sim:0 to sim:" +
+                    std::to_string(kSimDeviceCount - 1) + ")");
+  // Created on first use and never destroyed: tensors in statics may outlive
+  // any destruction order we could choose.
+  static std::array<std::once_flag, kSimDeviceCount> once;
+  static std::array<SimBackend*, kSimDeviceCount> backends{};
+  std::call_once(once[static_cast<size_t>(index)], [index] { backends[static_cast<size_t>(index)] = new SimBackend(index); });
+  return *backends[static_cast<size_t>(index)];
+}
+
+DeviceMemory& memory_of(const Device& device) { return backend_for(device); }
+
+// Installed before main(): tensors find device memory through core's hook.
+const bool g_registered = [] {
+  set_device_memory_provider(&memory_of);
+  return true;
+}();
+}  // namespace
+
+Backend& cpu_backend() {
+  if (t_cpu_backend) return *t_cpu_backend;
+  static CpuBackend shared(hardware_threads());
+  return shared;
+}
+
+Backend& backend_for(const Device& device) {
+  (void)g_registered;
+  switch (device.kind) {
+    case DeviceKind::Cpu: return cpu_backend();
+    case DeviceKind::Sim: return sim_backend(device.index);
+    case DeviceKind::Gpu: break;
+  }
+  throw bad_input("device " + device.str() + ": this build has no GPU backend");
+}
+
+ScopedCpuBackend::ScopedCpuBackend(Backend* b) : previous_(t_cpu_backend) { t_cpu_backend = b; }
+ScopedCpuBackend::~ScopedCpuBackend() { t_cpu_backend = previous_; }
+
+}  // namespace strata

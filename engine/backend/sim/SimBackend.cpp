@@ -1,0 +1,328 @@
+#include "backend/sim/SimBackend.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "core/Error.h"
+
+namespace strata {
+
+namespace {
+size_t arena_capacity() {
+  // Virtual space only: pages are backed as they are first written.
+  if (const char* env = std::getenv("STRATA_SIM_MEMORY_GB")) {
+    const long gb = std::strtol(env, nullptr, 10);
+    if (gb > 0) return static_cast<size_t>(gb) << 30;
+  }
+  return size_t{16} << 30;
+}
+}  // namespace
+
+SimBackend::SimBackend(int index)
+    : index_(index), arena_(index, arena_capacity()), cpu_(1, index), stream_("sim:" + std::to_string(index)) {
+  register_sim_arena(index, &arena_);
+  label_error_ = static_cast<float*>(allocate(2 * sizeof(float)));
+  fill32(label_error_, 2, 0);
+}
+
+SimBackend::~SimBackend() {
+  stream_.synchronize();
+  register_sim_arena(index_, nullptr);
+}
+
+template <typename T>
+T* SimBackend::view(T* p, const char* op) const {
+  if (!p) return nullptr;
+  const int owner = sim_arena_of(p);
+  if (owner < 0)
+    throw runtime_error(device().str() + ": " + op + " was given a host pointer; device kernels take device memory only");
+  if (owner == index_) return static_cast<T*>(arena_.host_view(p));
+  // A peer sim device's memory (peer access): its arena translates.
+  return static_cast<T*>(registered_sim_arena(owner)->host_view(p));
+}
+
+// ---- memory --------------------------------------------------------------------
+
+void* SimBackend::allocate(size_t bytes) {
+  bool fresh = false;
+  void* p = arena_.allocate(bytes, &fresh);
+  if (!p)
+    throw runtime_error(device().str() + ": out of device memory allocating " + std::to_string(bytes) + " bytes (" +
+                        std::to_string(arena_.in_use()) + " of " + std::to_string(arena_.capacity()) + " in use)");
+  if (fresh) {
+    counters().allocations++;
+    counters().allocated_bytes += static_cast<int64_t>(bytes);
+  }
+  return p;
+}
+
+void SimBackend::deallocate(void* p, size_t bytes) { arena_.deallocate(p, bytes); }
+
+void SimBackend::copy_from_host(void* dst, const void* host_src, size_t bytes) {
+  if (sim_arena_of(host_src) >= 0) throw runtime_error(device().str() + ": copy_from_host given device memory as its source");
+  float* d = view(static_cast<float*>(dst), "copy_from_host");
+  // Staged now, as a copy from pageable memory is: the host may reuse its buffer at once.
+  auto staged = std::make_shared<std::vector<char>>(static_cast<const char*>(host_src), static_cast<const char*>(host_src) + bytes);
+  counters().h2d++;
+  counters().h2d_bytes += static_cast<int64_t>(bytes);
+  run([d, staged] { std::memcpy(d, staged->data(), staged->size()); });
+}
+
+void SimBackend::copy_to_host(void* host_dst, const void* src, size_t bytes) {
+  if (sim_arena_of(host_dst) >= 0) throw runtime_error(device().str() + ": copy_to_host given device memory as its destination");
+  counters().d2h++;
+  counters().d2h_bytes += static_cast<int64_t>(bytes);
+  stream_.enqueue_to_host(host_dst, view(static_cast<const char*>(src), "copy_to_host"), bytes);
+}
+
+void SimBackend::copy(void* dst, const void* src, size_t bytes) {
+  char* d = view(static_cast<char*>(dst), "copy");
+  const char* s = view(static_cast<const char*>(src), "copy");
+  counters().d2d++;
+  counters().d2d_bytes += static_cast<int64_t>(bytes);
+  run([d, s, bytes] { std::memmove(d, s, bytes); });
+}
+
+void SimBackend::fill32(void* dst, int64_t n, uint32_t word) {
+  auto* d = view(static_cast<uint32_t*>(dst), "fill");
+  run([d, n, word] { std::fill(d, d + n, word); });
+}
+
+void SimBackend::synchronize() {
+  counters().syncs++;
+  stream_.synchronize();
+}
+
+// ---- kernels: the CPU's, queued on the device thread -----------------------------
+
+void SimBackend::gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a, const float* b,
+                      float beta, float* c) {
+  auto A = view(a, "gemm"), B = view(b, "gemm");
+  auto C = view(c, "gemm");
+  run([=, this] { cpu_.gemm(ta, tb, m, n, k, alpha, A, B, beta, C); });
+}
+
+void SimBackend::add_bias_rows(float* y, const float* bias, int64_t rows, int64_t cols) {
+  auto Y = view(y, "add_bias_rows");
+  auto B = view(bias, "add_bias_rows");
+  run([=, this] { cpu_.add_bias_rows(Y, B, rows, cols); });
+}
+
+void SimBackend::sum_rows(const float* x, int64_t rows, int64_t cols, float* out, bool accumulate) {
+  auto X = view(x, "sum_rows");
+  auto O = view(out, "sum_rows");
+  run([=, this] { cpu_.sum_rows(X, rows, cols, O, accumulate); });
+}
+
+void SimBackend::activation_forward(Activation act, const float* x, float* y, int64_t rows, int64_t cols) {
+  auto X = view(x, "activation_forward");
+  auto Y = view(y, "activation_forward");
+  run([=, this] { cpu_.activation_forward(act, X, Y, rows, cols); });
+}
+
+void SimBackend::activation_backward(Activation act, const float* y, const float* dy, float* dx, int64_t rows,
+                                     int64_t cols) {
+  auto Y = view(y, "activation_backward"), DY = view(dy, "activation_backward");
+  auto DX = view(dx, "activation_backward");
+  run([=, this] { cpu_.activation_backward(act, Y, DY, DX, rows, cols); });
+}
+
+void SimBackend::sparse_softmax_xent(const float* logits, const int32_t* labels, int64_t rows, int64_t cols,
+                                     float* loss, float* dlogits) {
+  auto X = view(logits, "sparse_softmax_xent");
+  auto L = view(labels, "sparse_softmax_xent");
+  auto O = view(loss, "sparse_softmax_xent"), D = view(dlogits, "sparse_softmax_xent");
+  run([=, this] { cpu_.sparse_softmax_xent(X, L, rows, cols, O, D); });
+}
+
+void SimBackend::softmax_xent(const float* logits, const float* targets, int64_t rows, int64_t cols, float* loss,
+                              float* dlogits) {
+  auto X = view(logits, "softmax_xent"), T = view(targets, "softmax_xent");
+  auto O = view(loss, "softmax_xent"), D = view(dlogits, "softmax_xent");
+  run([=, this] { cpu_.softmax_xent(X, T, rows, cols, O, D); });
+}
+
+void SimBackend::axpby(int64_t n, float alpha, const float* x, float beta, float* y) {
+  auto X = view(x, "axpby");
+  auto Y = view(y, "axpby");
+  run([=, this] { cpu_.axpby(n, alpha, X, beta, Y); });
+}
+
+void SimBackend::dropout(int64_t n, float rate, uint64_t key, uint64_t counter, const float* x, float* y, float* mask) {
+  auto X = view(x, "dropout");
+  auto Y = view(y, "dropout"), M = view(mask, "dropout");
+  run([=, this] { cpu_.dropout(n, rate, key, counter, X, Y, M); });
+}
+
+void SimBackend::mul(int64_t n, const float* a, const float* b, float* y) {
+  auto A = view(a, "mul"), B = view(b, "mul");
+  auto Y = view(y, "mul");
+  run([=, this] { cpu_.mul(n, A, B, Y); });
+}
+
+void SimBackend::scale_rows(const float* x, const float* scale, int64_t rows, int64_t cols, float* y) {
+  auto X = view(x, "scale_rows"), S = view(scale, "scale_rows");
+  auto Y = view(y, "scale_rows");
+  run([=, this] { cpu_.scale_rows(X, S, rows, cols, Y); });
+}
+
+void SimBackend::log_clamp(int64_t n, const float* x, float eps, float* y) {
+  auto X = view(x, "log_clamp");
+  auto Y = view(y, "log_clamp");
+  run([=, this] { cpu_.log_clamp(n, X, eps, Y); });
+}
+
+void SimBackend::log_clamp_backward(int64_t n, const float* x, float eps, const float* dy, float* dx) {
+  auto X = view(x, "log_clamp_backward"), DY = view(dy, "log_clamp_backward");
+  auto DX = view(dx, "log_clamp_backward");
+  run([=, this] { cpu_.log_clamp_backward(n, X, eps, DY, DX); });
+}
+
+void SimBackend::scaled_sum(int64_t n, const float* x, const float* scale, float* out) {
+  auto X = view(x, "scaled_sum"), S = view(scale, "scaled_sum");
+  auto O = view(out, "scaled_sum");
+  run([=, this] { cpu_.scaled_sum(n, X, S, O); });
+}
+
+void SimBackend::broadcast_scaled(int64_t n, const float* g, const float* scale, float* y) {
+  auto G = view(g, "broadcast_scaled"), S = view(scale, "broadcast_scaled");
+  auto Y = view(y, "broadcast_scaled");
+  run([=, this] { cpu_.broadcast_scaled(n, G, S, Y); });
+}
+
+void SimBackend::add_scalar(int64_t n, float value, float* x) {
+  auto X = view(x, "add_scalar");
+  run([=, this] { cpu_.add_scalar(n, value, X); });
+}
+
+void SimBackend::argmax_rows(const float* x, int64_t rows, int64_t cols, int32_t* out) {
+  auto X = view(x, "argmax_rows");
+  auto O = view(out, "argmax_rows");
+  run([=, this] { cpu_.argmax_rows(X, rows, cols, O); });
+}
+
+void SimBackend::count_correct(const float* predictions, const int32_t* labels, int64_t rows, int64_t cols,
+                               float* count) {
+  auto P = view(predictions, "count_correct");
+  auto L = view(labels, "count_correct");
+  auto C = view(count, "count_correct");
+  run([=, this] { cpu_.count_correct(P, L, rows, cols, C); });
+}
+
+void SimBackend::check_labels(const int32_t* labels, int64_t n, int64_t classes, float* error) {
+  auto L = view(labels, "check_labels");
+  auto E = view(error, "check_labels");
+  run([=, this] { cpu_.check_labels(L, n, classes, E); });
+}
+
+void SimBackend::im2col(const Window2D& w, const float* x, float* col) {
+  auto X = view(x, "im2col");
+  auto C = view(col, "im2col");
+  run([=, this] { cpu_.im2col(w, X, C); });
+}
+
+void SimBackend::col2im(const Window2D& w, const float* col, float* dx) {
+  auto C = view(col, "col2im");
+  auto D = view(dx, "col2im");
+  run([=, this] { cpu_.col2im(w, C, D); });
+}
+
+void SimBackend::max_pool(const Window2D& w, const float* x, float* y, int32_t* argmax) {
+  auto X = view(x, "max_pool");
+  auto Y = view(y, "max_pool");
+  auto A = view(argmax, "max_pool");
+  run([=, this] { cpu_.max_pool(w, X, Y, A); });
+}
+
+void SimBackend::max_pool_backward(const Window2D& w, const float* dy, const int32_t* argmax, float* dx) {
+  auto DY = view(dy, "max_pool_backward");
+  auto A = view(argmax, "max_pool_backward");
+  auto DX = view(dx, "max_pool_backward");
+  run([=, this] { cpu_.max_pool_backward(w, DY, A, DX); });
+}
+
+void SimBackend::avg_pool(const Window2D& w, const float* x, float* y) {
+  auto X = view(x, "avg_pool");
+  auto Y = view(y, "avg_pool");
+  run([=, this] { cpu_.avg_pool(w, X, Y); });
+}
+
+void SimBackend::avg_pool_backward(const Window2D& w, const float* dy, float* dx) {
+  auto DY = view(dy, "avg_pool_backward");
+  auto DX = view(dx, "avg_pool_backward");
+  run([=, this] { cpu_.avg_pool_backward(w, DY, DX); });
+}
+
+void SimBackend::channel_sums(const float* x, int64_t rows, int64_t channels, float* sum, float* sumsq) {
+  auto X = view(x, "channel_sums");
+  auto S = view(sum, "channel_sums"), Q = view(sumsq, "channel_sums");
+  run([=, this] { cpu_.channel_sums(X, rows, channels, S, Q); });
+}
+
+void SimBackend::batch_norm_stats(const float* sums, int64_t channels, float epsilon, float* mean, float* inv_std) {
+  auto S = view(sums, "batch_norm_stats");
+  auto M = view(mean, "batch_norm_stats"), I = view(inv_std, "batch_norm_stats");
+  run([=, this] { cpu_.batch_norm_stats(S, channels, epsilon, M, I); });
+}
+
+void SimBackend::batch_norm_inference_stats(const float* moving_mean, const float* moving_var, int64_t channels,
+                                            float epsilon, float* mean, float* inv_std) {
+  auto MM = view(moving_mean, "batch_norm_inference_stats"), MV = view(moving_var, "batch_norm_inference_stats");
+  auto M = view(mean, "batch_norm_inference_stats"), I = view(inv_std, "batch_norm_inference_stats");
+  run([=, this] { cpu_.batch_norm_inference_stats(MM, MV, channels, epsilon, M, I); });
+}
+
+void SimBackend::batch_norm_moving_update(const float* mean, const float* inv_std, const float* count, int64_t channels,
+                                          float epsilon, float momentum, float* moving_mean, float* moving_var) {
+  auto M = view(mean, "batch_norm_moving_update"), I = view(inv_std, "batch_norm_moving_update");
+  auto C = view(count, "batch_norm_moving_update");
+  auto MM = view(moving_mean, "batch_norm_moving_update"), MV = view(moving_var, "batch_norm_moving_update");
+  run([=, this] { cpu_.batch_norm_moving_update(M, I, C, channels, epsilon, momentum, MM, MV); });
+}
+
+void SimBackend::batch_norm_apply(const float* x, int64_t rows, int64_t channels, const float* mean,
+                                  const float* inv_std, const float* gamma, const float* beta, float* y) {
+  auto X = view(x, "batch_norm_apply"), M = view(mean, "batch_norm_apply"), I = view(inv_std, "batch_norm_apply");
+  auto G = view(gamma, "batch_norm_apply"), B = view(beta, "batch_norm_apply");
+  auto Y = view(y, "batch_norm_apply");
+  run([=, this] { cpu_.batch_norm_apply(X, rows, channels, M, I, G, B, Y); });
+}
+
+void SimBackend::batch_norm_backward_reduce(const float* dy, const float* x, int64_t rows, int64_t channels,
+                                            const float* mean, const float* inv_std, float* sum_dy,
+                                            float* sum_dy_xhat) {
+  auto DY = view(dy, "batch_norm_backward_reduce"), X = view(x, "batch_norm_backward_reduce");
+  auto M = view(mean, "batch_norm_backward_reduce"), I = view(inv_std, "batch_norm_backward_reduce");
+  auto S = view(sum_dy, "batch_norm_backward_reduce"), SX = view(sum_dy_xhat, "batch_norm_backward_reduce");
+  run([=, this] { cpu_.batch_norm_backward_reduce(DY, X, rows, channels, M, I, S, SX); });
+}
+
+void SimBackend::batch_norm_backward_apply(const float* dy, const float* x, int64_t rows, int64_t channels,
+                                           const float* mean, const float* inv_std, const float* gamma,
+                                           const float* sum_dy, const float* sum_dy_xhat, const float* count,
+                                           float* dx) {
+  auto DY = view(dy, "batch_norm_backward_apply"), X = view(x, "batch_norm_backward_apply");
+  auto M = view(mean, "batch_norm_backward_apply"), I = view(inv_std, "batch_norm_backward_apply");
+  auto G = view(gamma, "batch_norm_backward_apply"), S = view(sum_dy, "batch_norm_backward_apply");
+  auto SX = view(sum_dy_xhat, "batch_norm_backward_apply"), C = view(count, "batch_norm_backward_apply");
+  auto DX = view(dx, "batch_norm_backward_apply");
+  run([=, this] { cpu_.batch_norm_backward_apply(DY, X, rows, channels, M, I, G, S, SX, C, DX); });
+}
+
+void SimBackend::sgd_update(int64_t n, float* w, const float* g, float* velocity, const float* lr, float momentum,
+                            bool nesterov) {
+  auto W = view(w, "sgd_update"), V = view(velocity, "sgd_update");
+  auto G = view(g, "sgd_update"), LR = view(lr, "sgd_update");
+  run([=, this] { cpu_.sgd_update(n, W, G, V, LR, momentum, nesterov); });
+}
+
+void SimBackend::adam_update(int64_t n, float* w, const float* g, float* m, float* v, const AdamParams& p,
+                             const float* lr_step) {
+  auto W = view(w, "adam_update"), M = view(m, "adam_update"), V = view(v, "adam_update");
+  auto G = view(g, "adam_update"), LS = view(lr_step, "adam_update");
+  run([=, this] { cpu_.adam_update(n, W, G, M, V, p, LS); });
+}
+
+}  // namespace strata

@@ -1,0 +1,98 @@
+#pragma once
+#include <memory>
+
+#include "backend/Backend.h"
+#include "backend/cpu/CpuBackend.h"
+#include "backend/sim/SimArena.h"
+#include "backend/sim/SimStream.h"
+
+namespace strata {
+
+// The strict simulated accelerator, device kind `sim`: the CPU kernels, run
+// asynchronously in order on the device's own thread (its stream) against
+// memory of its own arena that host code cannot touch. Every pointer handed to
+// a kernel must be device memory of a sim device (peers allowed, as GPUs with
+// peer access), so a host pointer slipped into a kernel is an error at the
+// call, and a device pointer dereferenced on the host faults. It exists so the
+// engine's device discipline is tested on machines without a GPU.
+class SimBackend final : public Backend {
+public:
+  explicit SimBackend(int index);
+  ~SimBackend() override;
+  Device device() const override { return Device{DeviceKind::Sim, index_}; }
+  int threads() const override { return 1; }
+
+  void* allocate(size_t bytes) override;
+  void deallocate(void* p, size_t bytes) override;
+  void copy_from_host(void* dst, const void* host_src, size_t bytes) override;
+  void copy_to_host(void* host_dst, const void* src, size_t bytes) override;
+  void copy(void* dst, const void* src, size_t bytes) override;
+  void fill32(void* dst, int64_t n, uint32_t word) override;
+  void synchronize() override;
+  EventPtr record_event() override { return stream_.record(); }
+  void wait_event(const EventPtr& event) override { stream_.wait(event); }
+  float* label_error_flag() override { return label_error_; }
+  const SimArena& arena() const { return arena_; }
+
+  void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, const float* b,
+            float beta, float* c) override;
+  void add_bias_rows(float* y, const float* bias, int64_t rows, int64_t cols) override;
+  void sum_rows(const float* x, int64_t rows, int64_t cols, float* out, bool accumulate) override;
+  void activation_forward(Activation act, const float* x, float* y, int64_t rows, int64_t cols) override;
+  void activation_backward(Activation act, const float* y, const float* dy, float* dx, int64_t rows,
+                           int64_t cols) override;
+  void sparse_softmax_xent(const float* logits, const int32_t* labels, int64_t rows, int64_t cols, float* loss,
+                           float* dlogits) override;
+  void softmax_xent(const float* logits, const float* targets, int64_t rows, int64_t cols, float* loss,
+                    float* dlogits) override;
+  void axpby(int64_t n, float alpha, const float* x, float beta, float* y) override;
+  void dropout(int64_t n, float rate, uint64_t key, uint64_t counter, const float* x, float* y, float* mask) override;
+  void mul(int64_t n, const float* a, const float* b, float* y) override;
+  void scale_rows(const float* x, const float* scale, int64_t rows, int64_t cols, float* y) override;
+  void log_clamp(int64_t n, const float* x, float eps, float* y) override;
+  void log_clamp_backward(int64_t n, const float* x, float eps, const float* dy, float* dx) override;
+  void scaled_sum(int64_t n, const float* x, const float* scale, float* out) override;
+  void broadcast_scaled(int64_t n, const float* g, const float* scale, float* y) override;
+  void add_scalar(int64_t n, float value, float* x) override;
+  void argmax_rows(const float* x, int64_t rows, int64_t cols, int32_t* out) override;
+  void count_correct(const float* predictions, const int32_t* labels, int64_t rows, int64_t cols, float* count) override;
+  void check_labels(const int32_t* labels, int64_t n, int64_t classes, float* error) override;
+  void im2col(const Window2D& w, const float* x, float* col) override;
+  void col2im(const Window2D& w, const float* col, float* dx) override;
+  void max_pool(const Window2D& w, const float* x, float* y, int32_t* argmax) override;
+  void max_pool_backward(const Window2D& w, const float* dy, const int32_t* argmax, float* dx) override;
+  void avg_pool(const Window2D& w, const float* x, float* y) override;
+  void avg_pool_backward(const Window2D& w, const float* dy, float* dx) override;
+  void channel_sums(const float* x, int64_t rows, int64_t channels, float* sum, float* sumsq) override;
+  void batch_norm_stats(const float* sums, int64_t channels, float epsilon, float* mean, float* inv_std) override;
+  void batch_norm_inference_stats(const float* moving_mean, const float* moving_var, int64_t channels, float epsilon,
+                                  float* mean, float* inv_std) override;
+  void batch_norm_moving_update(const float* mean, const float* inv_std, const float* count, int64_t channels,
+                                float epsilon, float momentum, float* moving_mean, float* moving_var) override;
+  void batch_norm_apply(const float* x, int64_t rows, int64_t channels, const float* mean, const float* inv_std,
+                        const float* gamma, const float* beta, float* y) override;
+  void batch_norm_backward_reduce(const float* dy, const float* x, int64_t rows, int64_t channels, const float* mean,
+                                  const float* inv_std, float* sum_dy, float* sum_dy_xhat) override;
+  void batch_norm_backward_apply(const float* dy, const float* x, int64_t rows, int64_t channels, const float* mean,
+                                 const float* inv_std, const float* gamma, const float* sum_dy,
+                                 const float* sum_dy_xhat, const float* count, float* dx) override;
+  void sgd_update(int64_t n, float* w, const float* g, float* velocity, const float* lr, float momentum,
+                  bool nesterov) override;
+  void adam_update(int64_t n, float* w, const float* g, float* m, float* v, const AdamParams& p,
+                   const float* lr_step) override;
+
+private:
+  // The device thread's view of a kernel argument; throws (on the calling
+  // host thread) when it is not sim device memory.
+  template <typename T>
+  T* view(T* p, const char* op) const;
+  void run(std::function<void()> op) { stream_.enqueue(std::move(op)); }
+
+  int index_;
+  SimArena arena_;
+  CpuBackend cpu_;
+  SimStream stream_;
+  float* label_error_ = nullptr;
+};
+
+}  // namespace strata

@@ -1,0 +1,112 @@
+#include "backend/sim/SimStream.h"
+
+#include <cstring>
+
+#include "core/Denormals.h"
+#include "core/Error.h"
+
+namespace strata {
+
+namespace {
+class SimEvent final : public DeviceEvent {
+public:
+  void signal() {
+    {
+      std::lock_guard lock(mutex_);
+      done_ = true;
+    }
+    cv_.notify_all();
+  }
+  void wait() {
+    std::unique_lock lock(mutex_);
+    cv_.wait(lock, [&] { return done_; });
+  }
+
+private:
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  bool done_ = false;
+};
+}  // namespace
+
+SimStream::SimStream(std::string name) : name_(std::move(name)), thread_([this] { loop(); }) {}
+
+SimStream::~SimStream() {
+  {
+    std::lock_guard lock(mutex_);
+    stop_ = true;
+  }
+  work_cv_.notify_all();
+  thread_.join();
+}
+
+void SimStream::enqueue(std::function<void()> op) {
+  {
+    std::lock_guard lock(mutex_);
+    queue_.push_back(std::move(op));
+  }
+  work_cv_.notify_one();
+}
+
+void SimStream::enqueue_to_host(void* host_dst, const void* src_view, size_t bytes) {
+  std::memset(host_dst, 0xff, bytes);
+  enqueue([this, host_dst, src_view, bytes] {
+    Landing l{host_dst, std::vector<char>(static_cast<const char*>(src_view), static_cast<const char*>(src_view) + bytes)};
+    std::lock_guard lock(mutex_);
+    landed_.push_back(std::move(l));
+  });
+}
+
+void SimStream::synchronize() {
+  std::vector<Landing> landed;
+  std::exception_ptr error;
+  {
+    std::unique_lock lock(mutex_);
+    idle_cv_.wait(lock, [&] { return queue_.empty() && !busy_; });
+    landed.swap(landed_);
+    error = error_;
+    error_ = nullptr;
+  }
+  for (auto& l : landed) std::memcpy(l.dst, l.bytes.data(), l.bytes.size());
+  if (error) std::rethrow_exception(error);
+}
+
+EventPtr SimStream::record() {
+  auto event = std::make_shared<SimEvent>();
+  enqueue([event] { event->signal(); });
+  return event;
+}
+
+void SimStream::wait(const EventPtr& event) {
+  auto e = std::dynamic_pointer_cast<SimEvent>(event);
+  if (!e) return;  // a host event: already complete
+  enqueue([e] { e->wait(); });
+}
+
+void SimStream::loop() {
+  enable_flush_denormals();
+  for (;;) {
+    std::function<void()> op;
+    {
+      std::unique_lock lock(mutex_);
+      work_cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stopping, and everything queued has run
+      op = std::move(queue_.front());
+      queue_.pop_front();
+      busy_ = true;
+    }
+    try {
+      op();
+    } catch (...) {
+      std::lock_guard lock(mutex_);
+      if (!error_) error_ = std::current_exception();
+    }
+    {
+      std::lock_guard lock(mutex_);
+      busy_ = false;
+      if (queue_.empty()) idle_cv_.notify_all();
+    }
+  }
+}
+
+}  // namespace strata

@@ -1,0 +1,56 @@
+#pragma once
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/DeviceMemory.h"
+
+namespace strata {
+
+// The in-order work queue of a simulated device, run by its own thread as a
+// CUDA stream runs on the GPU. Two rules make host mistakes fail every time
+// rather than by luck of timing:
+//  - a copy to host memory lands there only when the host synchronises: until
+//    then the destination holds a poison pattern (NaN floats), so a read that
+//    skipped the synchronisation sees garbage, however fast the device was;
+//  - a failing operation does not throw on the host thread that queued it
+//    (it has returned long ago): the first error is rethrown by synchronize().
+class SimStream {
+public:
+  explicit SimStream(std::string name);
+  ~SimStream();
+  SimStream(const SimStream&) = delete;
+  SimStream& operator=(const SimStream&) = delete;
+
+  void enqueue(std::function<void()> op);
+  // Queues a copy of `bytes` from device memory (already a host view) into
+  // host memory, which is poisoned now and written at the next synchronize().
+  void enqueue_to_host(void* host_dst, const void* src_view, size_t bytes);
+  void synchronize();
+  EventPtr record();
+  void wait(const EventPtr& event);
+
+private:
+  struct Landing {
+    void* dst;
+    std::vector<char> bytes;
+  };
+  void loop();
+
+  std::string name_;
+  std::mutex mutex_;
+  std::condition_variable work_cv_, idle_cv_;
+  std::deque<std::function<void()>> queue_;
+  std::vector<Landing> landed_;
+  bool busy_ = false;
+  bool stop_ = false;
+  std::exception_ptr error_;
+  std::thread thread_;
+};
+
+}  // namespace strata

@@ -1,0 +1,64 @@
+#pragma once
+// What a non-host device's backend provides to tensors: its memory and the
+// copies into, out of and within it. Declared in core so Tensor can allocate
+// and move data without depending on backend/; the backend library installs
+// the provider (BackendRegistry.cpp). Host (cpu) tensors never come here.
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "core/Device.h"
+
+namespace strata {
+
+// What a device did, for the per-step discipline figures (allocations from
+// the system, not cache hits; copies by direction; host synchronisations).
+struct DeviceCounters {
+  std::atomic<int64_t> allocations{0}, allocated_bytes{0};
+  std::atomic<int64_t> h2d{0}, h2d_bytes{0}, d2h{0}, d2h_bytes{0}, d2d{0}, d2d_bytes{0};
+  std::atomic<int64_t> syncs{0};
+};
+
+// A point in a device's stream of work (cudaEvent_t on CUDA). Null means
+// "already complete" (host devices, whose work runs as it is called).
+class DeviceEvent {
+public:
+  virtual ~DeviceEvent() = default;
+};
+using EventPtr = std::shared_ptr<DeviceEvent>;
+
+class DeviceMemory {
+public:
+  virtual ~DeviceMemory() = default;
+  // Device memory for `bytes`; throws naming the device when it runs out.
+  // Freed blocks are cached and handed out again for the same size.
+  virtual void* allocate(size_t bytes) = 0;
+  virtual void deallocate(void* p, size_t bytes) = 0;
+  // Copies are queued in stream order. copy_to_host's destination is valid
+  // only after synchronize() (or waiting on a later event) on the host.
+  virtual void copy_from_host(void* dst, const void* host_src, size_t bytes) = 0;
+  virtual void copy_to_host(void* host_dst, const void* src, size_t bytes) = 0;
+  // Within this device, or from a peer device of the same kind.
+  virtual void copy(void* dst, const void* src, size_t bytes) = 0;
+  // Sets n 32-bit words to `word` (a float's or an int's bits).
+  virtual void fill32(void* dst, int64_t n, uint32_t word) = 0;
+  // Blocks the host until every queued operation has finished.
+  virtual void synchronize() = 0;
+  // Marks the current end of the stream; another stream (or the host) can wait for it.
+  virtual EventPtr record_event() = 0;
+  // Later work on this stream waits for `event` (no host wait).
+  virtual void wait_event(const EventPtr& event) = 0;
+  DeviceCounters& counters() { return counters_; }
+
+private:
+  DeviceCounters counters_;
+};
+
+// The memory of a non-host device; throws bad_input when the build or the
+// machine has no such device.
+DeviceMemory& device_memory(const Device& device);
+using DeviceMemoryProvider = DeviceMemory& (*)(const Device&);
+void set_device_memory_provider(DeviceMemoryProvider provider);
+
+}  // namespace strata

@@ -1,0 +1,187 @@
+// The strict simulated accelerator: memory the host cannot touch, work that
+// runs later on the device's thread, copies that land only at a
+// synchronisation, errors reported at the sync point; and the engine's ops on
+// it give the CPU's results.
+#include <QtTest/QtTest>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <thread>
+
+#include "TestUtil.h"
+#include "backend/Backend.h"
+#include "backend/cpu/CpuBackend.h"
+#include "core/Tensor.h"
+#include "core/ThreadPool.h"
+#include "nn/Dense.h"
+#include "nn/GradientTape.h"
+#include "nn/Loss.h"
+#include "nn/Optimizer.h"
+#include "nn/Sequential.h"
+#include "core/Rng.h"
+
+using namespace strata;
+using testutil::random_vector;
+
+namespace {
+const Device kSim{DeviceKind::Sim, 0};
+const Device kHost{};
+
+std::vector<float> host_values(const Tensor& t) {
+  const Tensor h = t.to(kHost);
+  return std::vector<float>(h.data(), h.data() + h.numel());
+}
+
+// Trains a small MLP for a few Adam steps with every tensor on `device`; returns the weights.
+std::vector<std::vector<float>> train_mlp(const Device& device, const std::vector<float>& x, const std::vector<int32_t>& y) {
+  set_global_seed(7);
+  VariableComponentsScope scope({device});
+  nn::Sequential model{nn::Dense(12, Activation::Relu), nn::Dense(4)};
+  model.build(Shape{6});
+  nn::Adam adam(0.01f);
+  nn::SparseCategoricalCrossentropy xent(true, nn::Reduction::None);
+  const Tensor features = Tensor::from(Shape{8, 6}, x, device);
+  const Tensor labels = Tensor::from_ints(Shape{8}, y, device);
+  auto vars = model.trainable_variables();
+  for (int step = 0; step < 5; ++step) {
+    GradientTape tape;
+    Tensor loss = nn::compute_average_loss(xent(labels, model(features, true, tape)), 8);
+    adam.apply_gradients(tape.gradient(loss, vars), vars);
+  }
+  std::vector<std::vector<float>> out;
+  for (auto* v : vars) out.push_back(host_values(v->value()));
+  return out;
+}
+}  // namespace
+
+class TestSimDevice : public QObject {
+  Q_OBJECT
+
+private slots:
+  void host_accessors_name_the_device() {
+    Tensor t = Tensor::zeros(Shape{3}, kSim);
+    QCOMPARE(t.device(), kSim);
+    STRATA_EXPECT_ERROR(t.data(), ErrorKind::Runtime, "sim:0");
+    STRATA_EXPECT_ERROR(Tensor::zeros(Shape{}, kSim).item(), ErrorKind::Runtime, "to(cpu)");
+    STRATA_EXPECT_ERROR(t.span(), ErrorKind::Runtime, "sim:0");
+  }
+
+  void round_trip_and_copies_between_devices() {
+    const auto v = random_vector(1000);
+    Tensor a = Tensor::from(Shape{10, 100}, v, kSim);
+    Tensor b = a.to(Device{DeviceKind::Sim, 1});  // peer copy
+    Tensor c = b.slice_rows(3, 7);
+    QCOMPARE(host_values(b), v);
+    const auto rows = host_values(c);
+    QCOMPARE(rows.size(), size_t{400});
+    QCOMPARE(rows.front(), v[300]);
+    QCOMPARE(rows.back(), v[699]);
+    Tensor host = Tensor::zeros(Shape{10, 100});
+    host.copy_from(a);  // into the host: complete on return
+    QCOMPARE(std::vector<float>(host.data(), host.data() + 1000), v);
+  }
+
+  void a_read_before_synchronising_sees_poison() {
+    // The device copies into host memory only when the host synchronises:
+    // however fast the device thread is, skipping the sync reads garbage.
+    Backend& be = backend_for(kSim);
+    Tensor d = Tensor::full(Shape{4}, 2.5f, kSim);
+    std::vector<float> out(4, 0.0f);
+    be.copy_to_host(out.data(), d.ptr(), 4 * sizeof(float));
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // long enough for the device to finish
+    for (float v : out) QVERIFY(std::isnan(v));
+    be.synchronize();
+    for (float v : out) QCOMPARE(v, 2.5f);
+  }
+
+  void kernels_refuse_host_pointers() {
+    Backend& be = backend_for(kSim);
+    std::vector<float> host(8, 1.0f);
+    Tensor d = Tensor::zeros(Shape{8}, kSim);
+    STRATA_EXPECT_ERROR(be.axpby(8, 1.0f, host.data(), 1.0f, d.ptr()), ErrorKind::Runtime, "host pointer");
+    STRATA_EXPECT_ERROR(be.copy_from_host(d.ptr(), d.ptr(), 32), ErrorKind::Runtime, "device memory");
+  }
+
+  void host_dereference_of_device_memory_faults() {
+    Tensor d = Tensor::full(Shape{16}, 1.0f, kSim);
+    const float* p = d.ptr();
+    const pid_t child = fork();
+    if (child == 0) {
+      volatile float v = *p;  // must fault: device memory is not mapped for the host
+      (void)v;
+      _exit(0);
+    }
+    int status = 0;
+    waitpid(child, &status, 0);
+    QVERIFY2(WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV, "reading device memory on the host did not fault");
+  }
+
+  void device_errors_surface_at_the_sync_point() {
+    // Bad labels: no exception where the loss is queued, the flag at the sync.
+    Backend& be = backend_for(kSim);
+    nn::SparseCategoricalCrossentropy xent(true, nn::Reduction::None);
+    Tensor logits = Tensor::zeros(Shape{2, 3}, kSim);
+    Tensor labels = Tensor::from_ints(Shape{2}, std::vector<int32_t>{0, 7}, kSim);
+    Tensor loss = xent(labels, logits);
+    Tensor flag = Tensor::empty(Shape{2}, kSim);
+    be.copy(flag.ptr(), be.label_error_flag(), 2 * sizeof(float));
+    be.fill32(be.label_error_flag(), 2, 0);
+    const auto f = host_values(flag);
+    QCOMPARE(f[0], 1.0f);
+    QCOMPARE(f[1], 7.0f);
+    QCOMPARE(host_values(loss)[1], 0.0f);
+  }
+
+  void training_on_sim_matches_cpu() {
+    const auto x = random_vector(48);
+    const std::vector<int32_t> y{0, 1, 2, 3, 3, 2, 1, 0};
+    CpuBackend cpu(1);  // the sim runs the CPU kernels on one thread: same bits
+    ScopedCpuBackend use(&cpu);
+    const auto on_cpu = train_mlp(kHost, x, y);
+    const auto on_sim = train_mlp(kSim, x, y);
+    QCOMPARE(on_sim.size(), on_cpu.size());
+    for (size_t i = 0; i < on_cpu.size(); ++i) QCOMPARE(on_sim[i], on_cpu[i]);
+  }
+
+  void steady_steps_allocate_nothing() {
+    const auto x = random_vector(48);
+    const std::vector<int32_t> y{0, 1, 2, 3, 3, 2, 1, 0};
+    Backend& be = backend_for(Device{DeviceKind::Sim, 2});
+    train_mlp(Device{DeviceKind::Sim, 2}, x, y);  // warm-up: the cache fills
+    const int64_t before = be.counters().allocations;
+    train_mlp(Device{DeviceKind::Sim, 2}, x, y);
+    QCOMPARE(be.counters().allocations.load(), before);
+  }
+
+  void thread_pool_takes_concurrent_callers() {
+    // Two threads share one pool (the dashboard evaluates a checkpoint while
+    // a run trains): each job must see all of its own ranges and only those.
+    ThreadPool pool(2);
+    std::atomic<int> bad{0};
+    auto hammer = [&](int id) {
+      for (int round = 0; round < 300; ++round) {
+        std::vector<int> seen(1000, 0);
+        pool.parallel_for(1000, 10, [&](int64_t lo, int64_t hi) {
+          for (int64_t i = lo; i < hi; ++i) seen[static_cast<size_t>(i)] += id;
+        });
+        for (int s : seen)
+          if (s != id) ++bad;
+      }
+    };
+    std::thread a(hammer, 1), b(hammer, 2);
+    a.join();
+    b.join();
+    QCOMPARE(bad.load(), 0);
+    // A job that calls the pool again runs the inner call inline.
+    std::atomic<int64_t> total{0};
+    pool.parallel_for(4, 1, [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) pool.parallel_for(100, 1, [&](int64_t l, int64_t h) { total += h - l; });
+    });
+    QCOMPARE(total.load(), int64_t{400});
+  }
+};
+
+QTEST_GUILESS_MAIN(TestSimDevice)
+#include "test_sim_device.moc"
