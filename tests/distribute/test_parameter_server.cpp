@@ -37,21 +37,34 @@ RunConfig synthetic(const std::string& strategy, std::vector<std::string> device
   return project_from_json(j);
 }
 
+// Worker devices: cpu, or the simulated accelerator when CTest runs this
+// test as test_parameter_server_sim (STRATA_TEST_DEVICES=sim).
+std::string device_kind() {
+  const char* env = std::getenv("STRATA_TEST_DEVICES");
+  return env && std::string(env) == "sim" ? "sim" : "cpu";
+}
 std::vector<std::string> cpus(int n) {
   std::vector<std::string> d;
-  for (int i = 0; i < n; ++i) d.push_back("cpu:" + std::to_string(i));
+  for (int i = 0; i < n; ++i) d.push_back(device_kind() + ":" + std::to_string(i));
   return d;
+}
+
+std::vector<float> host_values(const Tensor& t) {
+  const Tensor h = t.to(Device{});
+  return std::vector<float>(h.data(), h.data() + h.numel());
 }
 
 double relative_difference(nn::Sequential& a, nn::Sequential& b) {
   double diff = 0, norm = 0;
   auto va = a.variables(), vb = b.variables();
-  for (size_t i = 0; i < va.size(); ++i)
-    for (int64_t k = 0; k < va[i]->component(0).numel(); ++k) {
-      const double x = va[i]->component(0).data()[k], y = vb[i]->component(0).data()[k];
+  for (size_t i = 0; i < va.size(); ++i) {
+    const auto ha = host_values(va[i]->component(0)), hb = host_values(vb[i]->component(0));
+    for (size_t k = 0; k < ha.size(); ++k) {
+      const double x = ha[k], y = hb[k];
       diff += (x - y) * (x - y);
       norm += x * x;
     }
+  }
   return std::sqrt(diff / norm);
 }
 
@@ -224,7 +237,7 @@ private slots:
     QCOMPARE(fin.steps, 4 * steps_per_epoch(sink));
     bool warned = false;
     for (auto& l : sink.all<LogEvent>())
-      warned = warned || (l.level == "warning" && l.message.find("worker 1 (cpu:1) lost") != std::string::npos);
+      warned = warned || (l.level == "warning" && l.message.find("worker 1 (" + device_kind() + ":1) lost") != std::string::npos);
     QVERIFY(warned);
     const auto steps = sink.all<StepEvent>();
     QCOMPARE(steps.back().lost_workers, std::vector<int>{1});
@@ -238,7 +251,7 @@ private slots:
   // worker fails, the run cannot go on and says so.
   void all_workers_lost_is_an_error() {
     StrategyOptions o;
-    o.devices = {Device::parse("cpu:0"), Device::parse("cpu:1")};
+    o.devices = {Device::parse(cpus(2)[0]), Device::parse(cpus(2)[1])};
     ParameterServerStrategy strategy(o.devices, o);
     std::unique_ptr<nn::Sequential> model;
     nn::SGD sgd(0.1f);
@@ -255,12 +268,12 @@ private slots:
       GradientTape tape;
       Tensor logits = (*model)(in.features, true, tape);
       Tensor l = nn::compute_average_loss(loss(in.labels, logits), in.size());
-      return WorkerStep{tape.gradient(l, vars), l.item(), 0};
+      return WorkerStep{tape.gradient(l, vars), l.to(Device{}).item(), 0};
     });
     std::vector<int32_t> labels{0, 1, 2, 0, 1, 2, 0, 1};
     Batch global{Tensor::full(Shape{8, 4}, 0.5f), Tensor::from_ints(Shape{8}, labels), 8};
     coordinator.start();
-    coordinator.schedule(1, split_batch(global, 2));
+    coordinator.schedule(1, split_batch(global, 2, strategy.devices()));
     coordinator.join();
     QCOMPARE(coordinator.take_results().size(), size_t{2});
     QCOMPARE(strategy.store().updates(), int64_t{2});
@@ -268,7 +281,7 @@ private slots:
     coordinator.fail_worker_at(1, 2);
     coordinator.start();
     const QString err = error_of([&] {
-      coordinator.schedule(2, split_batch(global, 2));
+      coordinator.schedule(2, split_batch(global, 2, strategy.devices()));
       coordinator.join();
     });
     QVERIFY2(err.contains("all 2 workers were lost"), qPrintable(err));
