@@ -138,6 +138,26 @@ private slots:
     QVERIFY(QFile::exists(dir + "/events.jsonl"));
   }
 
+  // The device discipline end to end: every strategy trains with its replicas
+  // on the strict simulated accelerator, and mirrored there equals mirrored on
+  // the cpu (the same kernels in the same order) to the printed digits.
+  void trains_on_simulated_devices() {
+    auto last_epoch = [](const Result& r) {
+      for (const QString& l : r.out_lines())
+        if (l.startsWith("Epoch 3:")) return l.section('(', 0, 0);
+      return QString();
+    };
+    const Result cpu = run({kTiny, "--no-run-dir", "--strategy", "mirrored", "--devices", "cpu:0,cpu:1"});
+    const Result sim = run({kTiny, "--no-run-dir", "--strategy", "mirrored", "--devices", "sim:0,sim:1"});
+    QVERIFY2(sim.exit_code == 0, qPrintable(describe(sim)));
+    QVERIFY2(!last_epoch(sim).isEmpty() && last_epoch(sim) == last_epoch(cpu), qPrintable(describe(sim) + describe(cpu)));
+    for (const QStringList& strategy : {QStringList{"one_device", "sim:1"}, QStringList{"central_storage", "sim:0,sim:1,sim:2"},
+                                        QStringList{"parameter_server", "sim:0,sim:1"}}) {
+      const Result r = run({kTiny, "--no-run-dir", "--strategy", strategy[0], "--devices", strategy[1]});
+      QVERIFY2(r.exit_code == 0 && r.out.contains("completed"), qPrintable(describe(r)));
+    }
+  }
+
   void jsonl_mode_and_run_folder() {
     const QString dir = tmp_.filePath("jsonl-run");
     Result r = run({kTiny, "--events", "jsonl", "--run-dir", dir, "--epochs", "2"});

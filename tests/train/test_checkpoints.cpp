@@ -106,8 +106,12 @@ private slots:
   void resume_is_exact() {
     QFETCH(QString, strategy);
     QFETCH(QStringList, devices);
+    // As test_checkpoints_sim, the replicas run on the simulated accelerator:
+    // save copies device -> host, restore host -> device.
+    const char* env = std::getenv("STRATA_TEST_DEVICES");
+    const bool sim = env && std::string(env) == "sim";
     std::vector<std::string> devs;
-    for (auto& d : devices) devs.push_back(d.toStdString());
+    for (auto& d : devices) devs.push_back(sim ? QString(d).replace("cpu:", "sim:").toStdString() : d.toStdString());
     RunConfig c = config_for(strategy.toStdString(), devs);
     QTemporaryDir tmp;
     const std::string root = tmp.path().toStdString();
