@@ -80,7 +80,7 @@ private slots:
     auto r = run("mpirun", ps_launch(4) + QStringList{bin("app/strata-run"), tiny(), "--strategy", "parameter_server",
                                                       "--servers", "2", "--staleness", "2", "--fail-worker", "1@10",
                                                       // Generous: a busy CI machine must not make a live worker look dead.
-                                                      "--collective-timeout", "4", "--no-run-dir", "--events", "jsonl",
+                                                      "--collective-timeout", "8", "--no-run-dir", "--events", "jsonl",
                                                       "--epochs", "3"});
     const auto fin = events(r.out, "finished");
     QVERIFY2(fin.size() == 1, qPrintable(story(r)));
