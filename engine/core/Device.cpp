@@ -98,8 +98,18 @@ std::vector<DeviceInfo> list_devices() {
   const int64_t mem = total_memory_bytes();
   for (int i = 0; i < n; ++i) out.push_back({Device{DeviceKind::Cpu, i}, name, mem, 1});
   for (int i = 0; i < listed_sim_devices(); ++i)
-    out.push_back({Device{DeviceKind::Sim, i}, "Simulated accelerator (testing)", int64_t{8} << 30, 1});
+    out.push_back({Device{DeviceKind::Sim, i}, "Simulated accelerator (testing)",
+                   static_cast<int64_t>(sim_device_memory_bytes()), 1});
   return out;
+}
+
+size_t sim_device_memory_bytes() {
+  // Virtual space only: pages are backed as they are first written.
+  if (const char* env = std::getenv("STRATA_SIM_MEMORY_GB")) {
+    const long gb = std::strtol(env, nullptr, 10);
+    if (gb > 0) return static_cast<size_t>(gb) << 30;
+  }
+  return size_t{16} << 30;
 }
 
 int listed_sim_devices() {

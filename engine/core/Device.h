@@ -44,5 +44,7 @@ std::vector<DeviceInfo> list_devices();
 // How many sim devices exist (they can always be named explicitly).
 constexpr int kSimDeviceCount = 8;
 int listed_sim_devices();
+// Each sim device's memory: 16 GiB of address space, or STRATA_SIM_MEMORY_GB.
+size_t sim_device_memory_bytes();
 
 }  // namespace strata

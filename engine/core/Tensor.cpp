@@ -141,6 +141,13 @@ float Tensor::item() const {
   return dtype_ == DType::Float32 ? *data() : static_cast<float>(*ints());
 }
 
+std::vector<float> Tensor::values() const {
+  if (dtype_ != DType::Float32) throw runtime_error("values() on an int32 tensor");
+  std::vector<float> out(static_cast<size_t>(numel()));
+  copy_bytes(Device{}, out.data(), device(), raw(), bytes());
+  return out;
+}
+
 Tensor Tensor::clone() const { return to_copy_on(device()); }
 
 Tensor Tensor::to(const Device& device) const {

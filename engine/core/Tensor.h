@@ -3,6 +3,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "core/Device.h"
 #include "core/Shape.h"
@@ -67,6 +68,8 @@ public:
   std::span<const float> span() const { return {data(), static_cast<size_t>(numel())}; }
   // The single value of a one-element host tensor (loss, reduced metric).
   float item() const;
+  // Every element, copied to a host vector (waits for the device), as numpy().
+  std::vector<float> values() const;
 
   Tensor clone() const;
   // This tensor on `device`: itself when it is already there. To the host the

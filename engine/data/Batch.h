@@ -13,6 +13,8 @@ struct Batch {
   Tensor labels;
   int64_t global_batch_size = 0;
   int64_t size() const { return features.defined() && features.shape().rank() ? features.shape()[0] : 0; }
+  // The batch on `device` (itself when it is there already).
+  Batch to(const Device& device) const { return Batch{features.to(device), labels.to(device), global_batch_size}; }
 };
 
 }  // namespace strata

@@ -136,8 +136,7 @@ void ClusterCoordinator::worker_loop(int w) {
                               std::to_string(fail_at_[static_cast<size_t>(w)]) + ")");
         // Any worker may take any slice: its examples move to this worker's
         // device first (a no-op when they are there, or all on the host).
-        const Device& mine = strategy_.devices()[static_cast<size_t>(w)];
-        WorkerStep out = step_(w, Batch{task.batch.features.to(mine), task.batch.labels.to(mine), task.batch.global_batch_size});
+        WorkerStep out = step_(w, task.batch.to(strategy_.devices()[static_cast<size_t>(w)]));
         r.loss = out.loss;
         r.correct = out.correct;
         // Slice-mean gradients: asynchronously each is one update; in a

@@ -16,12 +16,6 @@ Tensor rows_on(const Tensor& t, int64_t begin, int64_t end, const Device& device
   out.copy_rows_from(t, begin, end);
   return out;
 }
-
-Batch on_device(Batch b, const Device& device) {
-  b.features = b.features.to(device);
-  b.labels = b.labels.to(device);
-  return b;
-}
 }  // namespace
 
 PerReplica<Batch> split_batch(const Batch& global, int replicas, const std::vector<Device>& devices, int first) {
@@ -50,7 +44,7 @@ DistributedDataset::DistributedDataset(std::shared_ptr<BatchPipeline> global, in
       replicas_(replicas),
       first_(first),
       local_(local < 0 ? replicas : local),
-      devices_(std::move(devices)) {
+      devices_(devices.empty() ? std::vector<Device>(static_cast<size_t>(local_)) : std::move(devices)) {
   if (global_->options().batch_size < replicas)
     throw bad_input("global batch " + std::to_string(global_->options().batch_size) + " is smaller than the " +
                     std::to_string(replicas) + " replicas: every replica needs at least one example");
@@ -62,7 +56,7 @@ DistributedDataset::DistributedDataset(std::vector<std::shared_ptr<BatchPipeline
       replicas_(static_cast<int>(per_replica_.size())),
       local_(replicas_),
       workers_(workers),
-      devices_(std::move(devices)) {}
+      devices_(devices.empty() ? std::vector<Device>(static_cast<size_t>(replicas_)) : std::move(devices)) {}
 
 int64_t DistributedDataset::steps_per_epoch() const {
   if (global_) return global_->steps_per_epoch();
@@ -84,11 +78,7 @@ std::optional<PerReplica<Batch>> DistributedDataset::next() {
     if (!b) return std::nullopt;
     // Every worker draws the same global batch (same seed, same order) and
     // keeps its replicas' slices: all agree on the steps, none overlap.
-    if (!devices_.empty()) return split_batch(*b, replicas_, devices_, first_);
-    PerReplica<Batch> all = split_batch(*b, replicas_);
-    if (local_ == replicas_) return all;
-    std::vector<Batch> mine(all.values().begin() + first_, all.values().begin() + first_ + local_);
-    return PerReplica<Batch>(std::move(mine));
+    return split_batch(*b, replicas_, devices_, first_);
   }
   std::vector<Batch> parts;
   int64_t total = 0;
@@ -101,7 +91,7 @@ std::optional<PerReplica<Batch>> DistributedDataset::next() {
   // Multi-worker: the other workers' pipelines are assumed to give as many.
   for (size_t r = 0; r < parts.size(); ++r) {
     parts[r].global_batch_size = total * workers_;
-    if (r < devices_.size()) parts[r] = on_device(std::move(parts[r]), devices_[r]);
+    parts[r] = parts[r].to(devices_[r]);
   }
   return PerReplica<Batch>(std::move(parts));
 }

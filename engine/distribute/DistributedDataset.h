@@ -26,7 +26,7 @@ class DistributedDataset {
 public:
   // Splits each global batch over `replicas` (all workers' replicas) and
   // yields the slices of this process's replicas [first, first + local).
-  // Slices are copied to `devices` (this process's replica devices; empty: host).
+  // Slices are copied to `devices` (this process's replica devices; empty: all on the host).
   DistributedDataset(std::shared_ptr<BatchPipeline> global, int replicas, int first = 0, int local = -1,
                      std::vector<Device> devices = {});
   // workers: processes with as many pipelines each (the step's global batch

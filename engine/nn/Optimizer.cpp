@@ -30,7 +30,7 @@ void Optimizer::ensure_slots(const std::vector<Variable*>& vars) {
 
 Tensor& Optimizer::slot(Variable& var, const std::string& name, int replica) {
   Variable& s = *slots_.at(&var).at(name);
-  return s.num_components() == 1 ? s.component(0) : s.component(replica);
+  return s.replica_component(replica);
 }
 
 int64_t Optimizer::iterations() const { return iterations_.empty() ? 0 : iterations_[0]; }
@@ -50,13 +50,13 @@ void Optimizer::apply_local(const std::vector<Tensor>& grads, const std::vector<
   const size_t counter = vars.empty() || vars.front()->num_components() == 1 ? 0 : static_cast<size_t>(replica);
   ++iterations_[counter];
   if (vars.empty()) return;
-  const Tensor& first = vars.front()->num_components() == 1 ? vars.front()->component(0) : vars.front()->component(replica);
-  advance_step(counter, first.device());
+  advance_step(counter, vars.front()->replica_component(replica).device());
   const float* lr_step = hyper_[counter].values.ptr();
   for (size_t i = 0; i < vars.size(); ++i) {
-    if (!grads[i].device().same_memory(vars[i]->value().device()))
+    const Device on = vars[i]->replica_component(replica).device();
+    if (!grads[i].device().same_memory(on))
       throw runtime_error("apply_gradients: the gradient of " + vars[i]->name() + " is on " + grads[i].device().str() +
-                          ", the variable on " + vars[i]->value().device().str());
+                          ", the variable on " + on.str());
     update(*vars[i], replica, grads[i].ptr(), 0, grads[i].numel(), lr_step);
   }
 }
@@ -130,7 +130,7 @@ std::vector<std::string> SGD::slot_names() const {
 }
 
 void SGD::update(Variable& var, int replica, const float* grad, int64_t offset, int64_t count, const float* lr_step) {
-  Tensor& w = var.num_components() == 1 ? var.component(0) : var.component(replica);
+  Tensor& w = var.replica_component(replica);
   float* velocity = momentum_ == 0.0f ? nullptr : slot(var, "momentum", replica).ptr() + offset;
   backend_for(w.device()).sgd_update(count, w.ptr() + offset, grad, velocity, lr_step, momentum_, nesterov_);
 }
@@ -149,7 +149,7 @@ Json Adam::config() const {
 }
 
 void Adam::update(Variable& var, int replica, const float* grad, int64_t offset, int64_t count, const float* lr_step) {
-  Tensor& w = var.num_components() == 1 ? var.component(0) : var.component(replica);
+  Tensor& w = var.replica_component(replica);
   AdamParams p{beta_1_, beta_2_, epsilon_};
   backend_for(w.device()).adam_update(count, w.ptr() + offset, grad, slot(var, "m", replica).ptr() + offset,
                                       slot(var, "v", replica).ptr() + offset, p, lr_step);

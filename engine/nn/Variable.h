@@ -26,6 +26,8 @@ public:
   const Tensor& value() const;
   int num_components() const { return static_cast<int>(components_.size()); }
   Tensor& component(int replica) { return components_[static_cast<size_t>(replica)]; }
+  // The component `replica` computes with: its own, or the one shared copy.
+  Tensor& replica_component(int replica) { return components_.size() == 1 ? components_.front() : component(replica); }
   const Tensor& component(int replica) const { return components_[static_cast<size_t>(replica)]; }
   std::vector<Device> devices() const;
   // Overwrites every component from a tensor on any device (checkpoint

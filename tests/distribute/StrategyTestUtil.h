@@ -19,10 +19,6 @@ namespace strata::test {
 
 // A host copy of a tensor on any device (never shares its buffer).
 inline Tensor host_copy(const Tensor& t) { return t.on_host() ? t.clone() : t.to(Device{}); }
-inline std::vector<float> host_values(const Tensor& t) {
-  const Tensor h = t.to(Device{});
-  return std::vector<float>(h.data(), h.data() + h.numel());
-}
 
 struct Setup {
   std::unique_ptr<nn::Sequential> model;
@@ -73,7 +69,7 @@ inline std::vector<Tensor> train(Strategy& strategy, Setup& s, const Dataset& da
       if (check_identical && identical)
         for (auto* v : vars)
           for (int r = 1; r < v->num_components(); ++r)
-            if (host_values(v->component(0)) != host_values(v->component(r))) *identical = false;
+            if (v->component(0).values() != v->component(r).values()) *identical = false;
     }
   }
   std::vector<Tensor> out;

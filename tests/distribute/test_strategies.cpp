@@ -74,7 +74,7 @@ private slots:
       QCOMPARE(v->num_components(), 3);
       for (int r = 1; r < 3; ++r) {
         QVERIFY(v->component(r).device().same_memory(m.devices()[static_cast<size_t>(r)]));
-        QVERIFY(host_values(v->component(0)) == host_values(v->component(r)));
+        QVERIFY(v->component(0).values() == v->component(r).values());
       }
     }
     CentralStorageStrategy c(devices(2));
@@ -124,12 +124,12 @@ private slots:
       }
       ctx.all_reduce(ReduceOp::Sum, ts);
       for (auto& t : ts) {
-        const auto v = host_values(t);
+        const auto v = t.values();
         for (size_t i = 0; i < v.size(); ++i)
           if (v[i] != static_cast<float>(i * 6)) ++bad;
       }
       Tensor mean = ctx.all_reduce(ReduceOp::Mean, Tensor::full(Shape{5}, static_cast<float>(3 * r), ctx.device()));
-      for (auto v : host_values(mean))
+      for (auto v : mean.values())
         if (v != 3.0f) ++bad;
     });
     QCOMPARE(bad.load(), 0);
@@ -172,8 +172,8 @@ private slots:
     for (const auto& inputs : dist) {
       ++steps;
       for (int r = 0; r < 3; ++r)
-        for (int64_t i = 0; i < inputs[r].size(); ++i) {
-          const int id = static_cast<int>(host_values(inputs[r].features)[static_cast<size_t>(i)]);
+        for (float tag : inputs[r].features.values()) {
+          const int id = static_cast<int>(tag);
           seen.insert(id);
           per_replica[static_cast<size_t>(r)].insert(id);
         }
@@ -248,7 +248,7 @@ private slots:
     std::atomic<int> ok{0};
     m.run_replicas([&](ReplicaContext& ctx) {
       Tensor t = ctx.all_reduce(ReduceOp::Sum, Tensor::full(Shape{4}, 1.0f, ctx.device()));
-      if (host_values(t)[3] == 3.0f) ++ok;
+      if (t.values()[3] == 3.0f) ++ok;
     });
     QCOMPARE(ok.load(), 3);
   }

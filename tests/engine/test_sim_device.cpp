@@ -29,11 +29,6 @@ namespace {
 const Device kSim{DeviceKind::Sim, 0};
 const Device kHost{};
 
-std::vector<float> host_values(const Tensor& t) {
-  const Tensor h = t.to(kHost);
-  return std::vector<float>(h.data(), h.data() + h.numel());
-}
-
 // Trains a small MLP for a few Adam steps with every tensor on `device`; returns the weights.
 std::vector<std::vector<float>> train_mlp(const Device& device, const std::vector<float>& x, const std::vector<int32_t>& y) {
   set_global_seed(7);
@@ -51,7 +46,7 @@ std::vector<std::vector<float>> train_mlp(const Device& device, const std::vecto
     adam.apply_gradients(tape.gradient(loss, vars), vars);
   }
   std::vector<std::vector<float>> out;
-  for (auto* v : vars) out.push_back(host_values(v->value()));
+  for (auto* v : vars) out.push_back(v->value().values());
   return out;
 }
 }  // namespace
@@ -73,8 +68,8 @@ private slots:
     Tensor a = Tensor::from(Shape{10, 100}, v, kSim);
     Tensor b = a.to(Device{DeviceKind::Sim, 1});  // peer copy
     Tensor c = b.slice_rows(3, 7);
-    QCOMPARE(host_values(b), v);
-    const auto rows = host_values(c);
+    QCOMPARE(b.values(), v);
+    const auto rows = c.values();
     QCOMPARE(rows.size(), size_t{400});
     QCOMPARE(rows.front(), v[300]);
     QCOMPARE(rows.back(), v[699]);
@@ -128,10 +123,10 @@ private slots:
     Tensor flag = Tensor::empty(Shape{2}, kSim);
     be.copy(flag.ptr(), be.label_error_flag(), 2 * sizeof(float));
     be.fill32(be.label_error_flag(), 2, 0);
-    const auto f = host_values(flag);
+    const auto f = flag.values();
     QCOMPARE(f[0], 1.0f);
     QCOMPARE(f[1], 7.0f);
-    QCOMPARE(host_values(loss)[1], 0.0f);
+    QCOMPARE(loss.values()[1], 0.0f);
   }
 
   void training_on_sim_matches_cpu() {

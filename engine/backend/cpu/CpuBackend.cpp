@@ -299,26 +299,24 @@ void CpuBackend::add_scalar(int64_t n, float value, float* x) {
   for (int64_t i = 0; i < n; ++i) x[i] += value;
 }
 
+namespace {
+// The first column holding the row's largest value.
+int32_t row_argmax(const float* p, int64_t cols) {
+  int64_t best = 0;
+  for (int64_t c = 1; c < cols; ++c)
+    if (p[c] > p[best]) best = c;
+  return static_cast<int32_t>(best);
+}
+}  // namespace
+
 void CpuBackend::argmax_rows(const float* x, int64_t rows, int64_t cols, int32_t* out) {
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* p = x + r * cols;
-    int64_t best = 0;
-    for (int64_t c = 1; c < cols; ++c)
-      if (p[c] > p[best]) best = c;
-    out[r] = static_cast<int32_t>(best);
-  }
+  for (int64_t r = 0; r < rows; ++r) out[r] = row_argmax(x + r * cols, cols);
 }
 
 void CpuBackend::count_correct(const float* predictions, const int32_t* labels, int64_t rows, int64_t cols,
                                float* count) {
   int64_t correct = 0;
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* p = predictions + r * cols;
-    int64_t best = 0;
-    for (int64_t c = 1; c < cols; ++c)
-      if (p[c] > p[best]) best = c;
-    correct += best == labels[r];
-  }
+  for (int64_t r = 0; r < rows; ++r) correct += row_argmax(predictions + r * cols, cols) == labels[r];
   count[0] += static_cast<float>(correct);
 }
 

@@ -1,6 +1,5 @@
 #include "backend/sim/SimBackend.h"
 
-#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -9,19 +8,8 @@
 
 namespace strata {
 
-namespace {
-size_t arena_capacity() {
-  // Virtual space only: pages are backed as they are first written.
-  if (const char* env = std::getenv("STRATA_SIM_MEMORY_GB")) {
-    const long gb = std::strtol(env, nullptr, 10);
-    if (gb > 0) return static_cast<size_t>(gb) << 30;
-  }
-  return size_t{16} << 30;
-}
-}  // namespace
-
 SimBackend::SimBackend(int index)
-    : index_(index), arena_(index, arena_capacity()), cpu_(1, index), stream_("sim:" + std::to_string(index)) {
+    : index_(index), arena_(index, sim_device_memory_bytes()), cpu_(1, index), stream_("sim:" + std::to_string(index)) {
   register_sim_arena(index, &arena_);
   label_error_ = static_cast<float*>(allocate(2 * sizeof(float)));
   fill32(label_error_, 2, 0);
