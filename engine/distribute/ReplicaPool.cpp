@@ -8,7 +8,10 @@ namespace strata {
 
 ReplicaPool::ReplicaPool(std::vector<Device> devices, int threads_per_replica, std::unique_ptr<CrossDeviceOps> ops,
                          bool variables_shared, size_t fusion_bytes, int replica_offset, int total_replicas)
-    : devices_(std::move(devices)), ops_(std::move(ops)), group_(static_cast<int>(devices_.size())) {
+    : devices_(std::move(devices)),
+      ops_(std::move(ops)),
+      group_(static_cast<int>(devices_.size())),
+      variables_shared_(variables_shared) {
   const int n = size();
   errors_.resize(static_cast<size_t>(n));
   for (int r = 0; r < n; ++r) {
@@ -57,7 +60,17 @@ void ReplicaPool::loop(int replica) {
   }
 }
 
+void ReplicaPool::fence_devices() {
+  if (!variables_shared_ || size() < 2) return;
+  std::vector<EventPtr> events;
+  for (auto& d : devices_) events.push_back(backend_for(d).record_event());
+  for (size_t i = 0; i < devices_.size(); ++i)
+    for (size_t j = 0; j < devices_.size(); ++j)
+      if (i != j) backend_for(devices_[i]).wait_event(events[j]);
+}
+
 void ReplicaPool::run(const std::function<void(ReplicaContext&)>& fn) {
+  fence_devices();
   {
     std::lock_guard lock(mutex_);
     job_ = &fn;
@@ -68,6 +81,8 @@ void ReplicaPool::run(const std::function<void(ReplicaContext&)>& fn) {
   std::unique_lock lock(mutex_);
   done_cv_.wait(lock, [&] { return pending_ == 0; });
   job_ = nullptr;
+  lock.unlock();
+  fence_devices();
   // Prefer the error that caused the abort over the Aborted it triggered.
   std::exception_ptr first, aborted;
   for (auto& e : errors_) {

@@ -32,6 +32,13 @@ public:
   void run(const std::function<void(ReplicaContext&)>& fn);
 
 private:
+  // With one shared copy of the variables (central storage) replicas on other
+  // devices read it from the storage device's memory, which the host may
+  // have written through that device's stream (initial values, a restored
+  // checkpoint). Each stream waits for every other's work so far, before and
+  // after a run, so no replica reads a value its device has not seen written.
+  void fence_devices();
+
   void loop(int replica);
 
   std::vector<Device> devices_;
@@ -47,6 +54,7 @@ private:
   uint64_t generation_ = 0;
   int pending_ = 0;
   bool stop_ = false;
+  bool variables_shared_;
   std::vector<std::exception_ptr> errors_;
 };
 

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "StrategyTestUtil.h"
+#include "backend/Backend.h"
 #include "core/Error.h"
 
 using namespace strata;
@@ -65,6 +66,32 @@ private slots:
   void central_storage_matches_one_device() {
     compare("sgd", 30, [&] { return std::make_unique<CentralStorageStrategy>(devices(3)); });
     compare("adam", 32, [&] { return std::make_unique<CentralStorageStrategy>(devices(2)); });
+  }
+
+  // Central storage: replicas on other devices read the one copy from the
+  // storage device's memory. A value the host wrote through that device's
+  // stream (a restored checkpoint) must be what they read, even while that
+  // device is still busy with earlier work.
+  void central_storage_replicas_see_host_writes() {
+    CentralStorageStrategy c(devices(2));
+    std::unique_ptr<Variable> v;
+    {
+      auto scope = c.scope();
+      v = std::make_unique<Variable>("w", Tensor::zeros(Shape{4}));
+    }
+    const Device storage = v->component(0).device();
+    Tensor a = Tensor::full(Shape{1024, 1024}, 1e-3f, storage), busy = Tensor::empty(Shape{1024, 1024}, storage);
+    for (int i = 0; i < 4; ++i)
+      backend_for(storage).gemm(false, false, 1024, 1024, 1024, 1.0f, a.ptr(), a.ptr(), 0.0f, busy.ptr());
+    v->assign(Tensor::full(Shape{4}, 7.0f));
+    std::vector<std::vector<float>> seen(2);
+    c.run_replicas([&](ReplicaContext& ctx) {
+      // A kernel on the replica's own device reading the shared copy (peer access).
+      Tensor mine = Tensor::empty(Shape{4}, ctx.device());
+      backend_for(ctx.device()).axpby(4, 1.0f, v->value().ptr(), 0.0f, mine.ptr());
+      seen[static_cast<size_t>(ctx.local_replica_id())] = mine.values();
+    });
+    for (auto& s : seen) QCOMPARE(s, std::vector<float>(4, 7.0f));
   }
 
   void variables_are_mirrored_in_scope() {

@@ -110,10 +110,6 @@ private slots:
     // save copies device -> host, restore host -> device.
     const char* env = std::getenv("STRATA_TEST_DEVICES");
     const bool sim = env && std::string(env) == "sim";
-    // Seen once in a clean-clone run: central storage on sim devices resumed
-    // to different weights (relative difference 0.66): a stream-ordering race
-    // still open in issue 13. Skipped there until it is found.
-    if (sim && strategy == "central_storage") QSKIP("central_storage resume on sim devices: open ordering race (issue 13)");
     std::vector<std::string> devs;
     for (auto& d : devices) devs.push_back(sim ? QString(d).replace("cpu:", "sim:").toStdString() : d.toStdString());
     RunConfig c = config_for(strategy.toStdString(), devs);
