@@ -7,6 +7,7 @@
 #include <cmath>
 #include <functional>
 
+#include "backend/Backend.h"
 #include "core/Rng.h"
 #include "nn/GradientTape.h"
 #include "nn/Layer.h"
@@ -20,14 +21,17 @@ inline Tensor random_tensor(const Shape& shape, uint64_t seed, float scale = 1.0
   return t;
 }
 
-// sum(y * r) as a recorded op.
+// sum(y * r) as a recorded op, on y's device (summed on the host in double).
 inline Tensor weighted_sum(const Tensor& y, const Tensor& r) {
+  const std::vector<float> yv = y.values(), rv = r.values();
   double s = 0;
-  for (int64_t i = 0; i < y.numel(); ++i) s += static_cast<double>(y.data()[i]) * r.data()[i];
-  Tensor out = Tensor::scalar(static_cast<float>(s));
-  record_op({y}, out, [r](const Tensor& g, const std::vector<bool>&) {
-    Tensor d = r.clone();
-    for (auto& v : d.span()) v *= g.item();
+  for (size_t i = 0; i < yv.size(); ++i) s += static_cast<double>(yv[i]) * rv[i];
+  Tensor out = Tensor::scalar(static_cast<float>(s), y.device());
+  const Tensor r_on = r.to(y.device());
+  record_op({y}, out, [r_on](const Tensor& g, const std::vector<bool>&) {
+    // d = g * r: one row of r scaled by the scalar g.
+    Tensor d = Tensor::empty(r_on.shape(), g.device());
+    backend_for(g.device()).scale_rows(r_on.ptr(), g.ptr(), 1, r_on.numel(), d.ptr());
     return std::vector<Tensor>{d};
   });
   return out;

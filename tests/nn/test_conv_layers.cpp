@@ -2,7 +2,9 @@
 // across replicas against plain batch norm on the whole global batch.
 #include <QtTest>
 
+#include <cstdlib>
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "GradCheck.h"
 #include "distribute/Strategies.h"
@@ -145,8 +147,11 @@ private slots:
       ref_grads = tape.gradient(weighted_sum(ref_y, r), sources);
     }
 
+    // As test_conv_layers_sim, the replicas run on the simulated accelerator.
+    const char* env = std::getenv("STRATA_TEST_DEVICES");
+    const DeviceKind kind = env && std::string(env) == "sim" ? DeviceKind::Sim : DeviceKind::Cpu;
     std::vector<Device> devices;
-    for (int i = 0; i < replicas; ++i) devices.push_back(Device{DeviceKind::Cpu, i});
+    for (int i = 0; i < replicas; ++i) devices.push_back(Device{kind, i});
     MirroredStrategy strategy(devices);
     std::unique_ptr<nn::BatchNormalizationLayer> bn;
     {
@@ -159,7 +164,7 @@ private slots:
     Batch global;
     global.features = x;
     global.labels = Tensor::zeros(Shape{batch}, DType::Int32);
-    auto xs = split_batch(global, replicas);
+    auto xs = split_batch(global, replicas, devices);
     std::vector<int64_t> offsets{0};
     for (int i = 0; i < replicas; ++i) offsets.push_back(offsets.back() + xs[i].size());
 
@@ -177,21 +182,23 @@ private slots:
         },
         xs);
 
-    auto close = [](const float* a, const float* b, int64_t n, double tol) {
+    auto close = [](const Tensor& on_device, const float* b, int64_t n, double tol) {
+      const std::vector<float> a = on_device.values();
       for (int64_t i = 0; i < n; ++i)
-        if (std::abs(a[i] - b[i]) > tol * std::max(1.0f, std::abs(b[i]))) return false;
+        if (std::abs(a[static_cast<size_t>(i)] - b[i]) > tol * std::max(1.0f, std::abs(b[i]))) return false;
       return true;
     };
     for (int i = 0; i < replicas; ++i) {
       const auto& out = results[i];
       const int64_t row = 12, lo = offsets[static_cast<size_t>(i)];
-      QVERIFY2(close(out[0].data(), ref_y.data() + lo * row, out[0].numel(), 1e-5), "outputs differ");
-      QVERIFY2(close(out[1].data(), ref_grads[0].data() + lo * row, out[1].numel(), 1e-4), "input gradients differ");
-      QVERIFY2(close(out[2].data(), ref_grads[1].data(), 3, 1e-4), "gamma gradients differ");
-      QVERIFY2(close(out[3].data(), ref_grads[2].data(), 3, 1e-4), "beta gradients differ");
+      QVERIFY2(close(out[0], ref_y.data() + lo * row, out[0].numel(), 1e-5), "outputs differ");
+      QVERIFY2(close(out[1], ref_grads[0].data() + lo * row, out[1].numel(), 1e-4), "input gradients differ");
+      QVERIFY2(close(out[2], ref_grads[1].data(), 3, 1e-4), "gamma gradients differ");
+      QVERIFY2(close(out[3], ref_grads[2].data(), 3, 1e-4), "beta gradients differ");
       // Moving statistics agree on every replica and with one device.
-      QVERIFY(close(bn->moving_mean()->component(i).data(), ref.moving_mean()->value().data(), 3, 1e-5));
-      QVERIFY(close(bn->moving_variance()->component(i).data(), ref.moving_variance()->value().data(), 3, 1e-4));
+      QVERIFY(bn->moving_mean()->component(i).device().same_memory(devices[static_cast<size_t>(i)]));
+      QVERIFY(close(bn->moving_mean()->component(i), ref.moving_mean()->value().data(), 3, 1e-5));
+      QVERIFY(close(bn->moving_variance()->component(i), ref.moving_variance()->value().data(), 3, 1e-4));
     }
   }
 
