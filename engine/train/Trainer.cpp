@@ -63,6 +63,7 @@ void Trainer::prepare() {
     throw bad_input("training.batch_size: global batch " + std::to_string(t.batch_size) + " is smaller than the " +
                     std::to_string(strategy_->num_replicas_in_sync()) + " replicas");
 
+  loss_scales_.assign(static_cast<size_t>(strategy_->num_local_replicas()), LossScale{});
   data_ = load_data(config_.dataset, t.seed, config_.base_dir);
   set_global_seed(t.seed);
   {
@@ -101,7 +102,7 @@ Trainer::StepResult Trainer::train_step(ReplicaContext& ctx, const Batch& in) {
   GradientTape tape;
   Tensor logits = (*model_)(in.features, true, tape);
   Tensor per_example = (*loss_)(in.labels, logits);
-  Tensor loss = nn::compute_average_loss(per_example, in.global_batch_size);
+  Tensor loss = nn::compute_average_loss(per_example, loss_scale(ctx.local_replica_id(), ctx.device(), in.global_batch_size));
   std::vector<Tensor> grads = tape.gradient(loss, trainable_);
   straggle(ctx.replica_id_in_sync_group(), monotonic_seconds() - t0);
   optimizer_->apply_gradients(ctx, std::move(grads), trainable_);
@@ -114,6 +115,18 @@ Trainer::StepResult Trainer::train_step(ReplicaContext& ctx, const Batch& in) {
   r.local_loss = r.examples ? r.scaled_loss * static_cast<double>(in.global_batch_size) / static_cast<double>(r.examples) : 0.0;
   r.correct = back.correct;
   return r;
+}
+
+const Tensor& Trainer::loss_scale(int replica, const Device& device, int64_t global_batch) {
+  if (global_batch <= 0)
+    throw bad_input("compute_average_loss: global batch size must be positive, got " + std::to_string(global_batch));
+  LossScale& s = loss_scales_.at(static_cast<size_t>(replica));
+  if (!s.inverse.defined()) s.inverse = Tensor::empty(Shape{}, device);
+  if (s.batch != global_batch) {
+    s.inverse.fill(1.0f / static_cast<float>(global_batch));
+    s.batch = global_batch;
+  }
+  return s.inverse;
 }
 
 Trainer::Evaluation Trainer::evaluate(const Dataset& dataset) {

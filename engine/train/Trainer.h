@@ -78,6 +78,15 @@ private:
     bool stopping = false;
   };
   StepResult train_step(ReplicaContext& ctx, const Batch& in);
+  // 1 / global batch size on a local replica's device: the loss scale a step
+  // reads from device memory, rewritten only when the global batch changes
+  // (the partial last batch), so steady steps queue nothing for it.
+  const Tensor& loss_scale(int replica, const Device& device, int64_t global_batch);
+  struct LossScale {
+    Tensor inverse;
+    int64_t batch = 0;
+  };
+  std::vector<LossScale> loss_scales_;  // one per local replica, sized in prepare()
   // Makes the configured straggler replica take `slowdown` times as long.
   void straggle(int replica, double step_seconds) const;
   void wait_while_paused();
