@@ -62,8 +62,11 @@ public:
   // y = alpha * x + beta * y (beta = 0 means y is not read).
   virtual void axpby(int64_t n, float alpha, const float* x, float beta, float* y) = 0;
   // y = x * mask_scale where a counter-based uniform draw keeps the element.
-  virtual void dropout(int64_t n, float rate, uint64_t key, uint64_t counter, const float* x, float* y,
-                       float* mask) = 0;
+  // The draw's key is hash_combine(seed, (call[0] << 16) ^ stream), with the
+  // call number read from device memory (so a captured step draws a new mask
+  // each replay); element i uses counter + i.
+  virtual void dropout(int64_t n, float rate, uint64_t seed, uint64_t stream, const float* call, uint64_t counter,
+                       const float* x, float* y, float* mask) = 0;
   virtual void mul(int64_t n, const float* a, const float* b, float* y) = 0;
   // y[r, c] = scale[r] * x[r, c] (per-example loss gradients).
   virtual void scale_rows(const float* x, const float* scale, int64_t rows, int64_t cols, float* y) = 0;

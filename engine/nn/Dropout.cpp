@@ -4,7 +4,6 @@
 
 #include "backend/Backend.h"
 #include "core/Error.h"
-#include "core/Rng.h"
 #include "nn/GradientTape.h"
 #include "nn/ReplicaSync.h"
 
@@ -24,15 +23,19 @@ Tensor DropoutLayer::call(const Tensor& x, bool training) {
   // indices but must not share masks.
   const ReplicaSync* sync = ReplicaSync::current();
   const int replica = sync ? sync->replica_id_in_sync_group() : current_replica();
-  uint64_t call;
+  Tensor call;
   {
     std::lock_guard lock(mutex_);
-    call = calls_[replica]++;
+    const uint64_t n = calls_[replica]++;
+    Tensor& c = device_calls_[replica];
+    if (!c.defined() || !c.device().same_memory(x.device())) c = Tensor::full(Shape{1}, static_cast<float>(n), x.device());
+    call = c;
   }
-  const uint64_t key = hash_combine(seed(), (call << 16) ^ static_cast<uint64_t>(replica));
   Tensor y = Tensor::empty(x.shape(), x.device());
   Tensor mask = Tensor::empty(x.shape(), x.device());
-  backend_for(x.device()).dropout(x.numel(), rate_, key, 0, x.ptr(), y.ptr(), mask.ptr());
+  Backend& be = backend_for(x.device());
+  be.dropout(x.numel(), rate_, seed(), static_cast<uint64_t>(replica), call.ptr(), 0, x.ptr(), y.ptr(), mask.ptr());
+  be.add_scalar(1, 1.0f, call.ptr());
   record_op({x}, y, [mask](const Tensor& g, const std::vector<bool>&) {
     Tensor dx = Tensor::empty(g.shape(), g.device());
     backend_for(g.device()).mul(g.numel(), g.ptr(), mask.ptr(), dx.ptr());
@@ -51,6 +54,7 @@ Json DropoutLayer::extra_state() const {
 void DropoutLayer::set_extra_state(const Json& state) {
   std::lock_guard lock(mutex_);
   calls_.clear();
+  device_calls_.clear();  // rebuilt from the host counts at the next call
   if (state.is_object() && state.contains("calls"))
     for (auto& [replica, n] : state["calls"].items()) calls_[std::stoi(replica)] = n.get<uint64_t>();
 }

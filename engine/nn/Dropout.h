@@ -2,6 +2,8 @@
 #include <map>
 #include <mutex>
 
+#include "core/Tensor.h"
+
 #include "nn/Layer.h"
 
 namespace strata::nn {
@@ -22,9 +24,13 @@ public:
 
 private:
   float rate_;
-  // Per replica, so the key does not depend on which replica thread ran first.
+  // Calls so far per replica, so the key does not depend on which replica
+  // thread ran first. The kernels read the count from a copy in the
+  // replica's device memory (advanced there, a float: exact to 2^24 calls);
+  // the host keeps its own count for checkpoints, without reading the device.
   mutable std::mutex mutex_;
   std::map<int, uint64_t> calls_;
+  std::map<int, Tensor> device_calls_;
 };
 
 LayerPtr Dropout(float rate);

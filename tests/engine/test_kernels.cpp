@@ -320,8 +320,10 @@ private slots:
           auto x = random_vector(static_cast<size_t>(n));
           auto y = nan_vector(static_cast<size_t>(n));
           auto mask = nan_vector(static_cast<size_t>(n));
-          const uint64_t key = 12345, counter = 77;
-          be.dropout(n, rate, key, counter, x.data(), y.data(), mask.data());
+          const uint64_t seed = 12345, stream = 3, counter = 77;
+          const float call = 5.0f;
+          const uint64_t key = hash_combine(seed, (uint64_t{5} << 16) ^ stream);
+          be.dropout(n, rate, seed, stream, &call, counter, x.data(), y.data(), mask.data());
           const float scale = 1.0f / (1.0f - rate);
           std::vector<double> ywant(static_cast<size_t>(n)), mwant(static_cast<size_t>(n));
           int64_t kept = 0;
@@ -346,9 +348,10 @@ private slots:
     const int64_t n = 70001, k = 33333;
     auto x = random_vector(static_cast<size_t>(n));
     std::vector<float> y(static_cast<size_t>(n)), m(static_cast<size_t>(n)), y2(static_cast<size_t>(n)), m2(static_cast<size_t>(n));
-    be.dropout(n, 0.4f, 99, 0, x.data(), y.data(), m.data());
-    be.dropout(k, 0.4f, 99, 0, x.data(), y2.data(), m2.data());
-    be.dropout(n - k, 0.4f, 99, static_cast<uint64_t>(k), x.data() + k, y2.data() + k, m2.data() + k);
+    const float call = 0.0f;
+    be.dropout(n, 0.4f, 99, 0, &call, 0, x.data(), y.data(), m.data());
+    be.dropout(k, 0.4f, 99, 0, &call, 0, x.data(), y2.data(), m2.data());
+    be.dropout(n - k, 0.4f, 99, 0, &call, static_cast<uint64_t>(k), x.data() + k, y2.data() + k, m2.data() + k);
     STRATA_COMPARE_OK(testutil::identical(m2, m, "dropout mask in pieces"));
     STRATA_COMPARE_OK(testutil::identical(y2, y, "dropout y in pieces"));
   }

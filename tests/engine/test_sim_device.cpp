@@ -16,6 +16,7 @@
 #include "core/Tensor.h"
 #include "core/ThreadPool.h"
 #include "nn/Dense.h"
+#include "nn/Dropout.h"
 #include "nn/GradientTape.h"
 #include "nn/Loss.h"
 #include "nn/Optimizer.h"
@@ -33,7 +34,9 @@ const Device kHost{};
 std::vector<std::vector<float>> train_mlp(const Device& device, const std::vector<float>& x, const std::vector<int32_t>& y) {
   set_global_seed(7);
   VariableComponentsScope scope({device});
-  nn::Sequential model{nn::Dense(12, Activation::Relu), nn::Dense(4)};
+  // Dropout: its call counter lives in device memory and advances there, so
+  // each step must draw the CPU's next mask.
+  nn::Sequential model{nn::Dense(12, Activation::Relu), nn::Dropout(0.25f), nn::Dense(4)};
   model.build(Shape{6});
   nn::Adam adam(0.01f);
   nn::SparseCategoricalCrossentropy xent(true, nn::Reduction::None);

@@ -246,8 +246,9 @@ void CpuBackend::axpby(int64_t n, float alpha, const float* x, float beta, float
   });
 }
 
-void CpuBackend::dropout(int64_t n, float rate, uint64_t key, uint64_t counter, const float* x, float* y,
-                         float* mask) {
+void CpuBackend::dropout(int64_t n, float rate, uint64_t seed, uint64_t stream, const float* call, uint64_t counter,
+                         const float* x, float* y, float* mask) {
+  const uint64_t key = hash_combine(seed, (static_cast<uint64_t>(call[0]) << 16) ^ stream);
   const float scale = rate < 1.0f ? 1.0f / (1.0f - rate) : 0.0f;
   pool_.parallel_for(n, kElementGrain, [&](int64_t lo, int64_t hi) {
     for (int64_t i = lo; i < hi; ++i) {

@@ -138,10 +138,11 @@ void SimBackend::axpby(int64_t n, float alpha, const float* x, float beta, float
   run([=, this] { cpu_.axpby(n, alpha, X, beta, Y); });
 }
 
-void SimBackend::dropout(int64_t n, float rate, uint64_t key, uint64_t counter, const float* x, float* y, float* mask) {
-  auto X = view(x, "dropout");
+void SimBackend::dropout(int64_t n, float rate, uint64_t seed, uint64_t stream, const float* call, uint64_t counter,
+                         const float* x, float* y, float* mask) {
+  auto X = view(x, "dropout"), C = view(call, "dropout");
   auto Y = view(y, "dropout"), M = view(mask, "dropout");
-  run([=, this] { cpu_.dropout(n, rate, key, counter, X, Y, M); });
+  run([=, this] { cpu_.dropout(n, rate, seed, stream, C, counter, X, Y, M); });
 }
 
 void SimBackend::mul(int64_t n, const float* a, const float* b, float* y) {

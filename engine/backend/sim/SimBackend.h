@@ -46,7 +46,8 @@ public:
   void softmax_xent(const float* logits, const float* targets, int64_t rows, int64_t cols, float* loss,
                     float* dlogits) override;
   void axpby(int64_t n, float alpha, const float* x, float beta, float* y) override;
-  void dropout(int64_t n, float rate, uint64_t key, uint64_t counter, const float* x, float* y, float* mask) override;
+  void dropout(int64_t n, float rate, uint64_t seed, uint64_t stream, const float* call, uint64_t counter,
+               const float* x, float* y, float* mask) override;
   void mul(int64_t n, const float* a, const float* b, float* y) override;
   void scale_rows(const float* x, const float* scale, int64_t rows, int64_t cols, float* y) override;
   void log_clamp(int64_t n, const float* x, float eps, float* y) override;
