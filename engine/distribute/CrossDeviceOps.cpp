@@ -5,6 +5,7 @@
 #include "core/Error.h"
 #include "distribute/DeviceAllReduce.h"
 #include "distribute/InProcessAllReduce.h"
+#include "distribute/MultiWorkerAllReduce.h"
 #include "distribute/ReduceToOneDevice.h"
 
 namespace strata {
@@ -27,8 +28,12 @@ bool accelerators_of_one_kind(const std::vector<Device>& devices, const std::str
   return true;
 }
 
-std::vector<std::unique_ptr<CrossDeviceOps>> all_cross_device_ops() {
+std::vector<std::unique_ptr<CrossDeviceOps>> all_cross_device_ops(const std::shared_ptr<Cluster>& cluster) {
   std::vector<std::unique_ptr<CrossDeviceOps>> ops;
+  if (cluster) {
+    ops.push_back(std::make_unique<MultiWorkerAllReduce>(cluster));
+    return ops;
+  }
   ops.push_back(std::make_unique<InProcessAllReduce>());
   ops.push_back(std::make_unique<DeviceAllReduce>());
   ops.push_back(std::make_unique<ReduceToOneDevice>());
@@ -36,9 +41,10 @@ std::vector<std::unique_ptr<CrossDeviceOps>> all_cross_device_ops() {
   return ops;
 }
 
-std::unique_ptr<CrossDeviceOps> select_cross_device_ops(const std::vector<Device>& devices, const std::string& name) {
+std::unique_ptr<CrossDeviceOps> select_cross_device_ops(const std::vector<Device>& devices, const std::string& name,
+                                                        const std::shared_ptr<Cluster>& cluster) {
   std::string names;
-  for (auto& op : all_cross_device_ops()) {
+  for (auto& op : all_cross_device_ops(cluster)) {
     names += (names.empty() ? "" : ", ") + op->name();
     std::string why;
     const bool ok = op->enabled(devices, &why);

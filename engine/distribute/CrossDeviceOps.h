@@ -56,10 +56,15 @@ bool host_devices_only(const std::vector<Device>& devices, const std::string& wh
 // True when no device is a host device and all are of one kind; else says why.
 bool accelerators_of_one_kind(const std::vector<Device>& devices, const std::string& who, std::string* why_not);
 
-// Every implementation this build has, best first.
-std::vector<std::unique_ptr<CrossDeviceOps>> all_cross_device_ops();
+class Cluster;
+
+// Every implementation this build has, best first: those that reduce across
+// the processes of `cluster` when one is given (multi-worker strategies),
+// else those within one process.
+std::vector<std::unique_ptr<CrossDeviceOps>> all_cross_device_ops(const std::shared_ptr<Cluster>& cluster = nullptr);
 // The highest-priority enabled implementation, or the one named ("auto" =
 // choose). A named one that is not enabled is a bad_input error saying why.
-std::unique_ptr<CrossDeviceOps> select_cross_device_ops(const std::vector<Device>& devices, const std::string& name = "auto");
+std::unique_ptr<CrossDeviceOps> select_cross_device_ops(const std::vector<Device>& devices, const std::string& name = "auto",
+                                                        const std::shared_ptr<Cluster>& cluster = nullptr);
 
 }  // namespace strata

@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "core/Error.h"
-#include "distribute/MultiWorkerAllReduce.h"
 #include "distribute/ParameterServerStrategy.h"
 #include "distribute/ReduceToOneDevice.h"
 
@@ -42,7 +41,10 @@ CentralStorageStrategy::CentralStorageStrategy(std::vector<Device> devices, cons
 MultiWorkerMirroredStrategy::MultiWorkerMirroredStrategy(std::vector<Device> devices, const StrategyOptions& options,
                                                          std::shared_ptr<Cluster> cluster)
     : Strategy(validate_devices(devices.empty() ? std::vector<Device>{Device{}} : devices, "multi_worker_mirrored"),
-               options, std::make_unique<MultiWorkerAllReduce>(cluster), false,
+               options,
+               select_cross_device_ops(devices.empty() ? std::vector<Device>{Device{}} : devices, options.cross_device_ops,
+                                       cluster),
+               false,
                static_cast<int>(devices.empty() ? 1 : devices.size()), cluster) {}
 
 std::vector<std::string> strategy_names() {
