@@ -69,18 +69,21 @@ private slots:
   void equals_single_process_mirrored_data() {
     QTest::addColumn<int>("ranks");
     QTest::addColumn<int>("local");
-    QTest::newRow("2 ranks x 1 replica") << 2 << 1;
-    QTest::newRow("3 ranks x 1 replica") << 3 << 1;
-    QTest::newRow("2 ranks x 2 replicas") << 2 << 2;
+    QTest::addColumn<QString>("kind");  // the workers' replica devices; the reference runs on cpu
+    QTest::newRow("2 ranks x 1 replica") << 2 << 1 << "cpu";
+    QTest::newRow("3 ranks x 1 replica") << 3 << 1 << "cpu";
+    QTest::newRow("2 ranks x 2 replicas") << 2 << 2 << "cpu";
+    QTest::newRow("2 ranks x 2 sim replicas") << 2 << 2 << "sim";
   }
   void equals_single_process_mirrored() {
     QFETCH(int, ranks);
     QFETCH(int, local);
+    QFETCH(QString, kind);
     QTemporaryDir tmp;
     const QString proj = tmp.path() + "/mw.strata";
     save_project(project(2), proj.toStdString());
     QString devices, all;
-    for (int i = 0; i < local; ++i) devices += (i ? ",cpu:" : "cpu:") + QString::number(i);
+    for (int i = 0; i < local; ++i) devices += (i ? "," : "") + kind + ":" + QString::number(i);
     for (int i = 0; i < ranks * local; ++i) all += (i ? ",cpu:" : "cpu:") + QString::number(i);
 
     auto single = run(bin("app/strata-run"), {proj, "--strategy", "mirrored", "--devices", all, "--run-dir", tmp.path() + "/single"});
