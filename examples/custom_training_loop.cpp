@@ -1,7 +1,8 @@
 // The TensorFlow 2 custom training loop with MirroredStrategy
 // (tensorflow.org/tutorials/distribute/custom_training), line for line in C++.
 //
-//   custom_training_loop [--epochs N] [--examples N] [--replicas N]
+//   custom_training_loop [--epochs N] [--examples N] [--replicas N | --devices LIST]
+// (--devices sim:0,sim:1 trains on the simulated accelerator: docs/devices.md)
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -23,10 +24,12 @@ int main(int argc, char** argv) {
   int EPOCHS = 10;
   int64_t examples = 0;  // 0 = all 60,000
   int replicas = 2;
+  std::string device_list;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--epochs")) EPOCHS = std::atoi(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--examples")) examples = std::atoll(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--replicas")) replicas = std::atoi(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--devices")) device_list = argv[i + 1];
   }
   try {
     // Fashion-MNIST as tensors: (60000, 28, 28, 1) floats in [0, 1] and int labels.
@@ -36,7 +39,9 @@ int main(int argc, char** argv) {
     Tensor train_images = train.features, train_labels = train.labels;
 
     std::vector<Device> devices;
-    for (int r = 0; r < replicas; ++r) devices.push_back(Device{DeviceKind::Cpu, r});
+    if (!device_list.empty()) devices = Device::parse_list(device_list);
+    else
+      for (int r = 0; r < replicas; ++r) devices.push_back(Device{DeviceKind::Cpu, r});
     MirroredStrategy strategy(devices);
     std::printf("Number of devices: %d\n", strategy.num_replicas_in_sync());
 

@@ -2,10 +2,12 @@
 // (tensorflow.org/tutorials/distribute/parameter_server_training, the custom
 // training loop part), in C++ with worker threads in one process.
 //
-//   parameter_server_training [--epochs N] [--examples N] [--workers N] [--servers N] [--staleness K]
+//   parameter_server_training [--epochs N] [--examples N] [--workers N | --devices LIST] [--servers N] [--staleness K]
+// (--devices sim:0,sim:1 puts the workers on the simulated accelerator: docs/devices.md)
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "data/FashionMnist.h"
 #include "distribute/ClusterCoordinator.h"
@@ -23,12 +25,14 @@ using namespace strata;
 int main(int argc, char** argv) {
   int epochs = 3, workers = 2, servers = 2, staleness = -1;
   int64_t examples = 0;  // 0 = all 60,000
+  std::string device_list;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--epochs")) epochs = std::atoi(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--examples")) examples = std::atoll(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--workers")) workers = std::atoi(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--servers")) servers = std::atoi(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--staleness")) staleness = std::atoi(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--devices")) device_list = argv[i + 1];
   }
   try {
     DatasetSplits fashion_mnist = load_fashion_mnist();
@@ -36,7 +40,9 @@ int main(int argc, char** argv) {
     Batch train = fashion_mnist.train.range(0, n);
 
     StrategyOptions options;
-    for (int w = 0; w < workers; ++w) options.devices.push_back(Device{DeviceKind::Cpu, w});
+    if (!device_list.empty()) options.devices = Device::parse_list(device_list);
+    else
+      for (int w = 0; w < workers; ++w) options.devices.push_back(Device{DeviceKind::Cpu, w});
     options.parameter_server.servers = servers;
     if (staleness >= 0) options.parameter_server.staleness = staleness;
     ParameterServerStrategy strategy(options.devices, options);
@@ -66,7 +72,8 @@ int main(int argc, char** argv) {
       GradientTape tape;
       Tensor logits = (*model)(in.features, /*training=*/true, tape);
       Tensor loss = nn::compute_average_loss(loss_object(in.labels, logits), in.size());
-      return WorkerStep{tape.gradient(loss, variables), loss.item(), nn::count_correct(logits, in.labels)};
+      // The loss comes to the host for the report (loss.numpy() in TF).
+      return WorkerStep{tape.gradient(loss, variables), loss.to(Device{}).item(), nn::count_correct(logits, in.labels)};
     });
 
     int64_t round = 0;

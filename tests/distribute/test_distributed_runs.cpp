@@ -26,10 +26,16 @@ class TestDistributedRuns : public QObject {
   }
 
 private slots:
+  void custom_training_loop_runs_data() {
+    QTest::addColumn<QStringList>("devices");
+    QTest::newRow("2 cpu replicas") << QStringList{"--replicas", "2"};
+    QTest::newRow("2 sim replicas") << QStringList{"--devices", "sim:0,sim:1"};
+  }
   void custom_training_loop_runs() {
+    QFETCH(QStringList, devices);
     if (!QFile::exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz") && qEnvironmentVariableIsEmpty("STRATA_FASHION_MNIST_DIR"))
       QSKIP("Fashion-MNIST is not installed (apt install dataset-fashion-mnist)");
-    auto r = run(bin("examples/custom_training_loop"), {"--epochs", "2", "--examples", "4000", "--replicas", "2"});
+    auto r = run(bin("examples/custom_training_loop"), QStringList{"--epochs", "2", "--examples", "4000"} + devices);
     QVERIFY2(r.code == 0, qPrintable(r.err));
     QVERIFY(r.out.contains("Number of devices: 2"));
     QRegularExpression epoch("Epoch (\\d+): Loss = ([0-9.]+)");
@@ -40,11 +46,17 @@ private slots:
     QVERIFY2(losses[1] < losses[0], qPrintable(r.out));
   }
 
+  void parameter_server_example_runs_data() {
+    QTest::addColumn<QStringList>("devices");
+    QTest::newRow("3 cpu workers") << QStringList{"--workers", "3"};
+    QTest::newRow("3 sim workers") << QStringList{"--devices", "sim:0,sim:1,sim:2"};
+  }
   void parameter_server_example_runs() {
+    QFETCH(QStringList, devices);
     if (!QFile::exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz") && qEnvironmentVariableIsEmpty("STRATA_FASHION_MNIST_DIR"))
       QSKIP("Fashion-MNIST is not installed (apt install dataset-fashion-mnist)");
     auto r = run(bin("examples/parameter_server_training"),
-                 {"--epochs", "2", "--examples", "4000", "--workers", "3", "--servers", "2", "--staleness", "1"});
+                 QStringList{"--epochs", "2", "--examples", "4000", "--servers", "2", "--staleness", "1"} + devices);
     QVERIFY2(r.code == 0, qPrintable(r.err));
     QVERIFY(r.out.contains("Workers: 3, parameter servers: 2"));
     QRegularExpression epoch("Epoch (\\d+): Loss = ([0-9.]+), Accuracy = ([0-9.]+), max staleness (\\d+)");
