@@ -64,7 +64,8 @@ CheckpointEvaluation evaluate_checkpoint(const RunConfig& config, const std::str
   const Dataset& test = *data.validation;
   const int64_t n = std::min<int64_t>(samples, test.size());
   if (n <= 0) return out;
-  const Batch batch = test.range(0, n);
+  // The model computes where its (first replica's) weights live.
+  const Batch batch = test.range(0, n).to(trainer.strategy().devices().front());
   const Tensor logits = trainer.model()(batch.features, false);
   const std::vector<int32_t> predicted = nn::argmax_rows(logits);
   const Shape& shape = test.example_shape();

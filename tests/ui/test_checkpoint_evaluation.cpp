@@ -1,0 +1,50 @@
+// The dashboard's checkpoint evaluation (Qt-free part): a run trained with
+// its replicas on the simulated accelerator is evaluated there - test loss,
+// accuracy, confusion matrix and sample predictions - and gives what the
+// same run on the cpu gives.
+#include <QtTest>
+
+#include <QTemporaryDir>
+
+#include "CheckpointEvaluation.h"
+#include "engine/RecordingSink.h"
+#include "project/ProjectFile.h"
+
+using namespace strata;
+
+class TestCheckpointEvaluation : public QObject {
+  Q_OBJECT
+
+  // Trains the tiny project on `devices` in run folder `run` and evaluates its newest checkpoint.
+  static ui::CheckpointEvaluation train_and_evaluate(const std::string& devices, const std::string& run) {
+    RunConfig c = load_project(STRATA_SOURCE_DIR "/resources/examples/tiny-synthetic.strata");
+    c.strategy.name = "mirrored";
+    c.strategy.devices.clear();
+    for (auto& d : Device::parse_list(devices)) c.strategy.devices.push_back(d.str());
+    RecordingSink sink;
+    Trainer trainer(c, sink);
+    trainer.enable_checkpoints(run + "/checkpoints");
+    const FinishedEvent fin = trainer.run();
+    if (fin.status != "completed") throw std::runtime_error(fin.message);
+    const auto checkpoints = ui::list_checkpoints(run);
+    if (checkpoints.empty()) throw std::runtime_error("no checkpoint in " + run);
+    return ui::evaluate_checkpoint(c, checkpoints.front().dir, 16);
+  }
+
+private slots:
+  void evaluates_on_sim_devices_as_on_cpu() {
+    QTemporaryDir tmp;
+    const auto cpu = train_and_evaluate("cpu:0,cpu:1", tmp.path().toStdString() + "/cpu");
+    const auto sim = train_and_evaluate("sim:0,sim:1", tmp.path().toStdString() + "/sim");
+    QVERIFY(sim.evaluation.examples > 0);
+    QCOMPARE(sim.evaluation.examples, cpu.evaluation.examples);
+    QCOMPARE(sim.evaluation.accuracy, cpu.evaluation.accuracy);
+    QVERIFY(std::abs(sim.evaluation.loss - cpu.evaluation.loss) <= 1e-6 * std::max(1.0, cpu.evaluation.loss));
+    QCOMPARE(sim.evaluation.confusion, cpu.evaluation.confusion);
+    QCOMPARE(sim.samples.size(), size_t{16});
+    for (size_t i = 0; i < sim.samples.size(); ++i) QCOMPARE(sim.samples[i].predicted, cpu.samples[i].predicted);
+  }
+};
+
+QTEST_GUILESS_MAIN(TestCheckpointEvaluation)
+#include "test_checkpoint_evaluation.moc"
