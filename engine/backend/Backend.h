@@ -74,6 +74,11 @@ public:
   virtual void log_clamp(int64_t n, const float* x, float eps, float* y) = 0;
   virtual void log_clamp_backward(int64_t n, const float* x, float eps, const float* dy, float* dx) = 0;
 
+  // Input pixels to model features: out[r, k] = in[r, k] * scale, then, when
+  // mean is given, (out - mean[k]) * inv_std[k] (the dataset's normalisation).
+  virtual void pixels_to_float(int64_t rows, int64_t features, const uint8_t* in, float scale, const float* mean,
+                               const float* inv_std, float* out) = 0;
+
   // ---- scalars kept on the device -------------------------------------------
   // out[0] = scale[0] * sum(x) (accumulated in double on the CPU).
   virtual void scaled_sum(int64_t n, const float* x, const float* scale, float* out) = 0;

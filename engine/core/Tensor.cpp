@@ -54,7 +54,14 @@ std::atomic<DeviceMemoryProvider> g_provider{nullptr};
 
 uint64_t next_tensor_id() { return g_next_id.fetch_add(1, std::memory_order_relaxed); }
 
-std::string dtype_name(DType d) { return d == DType::Float32 ? "float32" : "int32"; }
+std::string dtype_name(DType d) {
+  switch (d) {
+    case DType::Float32: return "float32";
+    case DType::Int32: return "int32";
+    case DType::UInt8: return "uint8";
+  }
+  return "?";
+}
 
 void set_device_memory_provider(DeviceMemoryProvider provider) { g_provider = provider; }
 
@@ -99,7 +106,7 @@ Tensor Tensor::empty(const Shape& shape, DType dtype, const Device& device) {
   for (auto d : shape.dims())
     if (d < 0) throw runtime_error("negative dimension in shape " + shape.str());
   Tensor t;
-  const size_t bytes = static_cast<size_t>(shape.numel()) * 4;
+  const size_t bytes = static_cast<size_t>(shape.numel()) * element_size(dtype);
   if (device.is_host()) t.buffer_ = std::make_shared<HostBuffer>(bytes);
   else t.buffer_ = std::make_shared<DeviceBuffer>(device, bytes);
   t.shape_ = shape;
@@ -142,7 +149,7 @@ float Tensor::item() const {
 }
 
 std::vector<float> Tensor::values() const {
-  if (dtype_ != DType::Float32) throw runtime_error("values() on an int32 tensor");
+  if (dtype_ != DType::Float32) throw runtime_error("values() on a " + dtype_name(dtype_) + " tensor");
   std::vector<float> out(static_cast<size_t>(numel()));
   copy_bytes(Device{}, out.data(), device(), raw(), bytes());
   return out;
@@ -185,17 +192,20 @@ void Tensor::copy_rows_from(const Tensor& src, int64_t begin, int64_t end, int64
       end < begin || end > src.shape_[0] || at < 0 || at + (end - begin) > shape_[0])
     throw runtime_error("copy_rows_from: rows [" + std::to_string(begin) + ", " + std::to_string(end) + ") of " +
                         src.shape_.str() + " do not fit " + shape_.str() + " at row " + std::to_string(at));
-  const size_t row = static_cast<size_t>(shape_.inner()) * 4;
+  if (src.dtype_ != dtype_) throw runtime_error("copy_rows_from: " + dtype_name(src.dtype_) + " rows into a " + dtype_name(dtype_) + " tensor");
+  const size_t row = static_cast<size_t>(shape_.inner()) * element_size(dtype_);
   copy_bytes(device(), static_cast<char*>(raw()) + static_cast<size_t>(at) * row, src.device(),
              static_cast<const char*>(src.raw()) + static_cast<size_t>(begin) * row, static_cast<size_t>(end - begin) * row);
 }
 
 void Tensor::copy_from(const Tensor& other) {
-  if (other.numel() != numel()) throw runtime_error("copy_from: size mismatch " + other.shape_.str() + " vs " + shape_.str());
+  if (other.numel() != numel() || other.bytes() != bytes())
+    throw runtime_error("copy_from: size mismatch " + other.shape_.str() + " vs " + shape_.str());
   copy_bytes(device(), raw(), other.device(), other.raw(), bytes());
 }
 
 void Tensor::fill(float value) {
+  if (dtype_ == DType::UInt8) throw runtime_error("fill: uint8 tensors hold raw input only");
   const uint32_t word = dtype_ == DType::Float32 ? std::bit_cast<uint32_t>(value)
                                                  : std::bit_cast<uint32_t>(static_cast<int32_t>(value));
   if (!on_host()) {

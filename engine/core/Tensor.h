@@ -10,7 +10,10 @@
 
 namespace strata {
 
-enum class DType { Float32, Int32 };
+// UInt8 holds raw input only (image pixels on their way to a device, where
+// they become floats): no op computes on it.
+enum class DType { Float32, Int32, UInt8 };
+inline size_t element_size(DType d) { return d == DType::UInt8 ? 1 : 4; }
 
 // Memory owned by tensors: host memory, or a device's from its backend's
 // caching allocator.
@@ -48,7 +51,7 @@ public:
   const Shape& shape() const { return shape_; }
   DType dtype() const { return dtype_; }
   int64_t numel() const { return shape_.numel(); }
-  size_t bytes() const { return static_cast<size_t>(numel()) * 4; }
+  size_t bytes() const { return static_cast<size_t>(numel()) * element_size(dtype_); }
   Device device() const { return buffer_ ? buffer_->device() : Device{}; }
   bool on_host() const { return device().is_host(); }
   uint64_t id() const { return id_; }
@@ -58,6 +61,8 @@ public:
   const float* ptr() const { return static_cast<const float*>(raw()); }
   int32_t* int_ptr() { return static_cast<int32_t*>(raw()); }
   const int32_t* int_ptr() const { return static_cast<const int32_t*>(raw()); }
+  uint8_t* byte_ptr() { return static_cast<uint8_t*>(raw()); }
+  const uint8_t* byte_ptr() const { return static_cast<const uint8_t*>(raw()); }
 
   // Host accessors: host tensors only.
   float* data() { return static_cast<float*>(host_raw("data()")); }

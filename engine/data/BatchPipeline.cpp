@@ -38,7 +38,7 @@ Batch BatchPipeline::make_batch(int64_t index) const {
   const int64_t b = options_.batch_size;
   const int64_t begin = index * b;
   const int64_t end = std::min<int64_t>(begin + b, static_cast<int64_t>(order_.size()));
-  return dataset_->gather(std::span<const int64_t>(order_.data() + begin, static_cast<size_t>(end - begin)));
+  return dataset_->gather(std::span<const int64_t>(order_.data() + begin, static_cast<size_t>(end - begin)), raw_pixels_);
 }
 
 void BatchPipeline::begin_epoch(int64_t epoch, int64_t first_batch) {

@@ -1,4 +1,5 @@
 #pragma once
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -36,6 +37,10 @@ public:
   // The next batch of the epoch, or nothing at its end.
   std::optional<Batch> next();
   const Dataset& dataset() const { return *dataset_; }
+  // Image batches keep uint8 features, for the device that trains on them
+  // to convert (Dataset::gather's raw_pixels). Batches already prepared keep
+  // the form they were made in.
+  void set_raw_pixels(bool raw) { raw_pixels_ = raw; }
   const PipelineOptions& options() const { return options_; }
 
 private:
@@ -47,6 +52,7 @@ private:
   std::vector<int64_t> order_;
   int64_t next_index_ = 0;
 
+  std::atomic<bool> raw_pixels_{false};
   std::thread worker_;
   std::mutex mutex_;
   std::condition_variable cv_;

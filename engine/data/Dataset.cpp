@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "core/Error.h"
 #include "data/BatchPipeline.h"
@@ -54,19 +55,25 @@ std::span<const uint8_t> Dataset::pixels(int64_t index) const {
   return {pixels_.data() + static_cast<size_t>(index) * n, n};
 }
 
-Batch Dataset::gather(std::span<const int64_t> indices) const {
+Batch Dataset::gather(std::span<const int64_t> indices, bool raw_pixels) const {
   const int64_t n = static_cast<int64_t>(indices.size());
   const int64_t d = example_shape_.numel();
   std::vector<int64_t> dims{n};
   for (auto x : example_shape_.dims()) dims.push_back(x);
+  const bool raw = raw_pixels && has_pixels();
   Batch b;
-  b.features = Tensor::empty(Shape(dims));
+  b.features = Tensor::empty(Shape(dims), raw ? DType::UInt8 : DType::Float32);
   b.labels = Tensor::empty(Shape{n}, DType::Int32);
   b.global_batch_size = n;
-  float* out = b.features.data();
+  float* out = raw ? nullptr : b.features.data();
   for (int64_t r = 0; r < n; ++r) {
     const int64_t i = indices[static_cast<size_t>(r)];
     if (i < 0 || i >= size()) throw runtime_error("dataset index " + std::to_string(i) + " out of range");
+    b.labels.ints()[r] = labels_[static_cast<size_t>(i)];
+    if (raw) {
+      std::memcpy(b.features.byte_ptr() + r * d, pixels_.data() + i * d, static_cast<size_t>(d));
+      continue;
+    }
     float* row = out + r * d;
     if (!pixels_.empty()) {
       const uint8_t* src = pixels_.data() + i * d;
@@ -77,7 +84,6 @@ Batch Dataset::gather(std::span<const int64_t> indices) const {
     }
     if (!mean_.empty())
       for (int64_t k = 0; k < d; ++k) row[k] = (row[k] - mean_[static_cast<size_t>(k)]) * inv_std_[static_cast<size_t>(k)];
-    b.labels.ints()[r] = labels_[static_cast<size_t>(i)];
   }
   return b;
 }

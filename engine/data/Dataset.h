@@ -31,8 +31,15 @@ public:
   // Raw uint8 example (images only), for previews.
   std::span<const uint8_t> pixels(int64_t index) const;
 
-  // Batch of the given examples, features converted and normalised.
-  Batch gather(std::span<const int64_t> indices) const;
+  // Batch of the given examples, features converted and normalised. With
+  // raw_pixels an image dataset keeps its uint8 features (a quarter of the
+  // bytes to copy to a device), for Backend::pixels_to_float with scale(),
+  // mean() and inv_std() to convert where they will be used.
+  Batch gather(std::span<const int64_t> indices, bool raw_pixels = false) const;
+  bool has_pixels() const { return !pixels_.empty(); }
+  float scale() const { return scale_; }
+  const std::vector<float>& mean() const { return mean_; }  // empty: no standardisation
+  const std::vector<float>& inv_std() const { return inv_std_; }
   // Examples [begin, end).
   Batch range(int64_t begin, int64_t end) const;
 

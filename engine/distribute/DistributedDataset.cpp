@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "backend/Backend.h"
 #include "core/Error.h"
 
 namespace strata {
@@ -45,6 +46,12 @@ DistributedDataset::DistributedDataset(std::shared_ptr<BatchPipeline> global, in
       first_(first),
       local_(local < 0 ? replicas : local),
       devices_(devices.empty() ? std::vector<Device>(static_cast<size_t>(local_)) : std::move(devices)) {
+  // Every replica on an accelerator: pixels cross as uint8 and are converted
+  // there (a quarter of the bytes; the host's prefetch thread only gathers).
+  mean_on_.resize(devices_.size());
+  inv_std_on_.resize(devices_.size());
+  const bool accelerators = std::none_of(devices_.begin(), devices_.end(), [](const Device& d) { return d.is_host(); });
+  if (accelerators && global_->dataset().has_pixels()) global_->set_raw_pixels(true);
   if (global_->options().batch_size < replicas)
     throw bad_input("global batch " + std::to_string(global_->options().batch_size) + " is smaller than the " +
                     std::to_string(replicas) + " replicas: every replica needs at least one example");
@@ -78,7 +85,9 @@ std::optional<PerReplica<Batch>> DistributedDataset::next() {
     if (!b) return std::nullopt;
     // Every worker draws the same global batch (same seed, same order) and
     // keeps its replicas' slices: all agree on the steps, none overlap.
-    return split_batch(*b, replicas_, devices_, first_);
+    PerReplica<Batch> parts = split_batch(*b, replicas_, devices_, first_);
+    for (int r = 0; r < parts.num_replicas(); ++r) parts[r] = to_features(std::move(parts[r]), static_cast<size_t>(r));
+    return parts;
   }
   std::vector<Batch> parts;
   int64_t total = 0;
@@ -94,6 +103,25 @@ std::optional<PerReplica<Batch>> DistributedDataset::next() {
     parts[r] = parts[r].to(devices_[r]);
   }
   return PerReplica<Batch>(std::move(parts));
+}
+
+Batch DistributedDataset::to_features(Batch b, size_t replica) {
+  if (b.features.dtype() != DType::UInt8) return b;
+  const Dataset& data = global_->dataset();
+  const Device& device = devices_[replica];
+  const bool standardise = !data.mean().empty();
+  if (standardise && !mean_on_[replica].defined()) {
+    const auto n = static_cast<int64_t>(data.mean().size());
+    mean_on_[replica] = Tensor::from(Shape{n}, data.mean(), device);
+    inv_std_on_[replica] = Tensor::from(Shape{n}, data.inv_std(), device);
+  }
+  const int64_t rows = b.size(), features = rows ? b.features.numel() / rows : 0;
+  Tensor out = Tensor::empty(b.features.shape(), DType::Float32, device);
+  backend_for(device).pixels_to_float(rows, features, b.features.byte_ptr(), data.scale(),
+                                      standardise ? mean_on_[replica].ptr() : nullptr,
+                                      standardise ? inv_std_on_[replica].ptr() : nullptr, out.ptr());
+  b.features = out;
+  return b;
 }
 
 DistributedDataset::Iterator DistributedDataset::begin() {

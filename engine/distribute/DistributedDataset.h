@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "data/BatchPipeline.h"
+#include "core/Tensor.h"
 #include "distribute/InputContext.h"
 #include "distribute/PerReplica.h"
 
@@ -69,6 +70,10 @@ private:
   int workers_ = 1;
   std::vector<Device> devices_;
   int64_t next_epoch_ = 0;
+  // Image data for accelerator replicas travels as uint8 and becomes floats
+  // on each device; the dataset's normalisation is copied there once.
+  Batch to_features(Batch b, size_t replica);
+  std::vector<Tensor> mean_on_, inv_std_on_;
 };
 
 }  // namespace strata

@@ -36,6 +36,7 @@ void write_safetensors(const std::string& path, const SafeTensorsFile& file) {
   std::string data;
   for (auto& [name, on_device] : file.tensors) {
     if (name == "__metadata__") throw runtime_error("safetensors: reserved tensor name __metadata__");
+    if (on_device.dtype() == DType::UInt8) throw runtime_error("safetensors: tensor '" + name + "' is uint8 (raw input), not saved");
     const Tensor t = on_device.to(Device{});  // device -> host on save
     const size_t begin = data.size();
     const size_t bytes = static_cast<size_t>(t.numel()) * 4;

@@ -14,6 +14,8 @@
 #include "backend/Backend.h"
 #include "backend/cpu/CpuBackend.h"
 #include "core/Tensor.h"
+#include "data/BatchPipeline.h"
+#include "distribute/DistributedDataset.h"
 #include "core/ThreadPool.h"
 #include "nn/Dense.h"
 #include "nn/Dropout.h"
@@ -151,6 +153,38 @@ private slots:
     const int64_t before = be.counters().allocations;
     train_mlp(Device{DeviceKind::Sim, 2}, x, y);
     QCOMPARE(be.counters().allocations.load(), before);
+  }
+
+  void pixels_cross_as_uint8_and_become_floats_on_the_device() {
+    // Replicas on accelerators: the pipeline keeps image batches as uint8 and
+    // each device converts (and standardises) its rows, to the same bits the
+    // host's conversion gives.
+    std::vector<uint8_t> pixels(12 * 6);
+    for (size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<uint8_t>((i * 37 + 11) % 256);
+    std::vector<int32_t> labels(12);
+    for (size_t i = 0; i < labels.size(); ++i) labels[i] = static_cast<int32_t>(i % 4);
+    for (bool standardise : {false, true}) {
+      Dataset ds = Dataset::from_uint8(Shape{2, 3, 1}, pixels, labels, 4);
+      ds.set_scale(1.0f / 255.0f);
+      if (standardise) ds.standardize_from(ds);
+      PipelineOptions po;
+      po.batch_size = 5;
+      po.shuffle = false;
+      auto pipeline = std::make_shared<BatchPipeline>(std::make_shared<const Dataset>(ds), po);
+      DistributedDataset dist(pipeline, 2, 0, -1, {kSim, Device{DeviceKind::Sim, 1}});
+      dist.begin_epoch(0);
+      const auto parts = dist.next();
+      QVERIFY(parts.has_value());
+      const Batch host = ds.range(0, 5);
+      std::vector<float> got;
+      for (int r = 0; r < 2; ++r) {
+        QCOMPARE((*parts)[r].features.dtype(), DType::Float32);
+        QCOMPARE((*parts)[r].features.device(), (Device{DeviceKind::Sim, r}));
+        const auto v = (*parts)[r].features.values();
+        got.insert(got.end(), v.begin(), v.end());
+      }
+      QCOMPARE(got, host.features.values());
+    }
   }
 
   void thread_pool_takes_concurrent_callers() {

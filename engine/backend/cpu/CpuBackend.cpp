@@ -286,6 +286,20 @@ void CpuBackend::log_clamp_backward(int64_t n, const float* x, float eps, const 
   });
 }
 
+void CpuBackend::pixels_to_float(int64_t rows, int64_t features, const uint8_t* in, float scale, const float* mean,
+                                 const float* inv_std, float* out) {
+  // The same float operations, in the same order, as Dataset::gather.
+  pool_.parallel_for(rows, std::max<int64_t>(1, kElementGrain / std::max<int64_t>(1, features)), [&](int64_t lo, int64_t hi) {
+    for (int64_t r = lo; r < hi; ++r) {
+      const uint8_t* src = in + r * features;
+      float* row = out + r * features;
+      for (int64_t k = 0; k < features; ++k) row[k] = static_cast<float>(src[k]) * scale;
+      if (mean)
+        for (int64_t k = 0; k < features; ++k) row[k] = (row[k] - mean[k]) * inv_std[k];
+    }
+  });
+}
+
 void CpuBackend::scaled_sum(int64_t n, const float* x, const float* scale, float* out) {
   double s = 0.0;
   for (int64_t i = 0; i < n; ++i) s += x[i];

@@ -169,6 +169,14 @@ void SimBackend::log_clamp_backward(int64_t n, const float* x, float eps, const 
   run([=, this] { cpu_.log_clamp_backward(n, X, eps, DY, DX); });
 }
 
+void SimBackend::pixels_to_float(int64_t rows, int64_t features, const uint8_t* in, float scale, const float* mean,
+                                 const float* inv_std, float* out) {
+  auto I = view(in, "pixels_to_float");
+  auto M = view(mean, "pixels_to_float"), S = view(inv_std, "pixels_to_float");
+  auto O = view(out, "pixels_to_float");
+  run([=, this] { cpu_.pixels_to_float(rows, features, I, scale, M, S, O); });
+}
+
 void SimBackend::scaled_sum(int64_t n, const float* x, const float* scale, float* out) {
   auto X = view(x, "scaled_sum"), S = view(scale, "scaled_sum");
   auto O = view(out, "scaled_sum");
