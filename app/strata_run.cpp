@@ -76,12 +76,33 @@ void usage(std::FILE* out) {
                "  --threads N           CPU threads in all, divided among replicas (0 = all cores)\n"
                "  --batch-size N        global batch size\n"
                "  --max-steps N         at most N steps per epoch\n"
+               "  --no-graphs           run every step op by op (GPU/sim devices otherwise replay each\n"
+               "                        step as one captured graph from the second step on)\n"
                "  --resume [RUN]        continue the latest (or the given) run from its latest checkpoint\n"
                "  --evaluate CKPT       test loss, accuracy, per-class accuracy, confusion matrix of a\n"
                "                        checkpoint, run folder or .safetensors file (JSON with --events jsonl)\n"
                "  --export-weights CKPT OUT.safetensors   write a checkpoint's weights as one file\n"
                "  --list-devices        print the devices this machine has and exit\n\n"
                "exit codes: 0 completed, 1 training failed, 2 bad input, 130 stopped by Ctrl-C\n");
+}
+
+// --list-devices: every device a replica can be placed on, GPUs with their
+// capability and, where the driver's NVML is there, their load right now.
+void print_devices() {
+  for (auto& d : list_devices()) {
+    const double gib = static_cast<double>(d.memory_bytes) / (1 << 30);
+    const bool gpu = d.device.kind == DeviceKind::Gpu;
+    std::printf("%-7s %s, %.1f GiB %s memory", d.device.str().c_str(), d.name.c_str(), gib, gpu ? "device" : "host");
+    if (!d.detail.empty()) std::printf(", %s", d.detail.c_str());
+    DeviceUsage u;
+    if (gpu && gpu_usage(d.device.index, u))
+      std::printf(" (now %.0f%% busy, %.1f GiB used)", u.utilization * 100,
+                  static_cast<double>(u.memory_used) / (1 << 30));
+    std::printf("\n");
+  }
+  std::printf("(logical CPU devices cpu:0..cpu:%d are accepted; replicas beyond the cores share them)\n",
+              logical_cpu_device_count() - 1);
+  if (const auto gpus = gpu_inventory(); gpus.gpus.empty()) std::printf("no GPU: %s\n", gpus.unavailable.c_str());
 }
 
 int to_int(const std::string& flag, const std::string& v) {
@@ -109,6 +130,7 @@ int main(int argc, char** argv) {
   std::string project_path, events = "text", run_dir, strategy;
   std::optional<std::string> devices;  // given but empty = zero replicas, an error
   int epochs = 0, threads = -1, batch = 0, max_steps = -1, collective_timeout = 0;
+  bool no_graphs = false;
   bool no_run_dir = false, resume = false;
   std::string resume_run, evaluate, export_from, export_to;
   std::optional<int> servers, staleness, straggler;
@@ -127,12 +149,7 @@ int main(int argc, char** argv) {
         usage(stdout);
         return 0;
       } else if (a == "--list-devices") {
-        for (auto& d : list_devices())
-          std::printf("%-7s %s, %.1f GiB host memory\n", d.device.str().c_str(), d.name.c_str(),
-                      static_cast<double>(d.memory_bytes) / (1 << 30));
-        std::printf("(logical CPU devices cpu:0..cpu:%d are accepted; replicas beyond the cores share them)\n",
-                    logical_cpu_device_count() - 1);
-        std::printf("no GPU: this build has no CUDA backend\n");
+        print_devices();
         return 0;
       } else if (a == "--epochs") {
         epochs = to_int(a, value());
@@ -195,6 +212,8 @@ int main(int argc, char** argv) {
       } else if (a == "--max-steps") {
         max_steps = to_int(a, value());
         if (max_steps < 0) throw bad_input("--max-steps: must be 0 (whole epoch) or positive, got " + std::to_string(max_steps));
+      } else if (a == "--no-graphs") {
+        no_graphs = true;
       } else if (!a.empty() && a[0] == '-') {
         throw bad_input("unknown option '" + a + "' (see --help)");
       } else if (project_path.empty()) {
@@ -218,6 +237,7 @@ int main(int argc, char** argv) {
     if (threads >= 0) config.training.threads = threads;
     if (batch > 0) config.training.batch_size = batch;
     if (max_steps >= 0) config.training.max_steps_per_epoch = max_steps;
+    if (no_graphs) config.training.step_graphs = false;
     if (collective_timeout > 0) config.strategy.collective_timeout = collective_timeout;
     if (servers) config.strategy.servers = *servers;
     if (staleness) config.strategy.staleness = *staleness;

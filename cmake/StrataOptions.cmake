@@ -44,13 +44,35 @@ strata_resolve(UI ${_ui_found} "${_ui_reason}")
 find_package(MPI QUIET COMPONENTS CXX)
 strata_resolve(MPI "${MPI_CXX_FOUND}" "MPI not found (apt install libopenmpi-dev openmpi-bin)")
 
-# The CUDA backend (engine/backend/cuda) is not written yet: report what the
-# machine has without pretending a GPU build exists.
+# The CUDA backend (engine/backend/cuda): built when nvcc is on the path or
+# under /usr/local/cuda and the toolkit has cuBLASLt. GPUs are found at run
+# time; a build with CUDA runs on machines without a GPU (gpu:N then says why).
 include(CheckLanguage)
-check_language(CUDA)
-if(CMAKE_CUDA_COMPILER)
-  set(_cuda_reason "nvcc found (${CMAKE_CUDA_COMPILER}) but the CUDA backend is not implemented yet")
-else()
-  set(_cuda_reason "no CUDA compiler found (nvcc)")
+if(NOT STRATA_WITH_CUDA STREQUAL "OFF")
+  if(NOT CMAKE_CUDA_COMPILER AND NOT DEFINED ENV{CUDACXX} AND EXISTS /usr/local/cuda/bin/nvcc)
+    set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc)
+  endif()
+  check_language(CUDA)
 endif()
-strata_resolve(CUDA OFF "${_cuda_reason}")
+set(_cuda_found OFF)
+if(CMAKE_CUDA_COMPILER)
+  # Ampere and Hopper machine code, plus Hopper PTX that newer GPUs JIT-compile.
+  if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+    set(CMAKE_CUDA_ARCHITECTURES 80-real 90)
+  endif()
+  enable_language(CUDA)
+  # CMake 3.25 does not know nvcc's C++20 flag; the CUDA sources share the
+  # engine's C++20 headers, so tell it.
+  set(CMAKE_CUDA20_STANDARD_COMPILE_OPTION -std=c++20)
+  set(CMAKE_CUDA20_EXTENSION_COMPILE_OPTION -std=c++20)
+  set(CMAKE_CUDA_STANDARD 20)
+  find_package(CUDAToolkit QUIET)
+  if(CUDAToolkit_FOUND AND TARGET CUDA::cublasLt)
+    set(_cuda_found ON)
+  else()
+    set(_cuda_reason "nvcc found (${CMAKE_CUDA_COMPILER}) but not the CUDA toolkit's cuBLASLt")
+  endif()
+else()
+  set(_cuda_reason "no CUDA compiler found (nvcc on the path or /usr/local/cuda)")
+endif()
+strata_resolve(CUDA ${_cuda_found} "${_cuda_reason}")

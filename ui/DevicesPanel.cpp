@@ -42,7 +42,8 @@ DevicesPanel::DevicesPanel(QWidget* parent)
     item->setCheckState(Qt::Unchecked);
     item->setForeground(QColor(110, 110, 110));
   }
-  gpu_label_->setText(gpu ? QString() : tr("GPUs: none found (this build has no CUDA backend)."));
+  gpu_label_->setText(gpu ? QString()
+                          : tr("GPUs: none (%1).").arg(QString::fromStdString(gpu_inventory().unavailable)));
   gpu_label_->setVisible(!gpu);
   gpu_label_->setStyleSheet("color: palette(mid);");
   layout->addWidget(gpu_label_);

@@ -7,6 +7,12 @@
 #include "backend/cpu/CpuBackend.h"
 #include "backend/sim/SimBackend.h"
 #include "core/Error.h"
+#ifdef STRATA_WITH_CUDA
+#include <map>
+
+#include "backend/cuda/CudaBackend.h"
+#include "backend/cuda/CudaDevices.h"
+#endif
 
 namespace strata {
 
@@ -25,11 +31,32 @@ SimBackend& sim_backend(int index) {
   return *backends[static_cast<size_t>(index)];
 }
 
+#ifdef STRATA_WITH_CUDA
+Backend& gpu_backend(int index) {
+  cuda::require_device(index);
+  // One per GPU, created on first use and never destroyed (as sim's).
+  static std::mutex mutex;
+  static std::map<int, CudaBackend*> backends;
+  std::lock_guard lock(mutex);
+  auto& b = backends[index];
+  if (!b) b = new CudaBackend(index);
+  return *b;
+}
+#else
+Backend& gpu_backend(int index) {
+  throw bad_input("device gpu:" + std::to_string(index) + " is not available: " + gpu_inventory().unavailable);
+}
+#endif
+
 DeviceMemory& memory_of(const Device& device) { return backend_for(device); }
 
-// Installed before main(): tensors find device memory through core's hook.
+// Installed before main(): tensors find device memory, and list_devices()
+// the GPUs, through core's hooks.
 const bool g_registered = [] {
   set_device_memory_provider(&memory_of);
+#ifdef STRATA_WITH_CUDA
+  set_gpu_provider(GpuProvider{&cuda::inventory, &cuda::usage});
+#endif
   return true;
 }();
 }  // namespace
@@ -45,9 +72,9 @@ Backend& backend_for(const Device& device) {
   switch (device.kind) {
     case DeviceKind::Cpu: return cpu_backend();
     case DeviceKind::Sim: return sim_backend(device.index);
-    case DeviceKind::Gpu: break;
+    case DeviceKind::Gpu: return gpu_backend(device.index);
   }
-  throw bad_input("device " + device.str() + ": this build has no GPU backend");
+  throw bad_input("device " + device.str() + ": unknown kind");
 }
 
 ScopedCpuBackend::ScopedCpuBackend(Backend* b) : previous_(t_cpu_backend) { t_cpu_backend = b; }

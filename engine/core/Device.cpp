@@ -91,17 +91,31 @@ int64_t total_memory_bytes() {
 
 std::vector<DeviceInfo> list_devices() {
   // One logical CPU device per hardware thread: that is the most CPU replicas
-  // that can each own a core. GPUs are added by the CUDA backend when built.
+  // that can each own a core.
   std::vector<DeviceInfo> out;
   const int n = hardware_threads();
   const std::string name = cpu_model_name();
   const int64_t mem = total_memory_bytes();
-  for (int i = 0; i < n; ++i) out.push_back({Device{DeviceKind::Cpu, i}, name, mem, 1});
+  for (int i = 0; i < n; ++i) out.push_back({Device{DeviceKind::Cpu, i}, name, mem, 1, {}});
+  for (auto& gpu : gpu_inventory().gpus) out.push_back(std::move(gpu));
   for (int i = 0; i < listed_sim_devices(); ++i)
     out.push_back({Device{DeviceKind::Sim, i}, "Simulated accelerator (testing)",
-                   static_cast<int64_t>(sim_device_memory_bytes()), 1});
+                   static_cast<int64_t>(sim_device_memory_bytes()), 1, "strict stream and memory checks"});
   return out;
 }
+
+namespace {
+GpuProvider g_gpu_provider;
+}  // namespace
+
+void set_gpu_provider(const GpuProvider& provider) { g_gpu_provider = provider; }
+
+GpuInventory gpu_inventory() {
+  if (!g_gpu_provider.inventory) return {{}, "this build has no CUDA backend (rebuild with the CUDA toolkit installed)"};
+  return g_gpu_provider.inventory();
+}
+
+bool gpu_usage(int index, DeviceUsage& out) { return g_gpu_provider.usage && g_gpu_provider.usage(index, out); }
 
 size_t sim_device_memory_bytes() {
   // Virtual space only: pages are backed as they are first written.

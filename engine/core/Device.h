@@ -35,10 +35,34 @@ struct DeviceInfo {
   std::string name;
   int64_t memory_bytes = 0;
   int threads = 1;
+  // For GPUs: compute capability and driver/runtime versions, as users quote them.
+  std::string detail;
 };
 
+// A GPU's load right now (NVML, when the driver has it).
+struct DeviceUsage {
+  double utilization = 0;  // share of the last sample period a kernel ran, 0..1
+  int64_t memory_used = 0, memory_total = 0;
+};
+
+// The GPUs this process can use. The CUDA backend provides them when the
+// build has one; `unavailable` says why there are none (no CUDA in this
+// build, no driver, no device), empty when there are.
+struct GpuInventory {
+  std::vector<DeviceInfo> gpus;
+  std::string unavailable;
+};
+struct GpuProvider {
+  GpuInventory (*inventory)() = nullptr;
+  // False when the load cannot be read (no NVML); `out` is then untouched.
+  bool (*usage)(int index, DeviceUsage& out) = nullptr;
+};
+void set_gpu_provider(const GpuProvider& provider);
+GpuInventory gpu_inventory();
+bool gpu_usage(int index, DeviceUsage& out);
+
 int hardware_threads();
-// The machine's devices as users see them. Simulated devices are listed only
+// The machine's devices as users see them: its CPU devices, then its GPUs. Simulated devices are listed only
 // when the environment variable STRATA_SIM_DEVICES=N asks for N of them.
 std::vector<DeviceInfo> list_devices();
 // How many sim devices exist (they can always be named explicitly).

@@ -28,6 +28,13 @@ public:
 };
 using EventPtr = std::shared_ptr<DeviceEvent>;
 
+// A recorded stretch of a device's stream (a CUDA graph), replayed as one launch.
+class DeviceGraph {
+public:
+  virtual ~DeviceGraph() = default;
+};
+using GraphPtr = std::shared_ptr<DeviceGraph>;
+
 class DeviceMemory {
 public:
   virtual ~DeviceMemory() = default;
@@ -49,6 +56,16 @@ public:
   virtual EventPtr record_event() = 0;
   // Later work on this stream waits for `event` (no host wait).
   virtual void wait_event(const EventPtr& event) = 0;
+  // Step capture. Between begin_capture() and end_capture() the work queued
+  // on this device is recorded, not run; replay() runs the recording again,
+  // on the same memory, as often as asked. Memory allocated while capturing
+  // belongs to the graph and must be freed before end_capture(); copies from
+  // or to the host and synchronize() are errors while capturing (a replay
+  // could not repeat them). Devices that cannot (the host) throw.
+  virtual bool supports_capture() const { return false; }
+  virtual void begin_capture();
+  virtual GraphPtr end_capture();
+  virtual void replay(const GraphPtr& graph);
   DeviceCounters& counters() { return counters_; }
 
 private:

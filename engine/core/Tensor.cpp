@@ -65,6 +65,11 @@ std::string dtype_name(DType d) {
 
 void set_device_memory_provider(DeviceMemoryProvider provider) { g_provider = provider; }
 
+// The host and devices without graphs run every step as it is called.
+void DeviceMemory::begin_capture() { throw runtime_error("this device cannot capture a step as a graph"); }
+GraphPtr DeviceMemory::end_capture() { throw runtime_error("this device cannot capture a step as a graph"); }
+void DeviceMemory::replay(const GraphPtr&) { throw runtime_error("this device cannot replay a graph"); }
+
 DeviceMemory& device_memory(const Device& device) {
   if (device.is_host()) throw runtime_error("device_memory: " + device.str() + " is host memory");
   auto provider = g_provider.load();

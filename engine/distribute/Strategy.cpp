@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "backend/Backend.h"
 #include "core/Error.h"
 
 namespace strata {
@@ -13,14 +14,25 @@ std::vector<Device> Strategy::validate_devices(std::vector<Device> devices, cons
   if (devices.empty()) throw bad_input(strategy + ": needs at least one device (zero replicas)");
   std::set<std::pair<int, int>> seen;
   for (auto& d : devices) {
-    if (d.kind == DeviceKind::Gpu) throw bad_input(strategy + ": device " + d.str() + " is not available: this build has no GPU backend");
+    if (d.kind == DeviceKind::Gpu) {
+      // Opening the GPU's backend is the check: it names the device and the
+      // reason (no CUDA in this build, no driver, no such index).
+      try {
+        backend_for(d);
+      } catch (const Error& e) {
+        throw Error(e.kind(), strategy + ": " + e.what());
+      }
+    }
     if (d.kind == DeviceKind::Sim && d.index >= kSimDeviceCount)
       throw bad_input(strategy + ": device " + d.str() + " does not exist (simulated devices are sim:0 to sim:" +
                       std::to_string(kSimDeviceCount - 1) + ")");
     if (d.kind == DeviceKind::Cpu && d.index >= logical_cpu_device_count())
       throw bad_input(strategy + ": device " + d.str() + " does not exist (this machine has cpu:0 to cpu:" +
                       std::to_string(logical_cpu_device_count() - 1) + ")");
-    if (!seen.insert({static_cast<int>(d.kind), d.index}).second)
+    // Several replicas may share an accelerator (gpu:0,gpu:0: each has its own
+    // memory there and they reduce through it); a CPU device is a share of
+    // the cores, so naming one twice is a mistake.
+    if (d.kind == DeviceKind::Cpu && !seen.insert({static_cast<int>(d.kind), d.index}).second)
       throw bad_input(strategy + ": device " + d.str() + " is listed twice");
   }
   return devices;

@@ -44,6 +44,11 @@ Tensor DropoutLayer::call(const Tensor& x, bool training) {
   return y;
 }
 
+void DropoutLayer::count_replayed_step() {
+  std::lock_guard lock(mutex_);
+  for (auto& [replica, n] : calls_) ++n;
+}
+
 Json DropoutLayer::extra_state() const {
   std::lock_guard lock(mutex_);
   Json calls = Json::object();

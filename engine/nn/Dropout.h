@@ -21,6 +21,7 @@ public:
   float rate() const { return rate_; }
   Json extra_state() const override;
   void set_extra_state(const Json& state) override;
+  void count_replayed_step() override;
 
 private:
   float rate_;

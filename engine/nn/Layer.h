@@ -35,6 +35,10 @@ public:
   // for an exact resume (dropout's per-replica call counters); null if none.
   virtual Json extra_state() const;
   virtual void set_extra_state(const Json& state);
+  // A captured step was replayed: the device did the step's work, the host
+  // code did not run, so host-side mirrors of per-step state (dropout's call
+  // counters) advance here as the eager call would have advanced them.
+  virtual void count_replayed_step() {}
   const std::string& name() const { return name_; }
   void set_name(std::string n) { name_ = std::move(n); }
 

@@ -40,6 +40,11 @@ public:
   // update), e.g. so a checkpoint can be restored into them.
   void build(const std::vector<Variable*>& vars) { ensure_slots(vars); }
   void set_iterations(int64_t n);
+  // A captured step was replayed: its updates ran on the device (the step
+  // counters there advanced), so the host's counts advance to match.
+  void count_replayed_step() {
+    for (auto& i : iterations_) ++i;
+  }
   // Slot state for checkpoints: name -> variable (e.g. "dense/kernel/m").
   std::vector<std::pair<std::string, Variable*>> slot_variables();
   std::vector<int64_t>& iteration_counts() { return iterations_; }

@@ -40,6 +40,10 @@ public:
   std::vector<Variable*> trainable_variables();
   std::vector<Variable*> variables();  // trainable then non-trainable
   const std::vector<LayerPtr>& layers() const { return layers_; }
+  // See Layer::count_replayed_step.
+  void count_replayed_step() {
+    for (auto& l : layers_) l->count_replayed_step();
+  }
   int64_t param_count() const;
   // Per-layer output shapes and parameter counts; throws bad_input naming the
   // layer when shapes do not fit.

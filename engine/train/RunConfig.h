@@ -40,6 +40,9 @@ struct CheckpointConfig {
   bool keep_best = true;
 };
 
+// STRATA_STEP_GRAPHS=0 turns step graphs off for every run of the process.
+bool default_step_graphs();
+
 struct TrainingConfig {
   int epochs = 10;
   int64_t batch_size = 128;  // global batch
@@ -53,6 +56,10 @@ struct TrainingConfig {
   int prefetch = 2;
   int64_t max_steps_per_epoch = 0;  // 0 = the whole dataset
   CheckpointConfig checkpoint;
+  // Capture each step as a device graph where the devices can (StepGraph);
+  // off for debugging (strata-run --no-graphs, STRATA_STEP_GRAPHS=0). Not
+  // saved in projects: how a run executes, not what it trains.
+  bool step_graphs = default_step_graphs();
 };
 
 struct StrategyConfig {

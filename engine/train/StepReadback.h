@@ -18,4 +18,11 @@ struct StepReadback {
 // Labels may be empty (no examples on this replica), then correct is 0.
 StepReadback read_step(const Tensor& loss, const Tensor& logits, const Tensor& labels);
 
+// read_step in its two halves, for a step captured as a graph: gather_step
+// queues the device's part into `stats` (4 floats on the loss's device, made
+// by step_stats()) and can be captured; read_stats waits and reads them.
+Tensor step_stats(const Device& device);
+void gather_step(const Tensor& loss, const Tensor& logits, const Tensor& labels, Tensor& stats);
+StepReadback read_stats(const Tensor& stats, int64_t classes);
+
 }  // namespace strata

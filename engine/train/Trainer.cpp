@@ -79,6 +79,7 @@ void Trainer::prepare() {
   if (out.rank() != 1 || out[0] < data_.train->num_classes())
     throw bad_input("model: the last layer gives " + out.str() + " outputs per example but the dataset has " +
                     std::to_string(data_.train->num_classes()) + " classes");
+  logit_width_ = out[0];
 
   PipelineOptions po;
   po.batch_size = t.batch_size;
@@ -87,9 +88,33 @@ void Trainer::prepare() {
   po.drop_remainder = t.drop_remainder;
   po.prefetch = t.prefetch;
   pipeline_ = std::make_shared<BatchPipeline>(data_.train, po);
+  prepare_step_graph();
   if (pipeline_->steps_per_epoch() == 0)
     throw bad_input("training: " + std::to_string(data_.train->size()) + " training examples give no full batch of " +
                     std::to_string(t.batch_size) + " with drop_remainder");
+}
+
+PerReplica<Trainer::StepResult> Trainer::graph_step_results(const std::vector<Tensor>& stats,
+                                                            const PerReplica<Batch>& inputs) const {
+  std::vector<StepResult> out;
+  for (int r = 0; r < inputs.num_replicas(); ++r) out.push_back(step_result(stats[static_cast<size_t>(r)], inputs[r]));
+  return PerReplica<StepResult>(std::move(out));
+}
+
+void Trainer::prepare_step_graph() {
+  // Synchronous strategies whose replicas keep their own variables (the
+  // parameter server and central storage move weights between devices
+  // around each step), without the host-timed straggler demonstration.
+  const std::string& name = config_.strategy.name;
+  if (!config_.training.step_graphs || (name != "one_device" && name != "mirrored") || config_.strategy.straggler >= 0 ||
+      !StepGraph::unsupported_reason(*strategy_).empty())
+    return;
+  step_graph_ = std::make_unique<StepGraph>(
+      *strategy_, [this](ReplicaContext& ctx, const Batch& in, Tensor& stats) { enqueue_step(ctx, in, stats); },
+      [this] {
+        optimizer_->count_replayed_step();
+        model_->count_replayed_step();
+      });
 }
 
 void Trainer::straggle(int replica, double step_seconds) const {
@@ -97,7 +122,7 @@ void Trainer::straggle(int replica, double step_seconds) const {
   std::this_thread::sleep_for(std::chrono::duration<double>(step_seconds * (config_.strategy.slowdown - 1.0)));
 }
 
-Trainer::StepResult Trainer::train_step(ReplicaContext& ctx, const Batch& in) {
+void Trainer::enqueue_step(ReplicaContext& ctx, const Batch& in, Tensor& stats) {
   const double t0 = monotonic_seconds();
   GradientTape tape;
   Tensor logits = (*model_)(in.features, true, tape);
@@ -106,9 +131,18 @@ Trainer::StepResult Trainer::train_step(ReplicaContext& ctx, const Batch& in) {
   std::vector<Tensor> grads = tape.gradient(loss, trainable_);
   straggle(ctx.replica_id_in_sync_group(), monotonic_seconds() - t0);
   optimizer_->apply_gradients(ctx, std::move(grads), trainable_);
+  gather_step(loss, logits, in.labels, stats);
+}
 
+Trainer::StepResult Trainer::train_step(ReplicaContext& ctx, const Batch& in) {
+  Tensor stats = step_stats(ctx.device());
+  enqueue_step(ctx, in, stats);
+  return step_result(stats, in);
+}
+
+Trainer::StepResult Trainer::step_result(const Tensor& stats, const Batch& in) const {
   // The step's one host synchronisation.
-  const StepReadback back = read_step(loss, logits, in.labels);
+  const StepReadback back = read_stats(stats, logit_width_);
   StepResult r;
   r.scaled_loss = back.loss;
   r.examples = in.size();
@@ -321,7 +355,22 @@ void Trainer::run_epoch_sync(TrainingPosition& pos, int64_t steps_per_epoch, Dis
     auto inputs = dist.next();
     if (!inputs) return;
     const double t0 = monotonic_seconds(), c0 = strategy_->collective_seconds();
-    auto results = strategy_->run([this](ReplicaContext& ctx, const Batch& in) { return train_step(ctx, in); }, *inputs);
+    std::optional<std::vector<Tensor>> graph_stats;
+    if (step_graph_) {
+      // A replay runs no host code: device scalars the eager step rewrites
+      // when they change (the loss scale after a partial batch) are set here.
+      for (int r = 0; r < inputs->num_replicas(); ++r)
+        loss_scale(r, strategy_->devices()[static_cast<size_t>(r)], (*inputs)[r].global_batch_size);
+      const bool had_graph = step_graph_->captured();
+      graph_stats = step_graph_->run(*inputs);
+      if (!had_graph && step_graph_->captured())
+        sink_.emit(LogEvent{"info", "step " + std::to_string(pos.step + 1) + ": the training step is captured as a graph on " +
+                                        strategy_->devices().front().str() + " and replayed from now on (--no-graphs turns this off)",
+                            elapsed()});
+    }
+    auto results = graph_stats ? graph_step_results(*graph_stats, *inputs)
+                               : strategy_->run([this](ReplicaContext& ctx, const Batch& in) { return train_step(ctx, in); },
+                                                *inputs);
     const double compute = (monotonic_seconds() - t0) - (strategy_->collective_seconds() - c0);
     // One exchange per step gives every worker every replica's figures
     // (and a stop request from any of them), so all decide alike.

@@ -16,6 +16,7 @@
 #include "train/DataSource.h"
 #include "train/Events.h"
 #include "train/RunConfig.h"
+#include "train/StepGraph.h"
 
 namespace strata {
 
@@ -78,6 +79,15 @@ private:
     bool stopping = false;
   };
   StepResult train_step(ReplicaContext& ctx, const Batch& in);
+  // The step's device work, its figures into `stats` (step_stats()); reads
+  // nothing back, so it can be captured as a graph (StepGraph).
+  void enqueue_step(ReplicaContext& ctx, const Batch& in, Tensor& stats);
+  StepResult step_result(const Tensor& stats, const Batch& in) const;
+  PerReplica<StepResult> graph_step_results(const std::vector<Tensor>& stats, const PerReplica<Batch>& inputs) const;
+  int64_t logit_width_ = 0;  // the model's outputs per example (prepare())
+  // The step graph of this run, when its steps can be captured (prepare()).
+  void prepare_step_graph();
+  std::unique_ptr<StepGraph> step_graph_;
   // 1 / global batch size on a local replica's device: the loss scale a step
   // reads from device memory, rewritten only when the global batch changes
   // (the partial last batch), so steady steps queue nothing for it.

@@ -145,6 +145,39 @@ private slots:
     for (size_t i = 0; i < on_cpu.size(); ++i) QCOMPARE(on_sim[i], on_cpu[i]);
   }
 
+  void capture_records_and_replay_repeats() {
+    // Work queued while capturing is recorded, not run; each replay runs it
+    // again on the same memory (here: adds 1 to a counter three times).
+    Backend& be = backend_for(Device{DeviceKind::Sim, 3});
+    Tensor counter = Tensor::zeros(Shape{4}, Device{DeviceKind::Sim, 3});
+    be.begin_capture();
+    be.add_scalar(4, 1.0f, counter.ptr());
+    GraphPtr graph = be.end_capture();
+    QCOMPARE(counter.values(), std::vector<float>(4, 0.0f));  // capturing computed nothing
+    for (int i = 0; i < 3; ++i) be.replay(graph);
+    QCOMPARE(counter.values(), std::vector<float>(4, 3.0f));
+  }
+
+  void capture_refuses_what_a_replay_cannot_repeat() {
+    Backend& be = backend_for(Device{DeviceKind::Sim, 3});
+    const std::vector<float> host(4, 1.0f);
+    Tensor t = Tensor::zeros(Shape{4}, Device{DeviceKind::Sim, 3});
+    be.begin_capture();
+    // Host data is read once, at the call: a replay would copy stale values.
+    STRATA_EXPECT_ERROR(be.copy_from_host(t.ptr(), host.data(), 16), ErrorKind::Runtime, "copy from the host");
+    STRATA_EXPECT_ERROR(be.synchronize(), ErrorKind::Runtime, "captured");
+    {
+      // Memory made during the capture and still in use at its end would be
+      // overwritten by every replay.
+      Tensor escaping = Tensor::empty(Shape{64}, Device{DeviceKind::Sim, 3});
+      be.fill32(escaping.ptr(), 64, 0);
+      STRATA_EXPECT_ERROR(be.end_capture(), ErrorKind::Runtime, "still in use");
+    }
+    // The device works as before afterwards.
+    be.copy_from_host(t.ptr(), host.data(), 16);
+    QCOMPARE(t.values(), host);
+  }
+
   void steady_steps_allocate_nothing() {
     const auto x = random_vector(48);
     const std::vector<int32_t> y{0, 1, 2, 3, 3, 2, 1, 0};

@@ -33,7 +33,72 @@ T* SimBackend::view(T* p, const char* op) const {
 
 // ---- memory --------------------------------------------------------------------
 
+namespace {
+class SimGraph final : public DeviceGraph {
+public:
+  SimGraph(std::shared_ptr<const SimStream::Recording> ops, std::vector<std::pair<void*, size_t>> blocks,
+           SimArena& arena, SimStream& stream)
+      : ops(std::move(ops)), blocks_(std::move(blocks)), arena_(arena), stream_(stream) {}
+  ~SimGraph() override {
+    // Returned in stream order: replays already queued still use the memory.
+    stream_.enqueue([blocks = std::move(blocks_), &arena = arena_] {
+      for (auto [p, bytes] : blocks) arena.deallocate(p, bytes);
+    });
+  }
+  const std::shared_ptr<const SimStream::Recording> ops;
+
+private:
+  std::vector<std::pair<void*, size_t>> blocks_;
+  SimArena& arena_;
+  SimStream& stream_;
+};
+}  // namespace
+
+void SimBackend::begin_capture() {
+  {
+    std::lock_guard lock(capture_mutex_);
+    if (capture_) throw runtime_error(device().str() + ": begin_capture while a capture is already under way");
+    capture_.emplace();
+  }
+  stream_.begin_capture();
+}
+
+GraphPtr SimBackend::end_capture() {
+  auto ops = std::make_shared<const SimStream::Recording>(stream_.end_capture());
+  Capture c;
+  {
+    std::lock_guard lock(capture_mutex_);
+    c = std::move(*capture_);
+    capture_.reset();
+  }
+  if (!c.live.empty()) {
+    // Memory still in use would be written by every replay behind its
+    // owner's back: the captured code must free what it allocates.
+    for (auto [bytes, p] : c.free) arena_.deallocate(p, bytes);
+    throw runtime_error(device().str() + ": " + std::to_string(c.live.size()) +
+                        " allocations made during the capture are still in use at its end");
+  }
+  return std::make_shared<SimGraph>(std::move(ops), std::move(c.owned), arena_, stream_);
+}
+
+void SimBackend::replay(const GraphPtr& graph) {
+  auto* g = dynamic_cast<const SimGraph*>(graph.get());
+  if (!g) throw runtime_error(device().str() + ": replay given a graph of another device");
+  stream_.replay(g->ops);
+}
+
 void* SimBackend::allocate(size_t bytes) {
+  {
+    std::lock_guard lock(capture_mutex_);
+    if (capture_) {
+      if (auto it = capture_->free.find(bytes); it != capture_->free.end()) {
+        void* p = it->second;
+        capture_->free.erase(it);
+        capture_->live.insert(p);
+        return p;
+      }
+    }
+  }
   bool fresh = false;
   void* p = arena_.allocate(bytes, &fresh);
   if (!p)
@@ -43,12 +108,27 @@ void* SimBackend::allocate(size_t bytes) {
     counters().allocations++;
     counters().allocated_bytes += static_cast<int64_t>(bytes);
   }
+  std::lock_guard lock(capture_mutex_);
+  if (capture_) {
+    capture_->live.insert(p);
+    capture_->owned.emplace_back(p, bytes);
+  }
   return p;
 }
 
-void SimBackend::deallocate(void* p, size_t bytes) { arena_.deallocate(p, bytes); }
+void SimBackend::deallocate(void* p, size_t bytes) {
+  {
+    std::lock_guard lock(capture_mutex_);
+    if (capture_ && capture_->live.erase(p)) {
+      capture_->free.emplace(bytes, p);
+      return;
+    }
+  }
+  arena_.deallocate(p, bytes);
+}
 
 void SimBackend::copy_from_host(void* dst, const void* host_src, size_t bytes) {
+  if (stream_.capturing()) throw runtime_error(device().str() + ": a copy from the host cannot be part of a captured step");
   if (sim_arena_of(host_src) >= 0) throw runtime_error(device().str() + ": copy_from_host given device memory as its source");
   float* d = view(static_cast<float*>(dst), "copy_from_host");
   // Staged now, as a copy from pageable memory is: the host may reuse its buffer at once.

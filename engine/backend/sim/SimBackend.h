@@ -1,5 +1,11 @@
 #pragma once
+#include <map>
 #include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <utility>
+#include <vector>
 
 #include "backend/Backend.h"
 #include "backend/cpu/CpuBackend.h"
@@ -33,6 +39,10 @@ public:
   void wait_event(const EventPtr& event) override { stream_.wait(event); }
   float* label_error_flag() override { return label_error_; }
   const SimArena& arena() const { return arena_; }
+  bool supports_capture() const override { return true; }
+  void begin_capture() override;
+  GraphPtr end_capture() override;
+  void replay(const GraphPtr& graph) override;
 
   void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, const float* b,
             float beta, float* c) override;
@@ -90,6 +100,18 @@ private:
   template <typename T>
   T* view(T* p, const char* op) const;
   void run(std::function<void()> op) { stream_.enqueue(std::move(op)); }
+
+  // Memory during a capture, as CUDA's graph memory: blocks allocated while
+  // capturing belong to the graph (one freed during the capture serves a
+  // later allocation of it, never anyone else), and are returned when the
+  // graph is destroyed.
+  struct Capture {
+    std::set<void*> live;
+    std::multimap<size_t, void*> free;
+    std::vector<std::pair<void*, size_t>> owned;
+  };
+  std::mutex capture_mutex_;
+  std::optional<Capture> capture_;
 
   int index_;
   SimArena arena_;

@@ -43,12 +43,42 @@ SimStream::~SimStream() {
 void SimStream::enqueue(std::function<void()> op) {
   {
     std::lock_guard lock(mutex_);
+    if (capturing_) {
+      recording_.push_back(std::move(op));
+      return;
+    }
     queue_.push_back(std::move(op));
   }
   work_cv_.notify_one();
 }
 
+void SimStream::begin_capture() {
+  std::lock_guard lock(mutex_);
+  if (capturing_) throw runtime_error(name_ + ": begin_capture while a capture is already under way");
+  capturing_ = true;
+  recording_.clear();
+}
+
+SimStream::Recording SimStream::end_capture() {
+  std::lock_guard lock(mutex_);
+  if (!capturing_) throw runtime_error(name_ + ": end_capture without begin_capture");
+  capturing_ = false;
+  return std::move(recording_);
+}
+
+bool SimStream::capturing() {
+  std::lock_guard lock(mutex_);
+  return capturing_;
+}
+
+void SimStream::replay(std::shared_ptr<const Recording> ops) {
+  enqueue([ops] {
+    for (const auto& op : *ops) op();
+  });
+}
+
 void SimStream::enqueue_to_host(void* host_dst, const void* src_view, size_t bytes) {
+  if (capturing()) throw runtime_error(name_ + ": a copy to the host cannot be part of a captured step");
   std::memset(host_dst, 0xff, bytes);
   enqueue([this, host_dst, src_view, bytes] {
     Landing l{host_dst, std::vector<char>(static_cast<const char*>(src_view), static_cast<const char*>(src_view) + bytes)};
@@ -62,6 +92,7 @@ void SimStream::synchronize() {
   std::exception_ptr error;
   {
     std::unique_lock lock(mutex_);
+    if (capturing_) throw runtime_error(name_ + ": synchronize() while a step is being captured");
     idle_cv_.wait(lock, [&] { return queue_.empty() && !busy_; });
     landed.swap(landed_);
     error = error_;

@@ -35,6 +35,16 @@ public:
   EventPtr record();
   void wait(const EventPtr& event);
 
+  // Capture, as cudaStreamBeginCapture: while it is on, enqueue() records
+  // the operation instead of queueing it, and copies to the host and
+  // synchronize() throw (a replay could not repeat them).
+  using Recording = std::vector<std::function<void()>>;
+  void begin_capture();
+  Recording end_capture();
+  bool capturing();
+  // Queues a recording's operations, in order, as one item.
+  void replay(std::shared_ptr<const Recording> ops);
+
 private:
   struct Landing {
     void* dst;
@@ -49,6 +59,8 @@ private:
   std::vector<Landing> landed_;
   bool busy_ = false;
   bool stop_ = false;
+  bool capturing_ = false;
+  Recording recording_;
   std::exception_ptr error_;
   std::thread thread_;
 };

@@ -1,0 +1,119 @@
+#include "backend/cuda/CublasLtGemm.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+
+#include "core/Error.h"
+
+namespace strata::cuda {
+
+struct CublasLtGemm::Plan {
+  cublasLtMatmulDesc_t op = nullptr;
+  cublasLtMatrixLayout_t first = nullptr, second = nullptr, out = nullptr;
+  cublasLtMatmulAlgo_t algo{};
+};
+
+namespace {
+// The largest power of two (up to 256) dividing the address: cuBLASLt's
+// heuristic may pick vectorised kernels only for what the pointers allow, and
+// row slices of a batch start at any multiple of 4 bytes.
+int alignment(const void* p) {
+  const auto v = reinterpret_cast<uintptr_t>(p);
+  int a = 256;
+  while (a > 4 && (v % static_cast<uintptr_t>(a)) != 0) a /= 2;
+  return a;
+}
+
+std::string describe(bool ta, bool tb, int64_t m, int64_t n, int64_t k) {
+  std::string s = ta ? "(A^T x " : "(A x ";
+  s += tb ? "B^T" : "B";
+  s += ", m=" + std::to_string(m) + " n=" + std::to_string(n) + " k=" + std::to_string(k) + ")";
+  return s;
+}
+}  // namespace
+
+CublasLtGemm::CublasLtGemm(std::string device_name, void* workspace, size_t workspace_bytes)
+    : device_name_(std::move(device_name)), workspace_(workspace), workspace_bytes_(workspace_bytes) {
+  const char* tf32 = std::getenv("STRATA_TF32");
+  compute_ = tf32 && std::strcmp(tf32, "1") == 0 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  if (auto s = cublasLtCreate(&handle_); s != CUBLAS_STATUS_SUCCESS)
+    throw runtime_error(device_name_ + ": cublasLtCreate failed: " + cublasLtGetStatusName(s) + " (" +
+                        cublasLtGetStatusString(s) + ")");
+}
+
+CublasLtGemm::~CublasLtGemm() {
+  for (auto& [key, p] : plans_) {
+    cublasLtMatrixLayoutDestroy(p->first);
+    cublasLtMatrixLayoutDestroy(p->second);
+    cublasLtMatrixLayoutDestroy(p->out);
+    cublasLtMatmulDescDestroy(p->op);
+  }
+  if (handle_) cublasLtDestroy(handle_);
+}
+
+void CublasLtGemm::fail(cublasStatus_t status, const char* call, const Key& key) const {
+  const auto& [ta, tb, m, n, k, beta, aa, ab, ac] = key;
+  throw runtime_error(device_name_ + ": " + call + " failed for the matrix product " + describe(ta, tb, m, n, k) +
+                      ": " + cublasLtGetStatusName(status) + " (" + cublasLtGetStatusString(status) + ")");
+}
+
+// cuBLASLt is column-major. A row-major matrix is its own transpose seen
+// column-major, so C = op(A) op(B) is computed as C^T = op(B)^T op(A)^T:
+// B's storage is the first operand and A's the second, with the same flags.
+CublasLtGemm::Plan& CublasLtGemm::plan(const Key& key) {
+  if (auto it = plans_.find(key); it != plans_.end()) return *it->second;
+  const auto& [ta, tb, m, n, k, has_beta, align_a, align_b, align_c] = key;
+  auto p = std::make_unique<Plan>();
+  auto check = [&](cublasStatus_t s, const char* call) {
+    if (s != CUBLAS_STATUS_SUCCESS) fail(s, call, key);
+  };
+  check(cublasLtMatmulDescCreate(&p->op, compute_, CUDA_R_32F), "cublasLtMatmulDescCreate");
+  const cublasOperation_t op_first = tb ? CUBLAS_OP_T : CUBLAS_OP_N, op_second = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
+  check(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSA, &op_first, sizeof op_first),
+        "cublasLtMatmulDescSetAttribute");
+  check(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSB, &op_second, sizeof op_second),
+        "cublasLtMatmulDescSetAttribute");
+  const uint64_t rows_first = static_cast<uint64_t>(tb ? k : n), cols_first = static_cast<uint64_t>(tb ? n : k);
+  const uint64_t rows_second = static_cast<uint64_t>(ta ? m : k), cols_second = static_cast<uint64_t>(ta ? k : m);
+  check(cublasLtMatrixLayoutCreate(&p->first, CUDA_R_32F, rows_first, cols_first, static_cast<int64_t>(rows_first)),
+        "cublasLtMatrixLayoutCreate");
+  check(cublasLtMatrixLayoutCreate(&p->second, CUDA_R_32F, rows_second, cols_second,
+                                   static_cast<int64_t>(rows_second)),
+        "cublasLtMatrixLayoutCreate");
+  check(cublasLtMatrixLayoutCreate(&p->out, CUDA_R_32F, static_cast<uint64_t>(n), static_cast<uint64_t>(m), n),
+        "cublasLtMatrixLayoutCreate");
+
+  cublasLtMatmulPreference_t pref = nullptr;
+  check(cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate");
+  const uint64_t ws = workspace_bytes_;
+  const uint32_t al_first = static_cast<uint32_t>(align_b), al_second = static_cast<uint32_t>(align_a),
+                 al_out = static_cast<uint32_t>(align_c);
+  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
+  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &al_first, sizeof al_first);
+  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al_second, sizeof al_second);
+  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al_out, sizeof al_out);
+  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al_out, sizeof al_out);
+  cublasLtMatmulHeuristicResult_t result{};
+  int found = 0;
+  const cublasStatus_t s = cublasLtMatmulAlgoGetHeuristic(handle_, p->op, p->first, p->second, p->out, p->out, pref,
+                                                          1, &result, &found);
+  cublasLtMatmulPreferenceDestroy(pref);
+  if (s != CUBLAS_STATUS_SUCCESS) fail(s, "cublasLtMatmulAlgoGetHeuristic", key);
+  if (found == 0) fail(CUBLAS_STATUS_NOT_SUPPORTED, "cublasLtMatmulAlgoGetHeuristic (no algorithm)", key);
+  p->algo = result.algo;
+  (void)has_beta;
+  return *plans_.emplace(key, std::move(p)).first->second;
+}
+
+void CublasLtGemm::run(cudaStream_t stream, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                       const float* a, const float* b, float beta, float* c) {
+  const Key key{trans_a, trans_b, m, n, k, beta != 0.0f, alignment(a), alignment(b), alignment(c)};
+  std::lock_guard lock(mutex_);
+  Plan& p = plan(key);
+  const cublasStatus_t s = cublasLtMatmul(handle_, p.op, &alpha, b, p.first, a, p.second, &beta, c, p.out, c, p.out,
+                                          &p.algo, workspace_, workspace_bytes_, stream);
+  if (s != CUBLAS_STATUS_SUCCESS) fail(s, "cublasLtMatmul", key);
+}
+
+}  // namespace strata::cuda

@@ -1,0 +1,369 @@
+#include "backend/cuda/CudaBackend.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+
+#include "backend/cuda/CudaCheck.h"
+#include "backend/cuda/CudaKernels.h"
+#include "core/Error.h"
+
+namespace strata {
+
+namespace {
+// cuBLASLt's workspace: enough for its split-K and stream-K kernels.
+constexpr size_t kGemmWorkspaceBytes = size_t{32} << 20;
+
+thread_local int t_current_device = -1;
+
+class CudaEvent final : public DeviceEvent {
+public:
+  explicit CudaEvent(cudaEvent_t e) : event(e) {}
+  ~CudaEvent() override { cudaEventDestroy(event); }
+  cudaEvent_t event;
+};
+
+class CudaGraph final : public DeviceGraph {
+public:
+  CudaGraph(cudaGraph_t graph, cudaGraphExec_t exec) : graph(graph), exec(exec) {}
+  ~CudaGraph() override {
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+  }
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+};
+
+std::string mib(uint64_t bytes) { return std::to_string((bytes + (1u << 19)) >> 20) + " MiB"; }
+}  // namespace
+
+CudaBackend::CudaBackend(int index) : index_(index) {
+  enter();
+  cudaDeviceProp prop{};
+  STRATA_CUDA(cudaGetDeviceProperties(&prop, index_));
+  name_ = prop.name;
+  STRATA_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  // The device's own pool, told to keep what it has: freed blocks return to
+  // the pool in stream order and are handed out again without the driver.
+  STRATA_CUDA(cudaDeviceGetDefaultMemPool(&pool_, index_));
+  uint64_t keep = std::numeric_limits<uint64_t>::max();
+  STRATA_CUDA(cudaMemPoolSetAttribute(pool_, cudaMemPoolAttrReleaseThreshold, &keep));
+  // Peers reach each other's memory directly (mirrored replicas on several GPUs).
+  int count = 0;
+  STRATA_CUDA(cudaGetDeviceCount(&count));
+  for (int peer = 0; peer < count; ++peer) {
+    int can = 0;
+    if (peer == index_ || cudaDeviceCanAccessPeer(&can, index_, peer) != cudaSuccess || !can) continue;
+    if (cudaDeviceEnablePeerAccess(peer, 0) != cudaSuccess) cudaGetLastError();  // already enabled: fine
+  }
+  workspace_ = allocate(kGemmWorkspaceBytes);
+  gemm_ = std::make_unique<cuda::CublasLtGemm>(device().str(), workspace_, kGemmWorkspaceBytes);
+  label_error_ = static_cast<float*>(allocate(2 * sizeof(float)));
+  fill32(label_error_, 2, 0);
+}
+
+CudaBackend::~CudaBackend() {
+  // Backends live until the process exits; by then the runtime may be gone,
+  // so nothing here may throw.
+  gemm_.reset();
+  if (stream_) cudaStreamDestroy(stream_);
+}
+
+cudaStream_t CudaBackend::enter() const {
+  if (t_current_device != index_) {
+    STRATA_CUDA(cudaSetDevice(index_));
+    t_current_device = index_;
+  }
+  return stream_;
+}
+
+// ---- memory --------------------------------------------------------------------
+
+std::string CudaBackend::out_of_memory(size_t bytes) const {
+  size_t free = 0, total = 0;
+  cudaMemGetInfo(&free, &total);
+  uint64_t held = 0;
+  cudaMemPoolGetAttribute(pool_, cudaMemPoolAttrReservedMemCurrent, &held);
+  return device().str() + " (" + name_ + "): out of device memory allocating " + mib(bytes) + " (" + mib(free) +
+         " free of " + mib(total) + "; this process holds " + mib(held) +
+         "). Use a smaller batch or model, or fewer replicas on this GPU";
+}
+
+void* CudaBackend::allocate(size_t bytes) {
+  cudaStream_t s = enter();
+  uint64_t before = 0, after = 0;
+  cudaMemPoolGetAttribute(pool_, cudaMemPoolAttrReservedMemCurrent, &before);
+  void* p = nullptr;
+  const cudaError_t e = cudaMallocAsync(&p, bytes == 0 ? 4 : bytes, s);
+  if (e == cudaErrorMemoryAllocation) {
+    cudaGetLastError();  // not sticky: clear it so the next call does not report it
+    throw runtime_error(out_of_memory(bytes));
+  }
+  if (e != cudaSuccess) cuda::throw_cuda(e, "cudaMallocAsync", __FILE__, __LINE__);
+  cudaMemPoolGetAttribute(pool_, cudaMemPoolAttrReservedMemCurrent, &after);
+  if (after > before) {
+    counters().allocations++;
+    counters().allocated_bytes += static_cast<int64_t>(bytes);
+  }
+  return p;
+}
+
+void CudaBackend::deallocate(void* p, size_t) {
+  // Called from destructors, also at exit: never throws.
+  if (!p || cudaSetDevice(index_) != cudaSuccess) return;
+  t_current_device = index_;
+  cudaFreeAsync(p, stream_);
+}
+
+void CudaBackend::copy_from_host(void* dst, const void* host_src, size_t bytes) {
+  counters().h2d++;
+  counters().h2d_bytes += static_cast<int64_t>(bytes);
+  STRATA_CUDA(cudaMemcpyAsync(dst, host_src, bytes, cudaMemcpyHostToDevice, enter()));
+}
+
+void CudaBackend::copy_to_host(void* host_dst, const void* src, size_t bytes) {
+  counters().d2h++;
+  counters().d2h_bytes += static_cast<int64_t>(bytes);
+  STRATA_CUDA(cudaMemcpyAsync(host_dst, src, bytes, cudaMemcpyDeviceToHost, enter()));
+}
+
+void CudaBackend::copy(void* dst, const void* src, size_t bytes) {
+  if (dst == src || bytes == 0) return;
+  counters().d2d++;
+  counters().d2d_bytes += static_cast<int64_t>(bytes);
+  // Unified addressing tells the runtime which device each side is on (peer copies included).
+  STRATA_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, enter()));
+}
+
+void CudaBackend::fill32(void* dst, int64_t n, uint32_t word) {
+  cuda::fill32(enter(), static_cast<uint32_t*>(dst), n, word);
+}
+
+void CudaBackend::synchronize() {
+  counters().syncs++;
+  const cudaError_t e = cudaStreamSynchronize(enter());
+  if (e != cudaSuccess)
+    throw runtime_error(device().str() + " (" + name_ + "): a queued operation failed: " + cudaGetErrorString(e) +
+                        " (" + cudaGetErrorName(e) +
+                        "). Run with CUDA_LAUNCH_BLOCKING=1 to stop at the failing kernel");
+}
+
+EventPtr CudaBackend::record_event() {
+  cudaStream_t s = enter();
+  cudaEvent_t e = nullptr;
+  STRATA_CUDA(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  auto event = std::make_shared<CudaEvent>(e);
+  STRATA_CUDA(cudaEventRecord(e, s));
+  return event;
+}
+
+void CudaBackend::wait_event(const EventPtr& event) {
+  if (!event) return;  // a host device's point: already complete
+  auto* e = dynamic_cast<const CudaEvent*>(event.get());
+  if (!e) throw runtime_error(device().str() + ": wait_event given an event of another kind of device");
+  STRATA_CUDA(cudaStreamWaitEvent(enter(), e->event, 0));
+}
+
+void CudaBackend::begin_capture() {
+  STRATA_CUDA(cudaStreamBeginCapture(enter(), cudaStreamCaptureModeRelaxed));
+}
+
+GraphPtr CudaBackend::end_capture() {
+  cudaGraph_t graph = nullptr;
+  STRATA_CUDA(cudaStreamEndCapture(enter(), &graph));
+  cudaGraphExec_t exec = nullptr;
+  const cudaError_t e = cudaGraphInstantiate(&exec, graph, 0);
+  if (e != cudaSuccess) {
+    cudaGraphDestroy(graph);
+    cuda::throw_cuda(e, "cudaGraphInstantiate", __FILE__, __LINE__);
+  }
+  return std::make_shared<CudaGraph>(graph, exec);
+}
+
+void CudaBackend::replay(const GraphPtr& graph) {
+  auto* g = dynamic_cast<const CudaGraph*>(graph.get());
+  if (!g) throw runtime_error(device().str() + ": replay given a graph of another device");
+  STRATA_CUDA(cudaGraphLaunch(g->exec, enter()));
+}
+
+void* CudaBackend::scratch(void*& buffer, size_t& capacity, size_t bytes) {
+  if (bytes <= capacity) return buffer;
+  // Freed and allocated in stream order: work queued on the old buffer
+  // finishes before its memory is reused.
+  if (buffer) deallocate(buffer, capacity);
+  buffer = allocate(bytes);
+  capacity = bytes;
+  return buffer;
+}
+
+// ---- dense kernels -------------------------------------------------------------
+
+void CudaBackend::gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+                       const float* b, float beta, float* c) {
+  cudaStream_t s = enter();
+  if (m == 0 || n == 0) return;
+  if (k == 0) {
+    // An empty product (a replica with no examples): C = beta * C, and C is
+    // not read when beta is 0 (it may hold garbage, even NaN).
+    if (beta == 0.0f) STRATA_CUDA(cudaMemsetAsync(c, 0, static_cast<size_t>(m * n) * sizeof(float), s));
+    else cuda::axpby(s, m * n, 0.0f, c, beta, c);
+    return;
+  }
+  gemm_->run(s, trans_a, trans_b, m, n, k, alpha, a, b, beta, c);
+}
+
+void CudaBackend::add_bias_rows(float* y, const float* bias, int64_t rows, int64_t cols) {
+  cuda::add_bias_rows(enter(), y, bias, rows, cols);
+}
+
+void CudaBackend::sum_rows(const float* x, int64_t rows, int64_t cols, float* out, bool accumulate) {
+  // A matrix product with a row of ones: cuBLASLt's reduction is faster than
+  // any column-sum kernel we would write, and it is the bias gradient's hot path.
+  // The lock is held until the product is queued: another thread growing
+  // the buffer would free this one in stream order before our use.
+  cudaStream_t s = enter();
+  std::lock_guard lock(scratch_mutex_);
+  const size_t before = ones_bytes_;
+  auto* ones = static_cast<float*>(scratch(ones_, ones_bytes_, static_cast<size_t>(std::max<int64_t>(rows, 1)) * 4));
+  if (ones_bytes_ != before) cuda::fill_ones(s, ones, static_cast<int64_t>(ones_bytes_ / 4));
+  gemm(false, false, 1, cols, rows, 1.0f, ones, x, accumulate ? 1.0f : 0.0f, out);
+}
+
+void CudaBackend::activation_forward(Activation act, const float* x, float* y, int64_t rows, int64_t cols) {
+  cuda::activation_forward(enter(), act, x, y, rows, cols);
+}
+
+void CudaBackend::activation_backward(Activation act, const float* y, const float* dy, float* dx, int64_t rows,
+                                      int64_t cols) {
+  cuda::activation_backward(enter(), act, y, dy, dx, rows, cols);
+}
+
+void CudaBackend::sparse_softmax_xent(const float* logits, const int32_t* labels, int64_t rows, int64_t cols,
+                                      float* loss, float* dlogits) {
+  cuda::sparse_softmax_xent(enter(), logits, labels, rows, cols, loss, dlogits);
+}
+
+void CudaBackend::softmax_xent(const float* logits, const float* targets, int64_t rows, int64_t cols, float* loss,
+                               float* dlogits) {
+  cuda::softmax_xent(enter(), logits, targets, rows, cols, loss, dlogits);
+}
+
+void CudaBackend::axpby(int64_t n, float alpha, const float* x, float beta, float* y) {
+  cuda::axpby(enter(), n, alpha, x, beta, y);
+}
+
+void CudaBackend::dropout(int64_t n, float rate, uint64_t seed, uint64_t stream, const float* call, uint64_t counter,
+                          const float* x, float* y, float* mask) {
+  cuda::dropout(enter(), n, rate, seed, stream, call, counter, x, y, mask);
+}
+
+void CudaBackend::mul(int64_t n, const float* a, const float* b, float* y) { cuda::mul(enter(), n, a, b, y); }
+
+void CudaBackend::scale_rows(const float* x, const float* scale, int64_t rows, int64_t cols, float* y) {
+  cuda::scale_rows(enter(), x, scale, rows, cols, y);
+}
+
+void CudaBackend::log_clamp(int64_t n, const float* x, float eps, float* y) { cuda::log_clamp(enter(), n, x, eps, y); }
+
+void CudaBackend::log_clamp_backward(int64_t n, const float* x, float eps, const float* dy, float* dx) {
+  cuda::log_clamp_backward(enter(), n, x, eps, dy, dx);
+}
+
+void CudaBackend::pixels_to_float(int64_t rows, int64_t features, const uint8_t* in, float scale, const float* mean,
+                                  const float* inv_std, float* out) {
+  cuda::pixels_to_float(enter(), rows, features, in, scale, mean, inv_std, out);
+}
+
+void CudaBackend::scaled_sum(int64_t n, const float* x, const float* scale, float* out) {
+  cuda::scaled_sum(enter(), n, x, scale, out);
+}
+
+void CudaBackend::broadcast_scaled(int64_t n, const float* g, const float* scale, float* y) {
+  cuda::broadcast_scaled(enter(), n, g, scale, y);
+}
+
+void CudaBackend::add_scalar(int64_t n, float value, float* x) { cuda::add_scalar(enter(), n, value, x); }
+
+void CudaBackend::argmax_rows(const float* x, int64_t rows, int64_t cols, int32_t* out) {
+  cuda::argmax_rows(enter(), x, rows, cols, out);
+}
+
+void CudaBackend::count_correct(const float* predictions, const int32_t* labels, int64_t rows, int64_t cols,
+                                float* count) {
+  cuda::count_correct(enter(), predictions, labels, rows, cols, count);
+}
+
+void CudaBackend::check_labels(const int32_t* labels, int64_t n, int64_t classes, float* error) {
+  cuda::check_labels(enter(), labels, n, classes, error);
+}
+
+void CudaBackend::sgd_update(int64_t n, float* w, const float* g, float* velocity, const float* lr, float momentum,
+                             bool nesterov) {
+  cuda::sgd_update(enter(), n, w, g, velocity, lr, momentum, nesterov);
+}
+
+void CudaBackend::adam_update(int64_t n, float* w, const float* g, float* m, float* v, const AdamParams& p,
+                              const float* lr_step) {
+  cuda::adam_update(enter(), n, w, g, m, v, p, lr_step);
+}
+
+// ---- images and batch normalisation --------------------------------------------
+
+void CudaBackend::im2col(const Window2D& w, const float* x, float* col) { cuda::im2col(enter(), w, x, col); }
+void CudaBackend::col2im(const Window2D& w, const float* col, float* dx) { cuda::col2im(enter(), w, col, dx); }
+void CudaBackend::max_pool(const Window2D& w, const float* x, float* y, int32_t* argmax) {
+  cuda::max_pool(enter(), w, x, y, argmax);
+}
+void CudaBackend::max_pool_backward(const Window2D& w, const float* dy, const int32_t* argmax, float* dx) {
+  cuda::max_pool_backward(enter(), w, dy, argmax, dx);
+}
+void CudaBackend::avg_pool(const Window2D& w, const float* x, float* y) { cuda::avg_pool(enter(), w, x, y); }
+void CudaBackend::avg_pool_backward(const Window2D& w, const float* dy, float* dx) {
+  cuda::avg_pool_backward(enter(), w, dy, dx);
+}
+
+void CudaBackend::channel_sums(const float* x, int64_t rows, int64_t channels, float* sum, float* sumsq) {
+  cudaStream_t s = enter();
+  std::lock_guard lock(scratch_mutex_);
+  void* partials = scratch(partials_, partials_bytes_, cuda::channel_reduce_scratch_bytes(rows, channels));
+  cuda::channel_sums(s, x, rows, channels, sum, sumsq, partials);
+}
+
+void CudaBackend::batch_norm_stats(const float* sums, int64_t channels, float epsilon, float* mean, float* inv_std) {
+  cuda::batch_norm_stats(enter(), sums, channels, epsilon, mean, inv_std);
+}
+
+void CudaBackend::batch_norm_inference_stats(const float* moving_mean, const float* moving_var, int64_t channels,
+                                             float epsilon, float* mean, float* inv_std) {
+  cuda::batch_norm_inference_stats(enter(), moving_mean, moving_var, channels, epsilon, mean, inv_std);
+}
+
+void CudaBackend::batch_norm_moving_update(const float* mean, const float* inv_std, const float* count,
+                                           int64_t channels, float epsilon, float momentum, float* moving_mean,
+                                           float* moving_var) {
+  cuda::batch_norm_moving_update(enter(), mean, inv_std, count, channels, epsilon, momentum, moving_mean, moving_var);
+}
+
+void CudaBackend::batch_norm_apply(const float* x, int64_t rows, int64_t channels, const float* mean,
+                                   const float* inv_std, const float* gamma, const float* beta, float* y) {
+  cuda::batch_norm_apply(enter(), x, rows, channels, mean, inv_std, gamma, beta, y);
+}
+
+void CudaBackend::batch_norm_backward_reduce(const float* dy, const float* x, int64_t rows, int64_t channels,
+                                             const float* mean, const float* inv_std, float* sum_dy,
+                                             float* sum_dy_xhat) {
+  cudaStream_t s = enter();
+  std::lock_guard lock(scratch_mutex_);
+  void* partials = scratch(partials_, partials_bytes_, cuda::channel_reduce_scratch_bytes(rows, channels));
+  cuda::batch_norm_backward_reduce(s, dy, x, rows, channels, mean, inv_std, sum_dy, sum_dy_xhat, partials);
+}
+
+void CudaBackend::batch_norm_backward_apply(const float* dy, const float* x, int64_t rows, int64_t channels,
+                                            const float* mean, const float* inv_std, const float* gamma,
+                                            const float* sum_dy, const float* sum_dy_xhat, const float* count,
+                                            float* dx) {
+  cuda::batch_norm_backward_apply(enter(), dy, x, rows, channels, mean, inv_std, gamma, sum_dy, sum_dy_xhat, count,
+                                  dx);
+}
+
+}  // namespace strata

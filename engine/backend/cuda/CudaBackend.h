@@ -1,0 +1,125 @@
+#pragma once
+#include <cuda_runtime_api.h>
+
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "backend/Backend.h"
+#include "backend/cuda/CublasLtGemm.h"
+
+namespace strata {
+
+// One NVIDIA GPU, device kind `gpu`. Every call is queued on the device's
+// stream and returns at once; the host waits only in synchronize() (and for
+// copies to pageable host memory). Memory comes from the device's
+// stream-ordered pool (cudaMallocAsync), kept instead of returned to the
+// driver, so a step after the first allocates nothing from the system.
+// Matrix products go to cuBLASLt, everything else to the kernels in
+// CudaKernels.cu / CudaImageKernels.cu, which compute what the CPU backend
+// computes.
+//
+// The stream is shared by every thread that uses the device (replicas that
+// share a GPU are ordered by it, like sim's single stream), and each call
+// first makes this GPU the calling thread's current device.
+class CudaBackend final : public Backend {
+public:
+  // Throws bad_input naming the device when it does not exist.
+  explicit CudaBackend(int index);
+  ~CudaBackend() override;
+  Device device() const override { return Device{DeviceKind::Gpu, index_}; }
+  int threads() const override { return 1; }
+  cudaStream_t stream() const { return stream_; }
+  const std::string& name() const { return name_; }
+
+  void* allocate(size_t bytes) override;
+  void deallocate(void* p, size_t bytes) override;
+  void copy_from_host(void* dst, const void* host_src, size_t bytes) override;
+  void copy_to_host(void* host_dst, const void* src, size_t bytes) override;
+  void copy(void* dst, const void* src, size_t bytes) override;
+  void fill32(void* dst, int64_t n, uint32_t word) override;
+  void synchronize() override;
+  EventPtr record_event() override;
+  void wait_event(const EventPtr& event) override;
+  float* label_error_flag() override { return label_error_; }
+  // CUDA graphs: the stream is captured (relaxed mode, so other threads'
+  // unrelated CUDA calls stay legal), allocations become the graph's memory
+  // nodes, and replay() is one cudaGraphLaunch.
+  bool supports_capture() const override { return true; }
+  void begin_capture() override;
+  GraphPtr end_capture() override;
+  void replay(const GraphPtr& graph) override;
+
+  void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, const float* b,
+            float beta, float* c) override;
+  void add_bias_rows(float* y, const float* bias, int64_t rows, int64_t cols) override;
+  void sum_rows(const float* x, int64_t rows, int64_t cols, float* out, bool accumulate) override;
+  void activation_forward(Activation act, const float* x, float* y, int64_t rows, int64_t cols) override;
+  void activation_backward(Activation act, const float* y, const float* dy, float* dx, int64_t rows,
+                           int64_t cols) override;
+  void sparse_softmax_xent(const float* logits, const int32_t* labels, int64_t rows, int64_t cols, float* loss,
+                           float* dlogits) override;
+  void softmax_xent(const float* logits, const float* targets, int64_t rows, int64_t cols, float* loss,
+                    float* dlogits) override;
+  void axpby(int64_t n, float alpha, const float* x, float beta, float* y) override;
+  void dropout(int64_t n, float rate, uint64_t seed, uint64_t stream, const float* call, uint64_t counter,
+               const float* x, float* y, float* mask) override;
+  void mul(int64_t n, const float* a, const float* b, float* y) override;
+  void scale_rows(const float* x, const float* scale, int64_t rows, int64_t cols, float* y) override;
+  void log_clamp(int64_t n, const float* x, float eps, float* y) override;
+  void log_clamp_backward(int64_t n, const float* x, float eps, const float* dy, float* dx) override;
+  void pixels_to_float(int64_t rows, int64_t features, const uint8_t* in, float scale, const float* mean,
+                       const float* inv_std, float* out) override;
+  void scaled_sum(int64_t n, const float* x, const float* scale, float* out) override;
+  void broadcast_scaled(int64_t n, const float* g, const float* scale, float* y) override;
+  void add_scalar(int64_t n, float value, float* x) override;
+  void argmax_rows(const float* x, int64_t rows, int64_t cols, int32_t* out) override;
+  void count_correct(const float* predictions, const int32_t* labels, int64_t rows, int64_t cols, float* count) override;
+  void check_labels(const int32_t* labels, int64_t n, int64_t classes, float* error) override;
+  void im2col(const Window2D& w, const float* x, float* col) override;
+  void col2im(const Window2D& w, const float* col, float* dx) override;
+  void max_pool(const Window2D& w, const float* x, float* y, int32_t* argmax) override;
+  void max_pool_backward(const Window2D& w, const float* dy, const int32_t* argmax, float* dx) override;
+  void avg_pool(const Window2D& w, const float* x, float* y) override;
+  void avg_pool_backward(const Window2D& w, const float* dy, float* dx) override;
+  void channel_sums(const float* x, int64_t rows, int64_t channels, float* sum, float* sumsq) override;
+  void batch_norm_stats(const float* sums, int64_t channels, float epsilon, float* mean, float* inv_std) override;
+  void batch_norm_inference_stats(const float* moving_mean, const float* moving_var, int64_t channels, float epsilon,
+                                  float* mean, float* inv_std) override;
+  void batch_norm_moving_update(const float* mean, const float* inv_std, const float* count, int64_t channels,
+                                float epsilon, float momentum, float* moving_mean, float* moving_var) override;
+  void batch_norm_apply(const float* x, int64_t rows, int64_t channels, const float* mean, const float* inv_std,
+                        const float* gamma, const float* beta, float* y) override;
+  void batch_norm_backward_reduce(const float* dy, const float* x, int64_t rows, int64_t channels, const float* mean,
+                                  const float* inv_std, float* sum_dy, float* sum_dy_xhat) override;
+  void batch_norm_backward_apply(const float* dy, const float* x, int64_t rows, int64_t channels, const float* mean,
+                                 const float* inv_std, const float* gamma, const float* sum_dy,
+                                 const float* sum_dy_xhat, const float* count, float* dx) override;
+  void sgd_update(int64_t n, float* w, const float* g, float* velocity, const float* lr, float momentum,
+                  bool nesterov) override;
+  void adam_update(int64_t n, float* w, const float* g, float* m, float* v, const AdamParams& p,
+                   const float* lr_step) override;
+
+private:
+  // Makes this GPU the calling thread's current device (a cached check).
+  cudaStream_t enter() const;
+  // A device buffer of at least `bytes` kept between calls (ones for
+  // sum_rows, the channel reductions' partial sums); grows in stream order.
+  void* scratch(void*& buffer, size_t& capacity, size_t bytes);
+  std::string out_of_memory(size_t bytes) const;
+
+  int index_;
+  std::string name_;
+  cudaStream_t stream_ = nullptr;
+  cudaMemPool_t pool_ = nullptr;
+  void* workspace_ = nullptr;
+  std::unique_ptr<cuda::CublasLtGemm> gemm_;
+  float* label_error_ = nullptr;
+  std::mutex scratch_mutex_;
+  void* ones_ = nullptr;
+  size_t ones_bytes_ = 0;
+  void* partials_ = nullptr;
+  size_t partials_bytes_ = 0;
+};
+
+}  // namespace strata

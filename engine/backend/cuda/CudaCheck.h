@@ -1,0 +1,37 @@
+#pragma once
+// Turns a failed CUDA runtime or cuBLAS call into strata::Error naming the
+// call, the source place and the library's own message, so a user's report
+// says which operation failed where ("gpu:0: cudaMemcpyAsync failed at
+// CudaBackend.cpp:120: an illegal memory access was encountered").
+#include <cuda_runtime_api.h>
+
+#include <string>
+
+#include "core/Error.h"
+
+namespace strata::cuda {
+
+[[noreturn]] inline void throw_cuda(cudaError_t e, const char* call, const char* file, int line) {
+  std::string where = file;
+  if (auto slash = where.rfind('/'); slash != std::string::npos) where = where.substr(slash + 1);
+  throw runtime_error(std::string(call) + " failed at " + where + ":" + std::to_string(line) + ": " +
+                      cudaGetErrorString(e) + " (" + cudaGetErrorName(e) + ")");
+}
+
+}  // namespace strata::cuda
+
+#define STRATA_CUDA(call)                                                              \
+  do {                                                                                 \
+    cudaError_t strata_cuda_err_ = (call);                                             \
+    if (strata_cuda_err_ != cudaSuccess)                                               \
+      ::strata::cuda::throw_cuda(strata_cuda_err_, #call, __FILE__, __LINE__);         \
+  } while (0)
+
+// After a kernel launch: a bad configuration shows up here, not at the next sync.
+// `kernel` is a string literal naming it.
+#define STRATA_CUDA_LAUNCHED(kernel)                                                   \
+  do {                                                                                 \
+    cudaError_t strata_cuda_err_ = cudaPeekAtLastError();                              \
+    if (strata_cuda_err_ != cudaSuccess)                                               \
+      ::strata::cuda::throw_cuda(strata_cuda_err_, "launch of " kernel, __FILE__, __LINE__); \
+  } while (0)

@@ -1,0 +1,98 @@
+#include "backend/cuda/CudaDevices.h"
+
+#include <cuda_runtime_api.h>
+#include <dlfcn.h>
+
+#include <mutex>
+#include <vector>
+
+#include "backend/cuda/Nvml.h"
+#include "core/Error.h"
+
+namespace strata::cuda {
+
+namespace {
+struct Census {
+  int count = 0;
+  std::string why;
+  std::vector<std::string> pci;
+};
+
+const Census& census() {
+  static const Census c = [] {
+    Census out;
+    const cudaError_t e = cudaGetDeviceCount(&out.count);
+    if (e != cudaSuccess) {
+      cudaGetLastError();
+      out.count = 0;
+      // Without a driver the runtime says "driver version is insufficient";
+      // name the missing library instead, which is what the user must fix.
+      void* driver = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+      if (!driver) {
+        out.why = "no NVIDIA driver is installed (libcuda.so.1 not found)";
+      } else {
+        dlclose(driver);
+        out.why = std::string("the CUDA runtime found no usable GPU: ") + cudaGetErrorString(e) + " (" +
+                  cudaGetErrorName(e) + ")";
+      }
+    } else if (out.count == 0) {
+      out.why = "the CUDA runtime found no GPU";
+    }
+    for (int i = 0; i < out.count; ++i) {
+      char bus[32] = {};
+      out.pci.push_back(cudaDeviceGetPCIBusId(bus, sizeof bus, i) == cudaSuccess ? bus : "");
+    }
+    return out;
+  }();
+  return c;
+}
+
+std::string version(int v) { return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10); }
+}  // namespace
+
+int device_count(std::string* why) {
+  const Census& c = census();
+  if (why) *why = c.why;
+  return c.count;
+}
+
+GpuInventory inventory() {
+  GpuInventory out;
+  const Census& c = census();
+  out.unavailable = c.why;
+  int driver = 0, runtime = 0;
+  cudaDriverGetVersion(&driver);
+  cudaRuntimeGetVersion(&runtime);
+  for (int i = 0; i < c.count; ++i) {
+    cudaDeviceProp p{};
+    if (cudaGetDeviceProperties(&p, i) != cudaSuccess) continue;
+    DeviceInfo info;
+    info.device = Device{DeviceKind::Gpu, i};
+    info.name = p.name;
+    info.memory_bytes = static_cast<int64_t>(p.totalGlobalMem);
+    info.threads = 1;
+    info.detail = "compute capability " + std::to_string(p.major) + "." + std::to_string(p.minor) + ", " +
+                  std::to_string(p.multiProcessorCount) + " SMs, driver " + version(driver) + ", CUDA runtime " +
+                  version(runtime);
+    out.gpus.push_back(std::move(info));
+  }
+  return out;
+}
+
+bool usage(int index, DeviceUsage& out) {
+  const Census& c = census();
+  if (index < 0 || index >= c.count) return false;
+  return Nvml::instance().usage(c.pci[static_cast<size_t>(index)], out);
+}
+
+void require_device(int index) {
+  std::string why;
+  const int count = device_count(&why);
+  const std::string name = "gpu:" + std::to_string(index);
+  if (count == 0) throw bad_input("device " + name + " is not available: " + why);
+  if (index < 0 || index >= count)
+    throw bad_input("device " + name + " does not exist: this machine has " + std::to_string(count) +
+                    (count == 1 ? " GPU (gpu:0)" : " GPUs (gpu:0 to gpu:" + std::to_string(count - 1) + ")"));
+}
+
+}  // namespace strata::cuda

@@ -1,0 +1,639 @@
+// The CUDA backend's image (NHWC) and batch-normalisation kernels. Each
+// mirrors its CPU counterpart in CpuImageKernels.cpp; see CudaKernels.h for
+// the rules every launcher keeps (stream order only, no host sync, capturable
+// in a graph).
+//
+// Determinism: no kernel here uses floating-point atomics. The adjoints
+// (col2im, both pooling backwards) gather: one thread per input element walks
+// the windows over it in increasing (oy, ox) order, the order in which the
+// CPU's per-image scatter adds into that element, so both sum the same terms
+// in the same order. The per-channel reductions write per-chunk partial sums
+// and combine them in a fixed order in a second kernel.
+#include <cub/warp/warp_reduce.cuh>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "backend/cuda/CudaCheck.h"
+#include "backend/cuda/CudaKernels.h"
+
+namespace strata::cuda {
+
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kWarp = 32;
+// Grid-stride loops: enough blocks to fill any current GPU many times over,
+// never more than the work needs.
+constexpr int64_t kMaxBlocks = 65535;
+unsigned blocks_for(int64_t n) {
+  return static_cast<unsigned>(std::clamp<int64_t>((n + kThreads - 1) / kThreads, 1, kMaxBlocks));
+}
+
+// Indices of the image kernels in 32 bits when every tensor involved is
+// small enough (integer division, which the index decoding is made of, is
+// several times cheaper in 32 bits). 2^30 leaves room for the grid stride
+// (at most kMaxBlocks * kThreads < 2^24) without overflowing the loop index.
+bool fits_int32(int64_t a, int64_t b) { return std::max(a, b) <= (int64_t{1} << 30); }
+
+// The window in the kernel's index type; with float4 elements `channels`
+// counts groups of four channels.
+template <typename I>
+struct Win {
+  I batch, height, width, channels;
+  I kernel_h, kernel_w, stride_h, stride_w, pad_top, pad_left;
+  I out_h, out_w;
+};
+
+template <typename I>
+Win<I> narrow(const Window2D& w, int64_t vector) {
+  auto n = [](int64_t v) { return static_cast<I>(v); };
+  return {n(w.batch),    n(w.height),   n(w.width),    n(w.channels / vector), n(w.kernel_h), n(w.kernel_w),
+          n(w.stride_h), n(w.stride_w), n(w.pad_top),  n(w.pad_left),          n(w.out_h),    n(w.out_w)};
+}
+
+// Calls fn(I{}) with the narrowest index type that holds every index.
+template <typename Fn>
+void with_index(bool narrow_index, Fn&& fn) {
+  if (narrow_index) {
+    fn(int32_t{});
+  } else {
+    fn(int64_t{});
+  }
+}
+
+// Calls fn(I{}, T{}): T is float4 when whole groups of four channels are
+// 16-byte aligned (a patch row is then a run of float4), float otherwise.
+template <typename Fn>
+void with_index_and_vector(bool narrow_index, bool vector, Fn&& fn) {
+  with_index(narrow_index, [&](auto i) {
+    if (vector) {
+      fn(i, float4{});
+    } else {
+      fn(i, float{});
+    }
+  });
+}
+
+bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+#define STRATA_GRID_STRIDE(I, i, n)                                                                            \
+  for (I i = static_cast<I>(blockIdx.x) * static_cast<I>(blockDim.x) + static_cast<I>(threadIdx.x); i < (n); \
+       i += static_cast<I>(gridDim.x) * static_cast<I>(blockDim.x))
+
+// Floor and ceiling of a / b for b > 0 and any sign of a (a window's first
+// row may lie above the image).
+template <typename I>
+__device__ I floor_div(I a, I b) {
+  return a >= 0 ? a / b : -((-a + b - 1) / b);
+}
+template <typename I>
+__device__ I ceil_div(I a, I b) {
+  return floor_div<I>(a + b - 1, b);
+}
+
+__device__ void add_to(float& a, float b) { a += b; }
+__device__ void add_to(float4& a, float4 b) {
+  a.x += b.x;
+  a.y += b.y;
+  a.z += b.z;
+  a.w += b.w;
+}
+
+// ---- convolution patches -----------------------------------------------------
+
+// One thread per patch element (element = T: one channel or four). A row of
+// `col` is the window's pixels in (ky, kx) order, each its channels; pixels
+// in the padding are zeros.
+template <typename I, typename T>
+__global__ void im2col_kernel(Win<I> w, const T* __restrict__ x, T* __restrict__ col, I n) {
+  STRATA_GRID_STRIDE(I, i, n) {
+    I t = i / w.channels;
+    const I c = i - t * w.channels;
+    const I kx = t % w.kernel_w;
+    t /= w.kernel_w;
+    const I ky = t % w.kernel_h;
+    t /= w.kernel_h;
+    const I ox = t % w.out_w;
+    t /= w.out_w;
+    const I oy = t % w.out_h;
+    const I b = t / w.out_h;
+    const I iy = oy * w.stride_h - w.pad_top + ky, ix = ox * w.stride_w - w.pad_left + kx;
+    const bool inside = iy >= 0 && iy < w.height && ix >= 0 && ix < w.width;
+    col[i] = inside ? x[((b * w.height + iy) * w.width + ix) * w.channels + c] : T{};
+  }
+}
+
+// The adjoint of im2col as a gather: one thread per input element sums the
+// patch elements that copied it, windows in increasing (oy, ox) order like
+// the CPU's scatter. Every element is written, so dx needs no zeroing.
+template <typename I, typename T>
+__global__ void col2im_kernel(Win<I> w, const T* __restrict__ col, T* __restrict__ dx, I n) {
+  const I patch = w.kernel_h * w.kernel_w * w.channels;
+  STRATA_GRID_STRIDE(I, i, n) {
+    I t = i / w.channels;
+    const I c = i - t * w.channels;
+    const I ix = t % w.width;
+    t /= w.width;
+    const I iy = t % w.height;
+    const I b = t / w.height;
+    // Windows over pixel (iy, ix): 0 <= iy + pad_top - oy * stride_h < kernel_h.
+    const I oy0 = max(I{0}, ceil_div<I>(iy + w.pad_top - w.kernel_h + 1, w.stride_h));
+    const I oy1 = min(w.out_h - 1, floor_div<I>(iy + w.pad_top, w.stride_h));
+    const I ox0 = max(I{0}, ceil_div<I>(ix + w.pad_left - w.kernel_w + 1, w.stride_w));
+    const I ox1 = min(w.out_w - 1, floor_div<I>(ix + w.pad_left, w.stride_w));
+    T acc{};
+    for (I oy = oy0; oy <= oy1; ++oy) {
+      const I ky = iy + w.pad_top - oy * w.stride_h;
+      for (I ox = ox0; ox <= ox1; ++ox) {
+        const I kx = ix + w.pad_left - ox * w.stride_w;
+        add_to(acc, col[((b * w.out_h + oy) * w.out_w + ox) * patch + (ky * w.kernel_w + kx) * w.channels + c]);
+      }
+    }
+    dx[i] = acc;
+  }
+}
+
+// ---- pooling --------------------------------------------------------------------
+
+// Decodes output element i (NHWC) into its channel and the image rows and
+// columns [y0, y1) x [x0, x1) of its window that lie inside the image.
+template <typename I>
+struct PoolWindow {
+  I b, c, y0, y1, x0, x1;
+};
+template <typename I>
+__device__ PoolWindow<I> pool_window(const Win<I>& w, I i) {
+  I t = i / w.channels;
+  const I c = i - t * w.channels;
+  const I ox = t % w.out_w;
+  t /= w.out_w;
+  const I oy = t % w.out_h;
+  const I b = t / w.out_h;
+  const I ys = oy * w.stride_h - w.pad_top, xs = ox * w.stride_w - w.pad_left;
+  return {b, c, max(I{0}, ys), min(w.height, ys + w.kernel_h), max(I{0}, xs), min(w.width, xs + w.kernel_w)};
+}
+
+// One thread per output element; pixels in (ky, kx) order, padding skipped.
+// Tie rule as on the CPU: a pixel wins when strictly greater, or when it is
+// the window's first pixel inside the image (so a NaN there stays, and a
+// window entirely in the padding gives -inf and argmax -1).
+template <typename I>
+__global__ void max_pool_kernel(Win<I> w, const float* __restrict__ x, float* __restrict__ y,
+                                int32_t* __restrict__ argmax, I n) {
+  STRATA_GRID_STRIDE(I, i, n) {
+    const PoolWindow<I> p = pool_window(w, i);
+    float best = -INFINITY;
+    int32_t where = -1;
+    for (I iy = p.y0; iy < p.y1; ++iy)
+      for (I ix = p.x0; ix < p.x1; ++ix) {
+        const I at = ((p.b * w.height + iy) * w.width + ix) * w.channels + p.c;
+        const float v = x[at];
+        if (v > best || where < 0) {
+          best = v;
+          where = static_cast<int32_t>(at);
+        }
+      }
+    y[i] = best;
+    argmax[i] = where;
+  }
+}
+
+// Gather: one thread per input element adds dy of every window over it whose
+// argmax is this element, windows in increasing (oy, ox) order (the order of
+// the CPU's scatter). Writes every element, so dx needs no zeroing.
+template <typename I>
+__global__ void max_pool_backward_kernel(Win<I> w, const float* __restrict__ dy, const int32_t* __restrict__ argmax,
+                                         float* __restrict__ dx, I n) {
+  STRATA_GRID_STRIDE(I, i, n) {
+    I t = i / w.channels;
+    const I c = i - t * w.channels;
+    const I ix = t % w.width;
+    t /= w.width;
+    const I iy = t % w.height;
+    const I b = t / w.height;
+    const I oy0 = max(I{0}, ceil_div<I>(iy + w.pad_top - w.kernel_h + 1, w.stride_h));
+    const I oy1 = min(w.out_h - 1, floor_div<I>(iy + w.pad_top, w.stride_h));
+    const I ox0 = max(I{0}, ceil_div<I>(ix + w.pad_left - w.kernel_w + 1, w.stride_w));
+    const I ox1 = min(w.out_w - 1, floor_div<I>(ix + w.pad_left, w.stride_w));
+    // argmax holds int32 flat indices; compare as the CPU's cast wrote them.
+    const int32_t self = static_cast<int32_t>(i);
+    float acc = 0.0f;
+    for (I oy = oy0; oy <= oy1; ++oy)
+      for (I ox = ox0; ox <= ox1; ++ox) {
+        const I out = ((b * w.out_h + oy) * w.out_w + ox) * w.channels + c;
+        if (argmax[out] == self) acc += dy[out];
+      }
+    dx[i] = acc;
+  }
+}
+
+// One thread per output element: the sum of the window's in-image pixels in
+// (ky, kx) order times 1 / (their count), as on the CPU (TF's "same" mean).
+template <typename I>
+__global__ void avg_pool_kernel(Win<I> w, const float* __restrict__ x, float* __restrict__ y, I n) {
+  STRATA_GRID_STRIDE(I, i, n) {
+    const PoolWindow<I> p = pool_window(w, i);
+    float acc = 0.0f;
+    for (I iy = p.y0; iy < p.y1; ++iy)
+      for (I ix = p.x0; ix < p.x1; ++ix) acc += x[((p.b * w.height + iy) * w.width + ix) * w.channels + p.c];
+    const I count = max(I{0}, p.y1 - p.y0) * max(I{0}, p.x1 - p.x0);
+    y[i] = acc * (1.0f / static_cast<float>(max(I{1}, count)));
+  }
+}
+
+// Gather: one thread per input element adds dy / count of every window over
+// it, in increasing (oy, ox) order. Writes every element.
+template <typename I>
+__global__ void avg_pool_backward_kernel(Win<I> w, const float* __restrict__ dy, float* __restrict__ dx, I n) {
+  STRATA_GRID_STRIDE(I, i, n) {
+    I t = i / w.channels;
+    const I c = i - t * w.channels;
+    const I ix = t % w.width;
+    t /= w.width;
+    const I iy = t % w.height;
+    const I b = t / w.height;
+    const I oy0 = max(I{0}, ceil_div<I>(iy + w.pad_top - w.kernel_h + 1, w.stride_h));
+    const I oy1 = min(w.out_h - 1, floor_div<I>(iy + w.pad_top, w.stride_h));
+    const I ox0 = max(I{0}, ceil_div<I>(ix + w.pad_left - w.kernel_w + 1, w.stride_w));
+    const I ox1 = min(w.out_w - 1, floor_div<I>(ix + w.pad_left, w.stride_w));
+    float acc = 0.0f;
+    for (I oy = oy0; oy <= oy1; ++oy) {
+      const I ys = oy * w.stride_h - w.pad_top;
+      const I rows = min(w.height, ys + w.kernel_h) - max(I{0}, ys);
+      for (I ox = ox0; ox <= ox1; ++ox) {
+        const I xs = ox * w.stride_w - w.pad_left;
+        const I cols = min(w.width, xs + w.kernel_w) - max(I{0}, xs);
+        // The window holds this pixel, so rows, cols >= 1.
+        const float inv = 1.0f / static_cast<float>(rows * cols);
+        acc += dy[((b * w.out_h + oy) * w.out_w + ox) * w.channels + c] * inv;
+      }
+    }
+    dx[i] = acc;
+  }
+}
+
+// ---- per-channel reductions -------------------------------------------------------
+
+// Pass 1 runs blocks of (tile channels) x (groups row lanes), tile * groups =
+// kThreads: a warp reads whole 128-byte runs of a row when channels >= 32,
+// and several consecutive rows when fewer. Block (chunk, tile) reduces rows
+// [rows * chunk / chunks, rows * (chunk + 1) / chunks) of its channels into
+// one double per channel and quantity; pass 2 adds the chunks' partials.
+// The chunk count depends on (rows, channels) only, never on the GPU, so the
+// scratch size is known before the launch and the bits never change.
+struct ReducePlan {
+  int tile, groups;
+  int64_t tiles, chunks;
+};
+
+constexpr int64_t kReduceBlocks = 1024;  // pass-1 blocks to aim for: several per SM on any current GPU
+
+ReducePlan reduce_plan(int64_t rows, int64_t channels) {
+  ReducePlan p{};
+  p.tile = 1;
+  while (p.tile < kWarp && p.tile < channels) p.tile *= 2;
+  p.groups = kThreads / p.tile;
+  p.tiles = (channels + p.tile - 1) / p.tile;
+  // At least 8 rows per thread, so a block's loads outweigh its combining.
+  const int64_t min_rows = 8 * int64_t{p.groups};
+  const int64_t max_chunks = std::max<int64_t>(1, kReduceBlocks / std::max<int64_t>(1, p.tiles));
+  p.chunks = rows <= 0 ? 0 : std::clamp<int64_t>((rows + min_rows - 1) / min_rows, 1, max_chunks);
+  return p;
+}
+
+// What pass 1 reads per (row, channel): the plain sums of x and x^2, or
+// batch norm's sums of dy and dy * xhat. Accumulated in double like the CPU.
+struct SumsOp {
+  const float* x;
+  __device__ void prepare(int64_t) {}
+  __device__ void add(int64_t at, double& a, double& b) const {
+    const float v = x[at];
+    a += v;
+    b += static_cast<double>(v) * v;
+  }
+};
+
+struct BackwardOp {
+  const float *dy, *x, *mean, *inv_std;
+  float m, is;
+  __device__ void prepare(int64_t c) {
+    m = mean[c];
+    is = inv_std[c];
+  }
+  __device__ void add(int64_t at, double& a, double& b) const {
+    const double g = dy[at];
+    a += g;
+    // (x - mean) in float, the rest in double: the CPU's expression.
+    b += g * (x[at] - m) * is;
+  }
+};
+
+template <typename Op>
+__global__ void __launch_bounds__(kThreads)
+    reduce_partials_kernel(Op op, int64_t rows, int64_t channels, int64_t tiles, int64_t chunks, double* part_a,
+                           double* part_b) {
+  __shared__ double sa[kThreads], sb[kThreads];
+  const int tile = static_cast<int>(blockDim.x), groups = static_cast<int>(blockDim.y);
+  const int t = static_cast<int>(threadIdx.y) * tile + static_cast<int>(threadIdx.x);
+  const int64_t chunk = blockIdx.x;
+  const int64_t lo = rows * chunk / chunks, hi = rows * (chunk + 1) / chunks;
+  for (int64_t k = blockIdx.y; k < tiles; k += gridDim.y) {
+    const int64_t c = k * tile + threadIdx.x;
+    double a = 0.0, b = 0.0;
+    if (c < channels) {
+      Op o = op;
+      o.prepare(c);
+      // Unrolled so each thread has several independent loads in flight.
+#pragma unroll 4
+      for (int64_t r = lo + threadIdx.y; r < hi; r += groups) o.add(r * channels + c, a, b);
+    }
+    sa[t] = a;
+    sb[t] = b;
+    __syncthreads();
+    // Fixed tree over the row lanes (groups is a power of two): the same
+    // order on every run.
+    for (int h = groups / 2; h > 0; h /= 2) {
+      if (static_cast<int>(threadIdx.y) < h) {
+        sa[t] += sa[t + h * tile];
+        sb[t] += sb[t + h * tile];
+      }
+      __syncthreads();
+    }
+    if (threadIdx.y == 0 && c < channels) {
+      part_a[chunk * channels + c] = sa[t];
+      part_b[chunk * channels + c] = sb[t];
+    }
+    __syncthreads();  // the next tile reuses sa, sb
+  }
+}
+
+// Pass 2: one warp per channel. Lane l adds chunks l, l + 32, ... in order,
+// then a fixed shuffle tree adds the lanes: deterministic, and a channel's
+// up to kReduceBlocks partials take 32 loads per lane, not a serial chain.
+// With chunks == 0 (no rows) it writes zeros, as the CPU does.
+constexpr int kCombineWarps = kThreads / kWarp;
+
+__global__ void __launch_bounds__(kThreads)
+    reduce_combine_kernel(const double* part_a, const double* part_b, int64_t chunks, int64_t channels, float* out_a,
+                          float* out_b) {
+  using WarpReduce = cub::WarpReduce<double>;
+  __shared__ typename WarpReduce::TempStorage storage[kCombineWarps];
+  const int warp = static_cast<int>(threadIdx.x) / kWarp, lane = static_cast<int>(threadIdx.x) % kWarp;
+  // c is the same for the whole warp, so every lane takes part in the reduction.
+  for (int64_t c = blockIdx.x * int64_t{kCombineWarps} + warp; c < channels; c += gridDim.x * int64_t{kCombineWarps}) {
+    double a = 0.0, b = 0.0;
+    for (int64_t k = lane; k < chunks; k += kWarp) {
+      a += part_a[k * channels + c];
+      b += part_b[k * channels + c];
+    }
+    a = WarpReduce(storage[warp]).Sum(a);
+    __syncwarp();
+    b = WarpReduce(storage[warp]).Sum(b);
+    __syncwarp();
+    if (lane == 0) {
+      out_a[c] = static_cast<float>(a);
+      out_b[c] = static_cast<float>(b);
+    }
+  }
+}
+
+template <typename Op>
+void reduce_channels(cudaStream_t s, const Op& op, int64_t rows, int64_t channels, float* out_a, float* out_b,
+                     void* scratch) {
+  if (channels <= 0) return;
+  const ReducePlan p = reduce_plan(rows, channels);
+  auto* part_a = static_cast<double*>(scratch);
+  double* part_b = part_a ? part_a + p.chunks * channels : nullptr;
+  if (p.chunks > 0) {
+    const dim3 grid(static_cast<unsigned>(p.chunks), static_cast<unsigned>(std::min<int64_t>(p.tiles, kMaxBlocks)));
+    const dim3 block(static_cast<unsigned>(p.tile), static_cast<unsigned>(p.groups));
+    reduce_partials_kernel<<<grid, block, 0, s>>>(op, rows, channels, p.tiles, p.chunks, part_a, part_b);
+    STRATA_CUDA_LAUNCHED("channel_reduce_partials");
+  }
+  const auto blocks = static_cast<unsigned>(std::clamp<int64_t>((channels + kCombineWarps - 1) / kCombineWarps, 1,
+                                                                kMaxBlocks));
+  reduce_combine_kernel<<<blocks, kThreads, 0, s>>>(part_a, part_b, p.chunks, channels, out_a, out_b);
+  STRATA_CUDA_LAUNCHED("channel_reduce_combine");
+}
+
+// ---- batch normalisation ------------------------------------------------------------
+
+__global__ void batch_norm_stats_kernel(const float* sums, int64_t channels, float epsilon, float* mean,
+                                        float* inv_std) {
+  STRATA_GRID_STRIDE(int64_t, c, channels) {
+    const double count = sums[2 * channels];
+    const double m = count > 0 ? sums[c] / count : 0.0;
+    // std::max(0.0, v): a NaN variance becomes 0, like on the CPU.
+    const double v = count > 0 ? sums[channels + c] / count - m * m : 0.0;
+    const double var = 0.0 < v ? v : 0.0;
+    mean[c] = static_cast<float>(m);
+    inv_std[c] = static_cast<float>(1.0 / sqrt(var + epsilon));
+  }
+}
+
+__global__ void batch_norm_inference_stats_kernel(const float* moving_mean, const float* moving_var, int64_t channels,
+                                                  float epsilon, float* mean, float* inv_std) {
+  STRATA_GRID_STRIDE(int64_t, c, channels) {
+    mean[c] = moving_mean[c];
+    // Correctly rounded float sqrt and division, as std::sqrt and / on the CPU.
+    inv_std[c] = __fdiv_rn(1.0f, __fsqrt_rn(moving_var[c] + epsilon));
+  }
+}
+
+__global__ void batch_norm_moving_update_kernel(const float* mean, const float* inv_std, const float* count,
+                                                int64_t channels, float epsilon, float momentum, float* moving_mean,
+                                                float* moving_var) {
+  // count comes from device memory (a step's rows over all replicas): decided here, not on the host.
+  if (!(count[0] > 0.0f)) return;
+  STRATA_GRID_STRIDE(int64_t, c, channels) {
+    const float var = 1.0f / (inv_std[c] * inv_std[c]) - epsilon;
+    moving_mean[c] = moving_mean[c] * momentum + mean[c] * (1.0f - momentum);
+    moving_var[c] = moving_var[c] * momentum + var * (1.0f - momentum);
+  }
+}
+
+// The element-wise batch-norm kernels use the reductions' block shape: a
+// thread keeps one channel, so its per-channel factors are computed once and
+// no index is divided; rows stride over blockIdx.x, channel tiles over
+// blockIdx.y.
+struct ApplyPlan {
+  dim3 grid, block;
+};
+
+ApplyPlan apply_plan(int64_t rows, int64_t channels) {
+  const ReducePlan p = reduce_plan(rows, channels);
+  // About four rows per thread; the grid-stride loop takes the rest.
+  const int64_t row_blocks = std::clamp<int64_t>((rows + 4 * p.groups - 1) / (4 * p.groups), 1, kMaxBlocks);
+  return {dim3(static_cast<unsigned>(row_blocks), static_cast<unsigned>(std::min<int64_t>(p.tiles, kMaxBlocks))),
+          dim3(static_cast<unsigned>(p.tile), static_cast<unsigned>(p.groups))};
+}
+
+__global__ void batch_norm_apply_kernel(const float* __restrict__ x, int64_t rows, int64_t channels,
+                                        const float* __restrict__ mean, const float* __restrict__ inv_std,
+                                        const float* __restrict__ gamma, const float* __restrict__ beta,
+                                        float* __restrict__ y) {
+  for (int64_t k = blockIdx.y; k * blockDim.x < channels; k += gridDim.y) {
+    const int64_t c = k * blockDim.x + threadIdx.x;
+    if (c >= channels) continue;
+    const float scale = inv_std[c] * (gamma ? gamma[c] : 1.0f);
+    const float shift = (beta ? beta[c] : 0.0f) - mean[c] * scale;
+    for (int64_t r = blockIdx.x * static_cast<int64_t>(blockDim.y) + threadIdx.y; r < rows;
+         r += static_cast<int64_t>(gridDim.x) * blockDim.y)
+      y[r * channels + c] = x[r * channels + c] * scale + shift;
+  }
+}
+
+__global__ void batch_norm_backward_apply_kernel(const float* __restrict__ dy, const float* __restrict__ x,
+                                                 int64_t rows, int64_t channels, const float* __restrict__ mean,
+                                                 const float* __restrict__ inv_std, const float* __restrict__ gamma,
+                                                 const float* __restrict__ sum_dy,
+                                                 const float* __restrict__ sum_dy_xhat, const float* __restrict__ count,
+                                                 float* __restrict__ dx) {
+  // count is the rows over all replicas, read on the device like the CPU reads count[0].
+  const float inv_count = static_cast<float>(1.0 / static_cast<double>(count[0]));
+  for (int64_t k = blockIdx.y; k * blockDim.x < channels; k += gridDim.y) {
+    const int64_t c = k * blockDim.x + threadIdx.x;
+    if (c >= channels) continue;
+    const float m = mean[c], is = inv_std[c];
+    const float g = (gamma ? gamma[c] : 1.0f) * is;
+    const float sdy = sum_dy[c], sdx = sum_dy_xhat[c];
+    for (int64_t r = blockIdx.x * static_cast<int64_t>(blockDim.y) + threadIdx.y; r < rows;
+         r += static_cast<int64_t>(gridDim.x) * blockDim.y) {
+      const float xhat = (x[r * channels + c] - m) * is;
+      dx[r * channels + c] = g * (dy[r * channels + c] - inv_count * (sdy + xhat * sdx));
+    }
+  }
+}
+
+}  // namespace
+
+// ---- launchers ------------------------------------------------------------------
+
+void im2col(cudaStream_t s, const Window2D& w, const float* x, float* col) {
+  const int64_t n = w.batch * w.out_h * w.out_w * w.kernel_h * w.kernel_w * w.channels;
+  if (n == 0) return;
+  const bool vector = w.channels % 4 == 0 && aligned16(x) && aligned16(col);
+  with_index_and_vector(fits_int32(n, w.batch * w.height * w.width * w.channels), vector, [&](auto i, auto t) {
+    using I = decltype(i);
+    using T = decltype(t);
+    constexpr int64_t V = sizeof(T) / sizeof(float);
+    im2col_kernel<I, T><<<blocks_for(n / V), kThreads, 0, s>>>(narrow<I>(w, V), reinterpret_cast<const T*>(x),
+                                                                reinterpret_cast<T*>(col), static_cast<I>(n / V));
+  });
+  STRATA_CUDA_LAUNCHED("im2col");
+}
+
+void col2im(cudaStream_t s, const Window2D& w, const float* col, float* dx) {
+  const int64_t n = w.batch * w.height * w.width * w.channels;
+  if (n == 0) return;
+  const bool vector = w.channels % 4 == 0 && aligned16(col) && aligned16(dx);
+  const int64_t col_size = w.batch * w.out_h * w.out_w * w.kernel_h * w.kernel_w * w.channels;
+  with_index_and_vector(fits_int32(n, col_size), vector, [&](auto i, auto t) {
+    using I = decltype(i);
+    using T = decltype(t);
+    constexpr int64_t V = sizeof(T) / sizeof(float);
+    col2im_kernel<I, T><<<blocks_for(n / V), kThreads, 0, s>>>(narrow<I>(w, V), reinterpret_cast<const T*>(col),
+                                                                reinterpret_cast<T*>(dx), static_cast<I>(n / V));
+  });
+  STRATA_CUDA_LAUNCHED("col2im");
+}
+
+void max_pool(cudaStream_t s, const Window2D& w, const float* x, float* y, int32_t* argmax) {
+  const int64_t n = w.batch * w.out_h * w.out_w * w.channels;
+  if (n == 0) return;
+  with_index(fits_int32(n, w.batch * w.height * w.width * w.channels), [&](auto i) {
+    using I = decltype(i);
+    max_pool_kernel<I><<<blocks_for(n), kThreads, 0, s>>>(narrow<I>(w, 1), x, y, argmax, static_cast<I>(n));
+  });
+  STRATA_CUDA_LAUNCHED("max_pool");
+}
+
+void max_pool_backward(cudaStream_t s, const Window2D& w, const float* dy, const int32_t* argmax, float* dx) {
+  const int64_t n = w.batch * w.height * w.width * w.channels;
+  if (n == 0) return;
+  with_index(fits_int32(n, w.batch * w.out_h * w.out_w * w.channels), [&](auto i) {
+    using I = decltype(i);
+    max_pool_backward_kernel<I><<<blocks_for(n), kThreads, 0, s>>>(narrow<I>(w, 1), dy, argmax, dx, static_cast<I>(n));
+  });
+  STRATA_CUDA_LAUNCHED("max_pool_backward");
+}
+
+void avg_pool(cudaStream_t s, const Window2D& w, const float* x, float* y) {
+  const int64_t n = w.batch * w.out_h * w.out_w * w.channels;
+  if (n == 0) return;
+  with_index(fits_int32(n, w.batch * w.height * w.width * w.channels), [&](auto i) {
+    using I = decltype(i);
+    avg_pool_kernel<I><<<blocks_for(n), kThreads, 0, s>>>(narrow<I>(w, 1), x, y, static_cast<I>(n));
+  });
+  STRATA_CUDA_LAUNCHED("avg_pool");
+}
+
+void avg_pool_backward(cudaStream_t s, const Window2D& w, const float* dy, float* dx) {
+  const int64_t n = w.batch * w.height * w.width * w.channels;
+  if (n == 0) return;
+  with_index(fits_int32(n, w.batch * w.out_h * w.out_w * w.channels), [&](auto i) {
+    using I = decltype(i);
+    avg_pool_backward_kernel<I><<<blocks_for(n), kThreads, 0, s>>>(narrow<I>(w, 1), dy, dx, static_cast<I>(n));
+  });
+  STRATA_CUDA_LAUNCHED("avg_pool_backward");
+}
+
+size_t channel_reduce_scratch_bytes(int64_t rows, int64_t channels) {
+  if (channels <= 0) return 0;
+  // Two doubles (a and b) per chunk and channel.
+  return static_cast<size_t>(2 * reduce_plan(rows, channels).chunks * channels) * sizeof(double);
+}
+
+void channel_sums(cudaStream_t s, const float* x, int64_t rows, int64_t channels, float* sum, float* sumsq,
+                  void* scratch) {
+  reduce_channels(s, SumsOp{x}, rows, channels, sum, sumsq, scratch);
+}
+
+void batch_norm_backward_reduce(cudaStream_t s, const float* dy, const float* x, int64_t rows, int64_t channels,
+                                const float* mean, const float* inv_std, float* sum_dy, float* sum_dy_xhat,
+                                void* scratch) {
+  reduce_channels(s, BackwardOp{dy, x, mean, inv_std, 0.0f, 0.0f}, rows, channels, sum_dy, sum_dy_xhat, scratch);
+}
+
+void batch_norm_stats(cudaStream_t s, const float* sums, int64_t channels, float epsilon, float* mean, float* inv_std) {
+  if (channels <= 0) return;
+  batch_norm_stats_kernel<<<blocks_for(channels), kThreads, 0, s>>>(sums, channels, epsilon, mean, inv_std);
+  STRATA_CUDA_LAUNCHED("batch_norm_stats");
+}
+
+void batch_norm_inference_stats(cudaStream_t s, const float* moving_mean, const float* moving_var, int64_t channels,
+                                float epsilon, float* mean, float* inv_std) {
+  if (channels <= 0) return;
+  batch_norm_inference_stats_kernel<<<blocks_for(channels), kThreads, 0, s>>>(moving_mean, moving_var, channels,
+                                                                               epsilon, mean, inv_std);
+  STRATA_CUDA_LAUNCHED("batch_norm_inference_stats");
+}
+
+void batch_norm_moving_update(cudaStream_t s, const float* mean, const float* inv_std, const float* count,
+                              int64_t channels, float epsilon, float momentum, float* moving_mean, float* moving_var) {
+  if (channels <= 0) return;
+  batch_norm_moving_update_kernel<<<blocks_for(channels), kThreads, 0, s>>>(mean, inv_std, count, channels, epsilon,
+                                                                             momentum, moving_mean, moving_var);
+  STRATA_CUDA_LAUNCHED("batch_norm_moving_update");
+}
+
+void batch_norm_apply(cudaStream_t s, const float* x, int64_t rows, int64_t channels, const float* mean,
+                      const float* inv_std, const float* gamma, const float* beta, float* y) {
+  if (rows <= 0 || channels <= 0) return;
+  const ApplyPlan p = apply_plan(rows, channels);
+  batch_norm_apply_kernel<<<p.grid, p.block, 0, s>>>(x, rows, channels, mean, inv_std, gamma, beta, y);
+  STRATA_CUDA_LAUNCHED("batch_norm_apply");
+}
+
+void batch_norm_backward_apply(cudaStream_t s, const float* dy, const float* x, int64_t rows, int64_t channels,
+                               const float* mean, const float* inv_std, const float* gamma, const float* sum_dy,
+                               const float* sum_dy_xhat, const float* count, float* dx) {
+  if (rows <= 0 || channels <= 0) return;
+  const ApplyPlan p = apply_plan(rows, channels);
+  batch_norm_backward_apply_kernel<<<p.grid, p.block, 0, s>>>(dy, x, rows, channels, mean, inv_std, gamma, sum_dy,
+                                                              sum_dy_xhat, count, dx);
+  STRATA_CUDA_LAUNCHED("batch_norm_backward_apply");
+}
+
+}  // namespace strata::cuda

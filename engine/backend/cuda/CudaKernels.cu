@@ -1,0 +1,453 @@
+// The CUDA backend's dense, element-wise and per-row kernels. Each mirrors
+// its CPU counterpart in CpuBackend.cpp operation for operation; see
+// CudaKernels.h for the rules every launcher keeps (stream order only, no
+// host sync, capturable in a graph).
+#include <cub/block/block_reduce.cuh>
+
+#include <algorithm>
+#include <cmath>
+
+#include "backend/cuda/CudaCheck.h"
+#include "backend/cuda/CudaKernels.h"
+#include "core/Rng.h"
+
+namespace strata::cuda {
+
+namespace {
+
+constexpr int kThreads = 256;
+// Grid-stride loops: enough blocks to fill any current GPU several times,
+// never more than the work needs.
+unsigned blocks_for(int64_t n) {
+  return static_cast<unsigned>(std::clamp<int64_t>((n + kThreads - 1) / kThreads, 1, 8192));
+}
+
+#define STRATA_GRID_STRIDE(i, n) \
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < (n); \
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+
+// Per-row kernels give each row one warp: rows are short (the classes of a
+// classifier), so a warp's lanes stride over the columns and combine with shuffles.
+constexpr int kWarp = 32;
+constexpr int kRowsPerBlock = kThreads / kWarp;
+unsigned row_blocks(int64_t rows) {
+  return static_cast<unsigned>(std::clamp<int64_t>((rows + kRowsPerBlock - 1) / kRowsPerBlock, 1, 65535));
+}
+#define STRATA_WARP_ROWS(r, rows)                                                                         \
+  for (int64_t r = blockIdx.x * static_cast<int64_t>(kRowsPerBlock) + threadIdx.x / kWarp; r < (rows); \
+       r += static_cast<int64_t>(gridDim.x) * kRowsPerBlock)
+
+__device__ float warp_max(float v) {
+  for (int o = kWarp / 2; o > 0; o /= 2) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+__device__ float warp_sum(float v) {
+  for (int o = kWarp / 2; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+__device__ float row_max(const float* x, int64_t cols, int lane) {
+  float m = -INFINITY;
+  for (int64_t c = lane; c < cols; c += kWarp) m = fmaxf(m, x[c]);
+  return warp_max(m);
+}
+
+__global__ void add_bias_rows_kernel(float* y, const float* bias, int64_t rows, int64_t cols) {
+  STRATA_GRID_STRIDE(i, rows * cols) y[i] += bias[i % cols];
+}
+
+__global__ void fill_kernel(uint32_t* y, int64_t n, uint32_t word) {
+  STRATA_GRID_STRIDE(i, n) y[i] = word;
+}
+
+__global__ void activation_forward_kernel(Activation act, const float* x, float* y, int64_t n) {
+  STRATA_GRID_STRIDE(i, n) {
+    const float v = x[i];
+    switch (act) {
+      case Activation::Relu: y[i] = fmaxf(v, 0.0f); break;
+      case Activation::Tanh: y[i] = tanhf(v); break;
+      case Activation::Sigmoid: y[i] = 1.0f / (1.0f + expf(-v)); break;
+      default: y[i] = v; break;
+    }
+  }
+}
+
+__global__ void softmax_kernel(const float* x, float* y, int64_t rows, int64_t cols) {
+  const int lane = threadIdx.x % kWarp;
+  STRATA_WARP_ROWS(r, rows) {
+    const float* xr = x + r * cols;
+    float* yr = y + r * cols;
+    const float mx = row_max(xr, cols, lane);
+    float s = 0.0f;
+    for (int64_t c = lane; c < cols; c += kWarp) s += (yr[c] = expf(xr[c] - mx));
+    const float inv = 1.0f / warp_sum(s);
+    for (int64_t c = lane; c < cols; c += kWarp) yr[c] *= inv;
+  }
+}
+
+__global__ void activation_backward_kernel(Activation act, const float* y, const float* dy, float* dx, int64_t n) {
+  STRATA_GRID_STRIDE(i, n) {
+    const float v = y[i], g = dy[i];
+    switch (act) {
+      case Activation::Relu: dx[i] = v > 0.0f ? g : 0.0f; break;
+      case Activation::Tanh: dx[i] = g * (1.0f - v * v); break;
+      case Activation::Sigmoid: dx[i] = g * v * (1.0f - v); break;
+      default: dx[i] = g; break;
+    }
+  }
+}
+
+__global__ void softmax_backward_kernel(const float* y, const float* dy, float* dx, int64_t rows, int64_t cols) {
+  const int lane = threadIdx.x % kWarp;
+  STRATA_WARP_ROWS(r, rows) {
+    const float* yr = y + r * cols;
+    const float* gr = dy + r * cols;
+    float dot = 0.0f;
+    for (int64_t c = lane; c < cols; c += kWarp) dot += yr[c] * gr[c];
+    dot = warp_sum(dot);
+    for (int64_t c = lane; c < cols; c += kWarp) dx[r * cols + c] = yr[c] * (gr[c] - dot);
+  }
+}
+
+__global__ void sparse_softmax_xent_kernel(const float* logits, const int32_t* labels, int64_t rows, int64_t cols,
+                                           float* loss, float* dlogits) {
+  const int lane = threadIdx.x % kWarp;
+  STRATA_WARP_ROWS(r, rows) {
+    const float* x = logits + r * cols;
+    const int32_t label = labels[r];
+    if (label < 0 || label >= cols) {
+      // Reported through check_labels' flag; never read outside the row.
+      if (lane == 0) loss[r] = 0.0f;
+      if (dlogits)
+        for (int64_t c = lane; c < cols; c += kWarp) dlogits[r * cols + c] = 0.0f;
+      continue;
+    }
+    const float mx = row_max(x, cols, lane);
+    float s = 0.0f;
+    for (int64_t c = lane; c < cols; c += kWarp) s += expf(x[c] - mx);
+    const float lse = mx + logf(warp_sum(s));
+    if (lane == 0) loss[r] = lse - x[label];
+    if (dlogits)
+      for (int64_t c = lane; c < cols; c += kWarp) dlogits[r * cols + c] = expf(x[c] - lse) - (c == label ? 1.0f : 0.0f);
+  }
+}
+
+__global__ void softmax_xent_kernel(const float* logits, const float* targets, int64_t rows, int64_t cols, float* loss,
+                                    float* dlogits) {
+  const int lane = threadIdx.x % kWarp;
+  STRATA_WARP_ROWS(r, rows) {
+    const float* x = logits + r * cols;
+    const float* t = targets + r * cols;
+    const float mx = row_max(x, cols, lane);
+    float s = 0.0f, tsum = 0.0f;
+    for (int64_t c = lane; c < cols; c += kWarp) {
+      s += expf(x[c] - mx);
+      tsum += t[c];
+    }
+    const float lse = mx + logf(warp_sum(s));
+    tsum = warp_sum(tsum);
+    float l = 0.0f;
+    for (int64_t c = lane; c < cols; c += kWarp) l += t[c] * (lse - x[c]);
+    l = warp_sum(l);
+    if (lane == 0) loss[r] = l;
+    if (dlogits)
+      for (int64_t c = lane; c < cols; c += kWarp) dlogits[r * cols + c] = tsum * expf(x[c] - lse) - t[c];
+  }
+}
+
+__global__ void axpby_kernel(int64_t n, float alpha, const float* x, float beta, float* y) {
+  STRATA_GRID_STRIDE(i, n) y[i] = beta == 0.0f ? alpha * x[i] : alpha * x[i] + beta * y[i];
+}
+
+__global__ void dropout_kernel(int64_t n, float rate, uint64_t seed, uint64_t stream, const float* call,
+                               uint64_t counter, const float* x, float* y, float* mask) {
+  // The call number is read on the device, so a replayed graph draws a new mask.
+  const uint64_t key = hash_combine(seed, (static_cast<uint64_t>(call[0]) << 16) ^ stream);
+  const float scale = rate < 1.0f ? 1.0f / (1.0f - rate) : 0.0f;
+  STRATA_GRID_STRIDE(i, n) {
+    const float m = uniform01(key, counter + static_cast<uint64_t>(i)) >= rate ? scale : 0.0f;
+    mask[i] = m;
+    y[i] = x[i] * m;
+  }
+}
+
+__global__ void mul_kernel(int64_t n, const float* a, const float* b, float* y) {
+  STRATA_GRID_STRIDE(i, n) y[i] = a[i] * b[i];
+}
+
+__global__ void scale_rows_kernel(const float* x, const float* scale, int64_t rows, int64_t cols, float* y) {
+  STRATA_GRID_STRIDE(i, rows * cols) y[i] = scale[i / cols] * x[i];
+}
+
+__global__ void log_clamp_kernel(int64_t n, const float* x, float eps, float* y) {
+  STRATA_GRID_STRIDE(i, n) y[i] = logf(fminf(fmaxf(x[i], eps), 1.0f - eps));
+}
+
+__global__ void log_clamp_backward_kernel(int64_t n, const float* x, float eps, const float* dy, float* dx) {
+  STRATA_GRID_STRIDE(i, n) dx[i] = (x[i] >= eps && x[i] <= 1.0f - eps) ? dy[i] / x[i] : 0.0f;
+}
+
+__global__ void pixels_to_float_kernel(int64_t rows, int64_t features, const uint8_t* in, float scale,
+                                       const float* mean, const float* inv_std, float* out) {
+  // Rounded intrinsics keep the compiler from fusing these into an FMA: the
+  // same bits as the CPU's (and Dataset::gather's) separate operations.
+  STRATA_GRID_STRIDE(i, rows * features) {
+    float v = __fmul_rn(static_cast<float>(in[i]), scale);
+    if (mean) {
+      const int64_t k = i % features;
+      v = __fmul_rn(__fsub_rn(v, mean[k]), inv_std[k]);
+    }
+    out[i] = v;
+  }
+}
+
+// One block reduces a whole (short) vector: the per-example losses of a
+// batch, its labels. A single launch, CUB's block reduction, double like the CPU.
+constexpr int kReduceThreads = 1024;
+using DoubleReduce = cub::BlockReduce<double, kReduceThreads>;
+using IntReduce = cub::BlockReduce<long long, kReduceThreads>;
+
+__global__ void scaled_sum_kernel(int64_t n, const float* x, const float* scale, float* out) {
+  __shared__ typename DoubleReduce::TempStorage temp;
+  double s = 0.0;
+  for (int64_t i = threadIdx.x; i < n; i += kReduceThreads) s += x[i];
+  s = DoubleReduce(temp).Sum(s);
+  if (threadIdx.x == 0) out[0] = static_cast<float>(s * scale[0]);
+}
+
+__global__ void broadcast_scaled_kernel(int64_t n, const float* g, const float* scale, float* y) {
+  const float v = g[0] * scale[0];
+  STRATA_GRID_STRIDE(i, n) y[i] = v;
+}
+
+__global__ void add_scalar_kernel(int64_t n, float value, float* x) {
+  STRATA_GRID_STRIDE(i, n) x[i] += value;
+}
+
+// The first column holding the row's largest value (the CPU's tie rule).
+__device__ int32_t row_argmax(const float* p, int64_t cols) {
+  int64_t best = 0;
+  for (int64_t c = 1; c < cols; ++c)
+    if (p[c] > p[best]) best = c;
+  return static_cast<int32_t>(best);
+}
+
+__global__ void argmax_rows_kernel(const float* x, int64_t rows, int64_t cols, int32_t* out) {
+  STRATA_GRID_STRIDE(r, rows) out[r] = row_argmax(x + r * cols, cols);
+}
+
+__global__ void count_correct_kernel(const float* predictions, const int32_t* labels, int64_t rows, int64_t cols,
+                                     float* count) {
+  __shared__ typename IntReduce::TempStorage temp;
+  long long correct = 0;
+  for (int64_t r = threadIdx.x; r < rows; r += kReduceThreads)
+    correct += row_argmax(predictions + r * cols, cols) == labels[r];
+  correct = IntReduce(temp).Sum(correct);
+  if (threadIdx.x == 0) count[0] += static_cast<float>(correct);
+}
+
+__global__ void check_labels_kernel(const int32_t* labels, int64_t n, int64_t classes, float* error) {
+  __shared__ typename IntReduce::TempStorage temp;
+  __shared__ long long bad_total;
+  long long bad = 0, first = n;
+  for (int64_t i = threadIdx.x; i < n; i += kReduceThreads)
+    if (labels[i] < 0 || labels[i] >= classes) {
+      ++bad;
+      first = min(first, static_cast<long long>(i));
+    }
+  bad = IntReduce(temp).Sum(bad);
+  if (threadIdx.x == 0) bad_total = bad;
+  __syncthreads();
+  first = IntReduce(temp).Reduce(first, ::cuda::minimum<>{});
+  if (threadIdx.x == 0 && bad_total > 0) {
+    // error[1] keeps the first bad label ever seen, error[0] counts them all.
+    if (error[0] == 0.0f) error[1] = static_cast<float>(labels[first]);
+    error[0] += static_cast<float>(bad_total);
+  }
+}
+
+__global__ void sgd_kernel(int64_t n, float* w, const float* g, float* velocity, const float* lr_ptr, float momentum,
+                           bool nesterov) {
+  // Keras: v = momentum * v - lr * g; w += v (Nesterov: w += momentum * v - lr * g).
+  const float lr = lr_ptr[0];
+  STRATA_GRID_STRIDE(i, n) {
+    if (momentum == 0.0f || velocity == nullptr) {
+      w[i] -= lr * g[i];
+    } else {
+      const float v = momentum * velocity[i] - lr * g[i];
+      velocity[i] = v;
+      w[i] += nesterov ? momentum * v - lr * g[i] : v;
+    }
+  }
+}
+
+__global__ void adam_kernel(int64_t n, float* w, const float* g, float* m, float* v, AdamParams p,
+                            const float* lr_step) {
+  // Keras' formulation (as the CPU): the bias correction folds into the step
+  // size, computed once per block in double from the device-side step.
+  __shared__ float alpha;
+  if (threadIdx.x == 0) {
+    const double lr = lr_step[0], step = lr_step[1];
+    const double b1t = pow(static_cast<double>(p.beta1), step), b2t = pow(static_cast<double>(p.beta2), step);
+    alpha = static_cast<float>(lr * sqrt(1.0 - b2t) / (1.0 - b1t));
+  }
+  __syncthreads();
+  const float one_b1 = 1.0f - p.beta1, one_b2 = 1.0f - p.beta2;
+  STRATA_GRID_STRIDE(i, n) {
+    const float gi = g[i];
+    const float mi = m[i] + (gi - m[i]) * one_b1;
+    const float vi = v[i] + (gi * gi - v[i]) * one_b2;
+    m[i] = mi;
+    v[i] = vi;
+    w[i] -= alpha * mi / (sqrtf(vi) + p.epsilon);
+  }
+}
+
+}  // namespace
+
+// ---- launchers ------------------------------------------------------------------
+
+void add_bias_rows(cudaStream_t s, float* y, const float* bias, int64_t rows, int64_t cols) {
+  if (rows * cols == 0) return;
+  add_bias_rows_kernel<<<blocks_for(rows * cols), kThreads, 0, s>>>(y, bias, rows, cols);
+  STRATA_CUDA_LAUNCHED("add_bias_rows");
+}
+
+void fill32(cudaStream_t s, uint32_t* dst, int64_t n, uint32_t word) {
+  if (n == 0) return;
+  fill_kernel<<<blocks_for(n), kThreads, 0, s>>>(dst, n, word);
+  STRATA_CUDA_LAUNCHED("fill32");
+}
+
+void fill_ones(cudaStream_t s, float* y, int64_t n) { fill32(s, reinterpret_cast<uint32_t*>(y), n, 0x3f800000u); }
+
+void activation_forward(cudaStream_t s, Activation act, const float* x, float* y, int64_t rows, int64_t cols) {
+  if (rows * cols == 0) return;
+  if (act == Activation::Softmax) {
+    softmax_kernel<<<row_blocks(rows), kThreads, 0, s>>>(x, y, rows, cols);
+  } else {
+    activation_forward_kernel<<<blocks_for(rows * cols), kThreads, 0, s>>>(act, x, y, rows * cols);
+  }
+  STRATA_CUDA_LAUNCHED("activation_forward");
+}
+
+void activation_backward(cudaStream_t s, Activation act, const float* y, const float* dy, float* dx, int64_t rows,
+                         int64_t cols) {
+  if (rows * cols == 0) return;
+  if (act == Activation::Softmax) {
+    softmax_backward_kernel<<<row_blocks(rows), kThreads, 0, s>>>(y, dy, dx, rows, cols);
+  } else {
+    activation_backward_kernel<<<blocks_for(rows * cols), kThreads, 0, s>>>(act, y, dy, dx, rows * cols);
+  }
+  STRATA_CUDA_LAUNCHED("activation_backward");
+}
+
+void sparse_softmax_xent(cudaStream_t s, const float* logits, const int32_t* labels, int64_t rows, int64_t cols,
+                         float* loss, float* dlogits) {
+  if (rows == 0) return;
+  sparse_softmax_xent_kernel<<<row_blocks(rows), kThreads, 0, s>>>(logits, labels, rows, cols, loss, dlogits);
+  STRATA_CUDA_LAUNCHED("sparse_softmax_xent");
+}
+
+void softmax_xent(cudaStream_t s, const float* logits, const float* targets, int64_t rows, int64_t cols, float* loss,
+                  float* dlogits) {
+  if (rows == 0) return;
+  softmax_xent_kernel<<<row_blocks(rows), kThreads, 0, s>>>(logits, targets, rows, cols, loss, dlogits);
+  STRATA_CUDA_LAUNCHED("softmax_xent");
+}
+
+void axpby(cudaStream_t s, int64_t n, float alpha, const float* x, float beta, float* y) {
+  if (n == 0) return;
+  axpby_kernel<<<blocks_for(n), kThreads, 0, s>>>(n, alpha, x, beta, y);
+  STRATA_CUDA_LAUNCHED("axpby");
+}
+
+void dropout(cudaStream_t s, int64_t n, float rate, uint64_t seed, uint64_t stream, const float* call, uint64_t counter,
+             const float* x, float* y, float* mask) {
+  if (n == 0) return;
+  dropout_kernel<<<blocks_for(n), kThreads, 0, s>>>(n, rate, seed, stream, call, counter, x, y, mask);
+  STRATA_CUDA_LAUNCHED("dropout");
+}
+
+void mul(cudaStream_t s, int64_t n, const float* a, const float* b, float* y) {
+  if (n == 0) return;
+  mul_kernel<<<blocks_for(n), kThreads, 0, s>>>(n, a, b, y);
+  STRATA_CUDA_LAUNCHED("mul");
+}
+
+void scale_rows(cudaStream_t s, const float* x, const float* scale, int64_t rows, int64_t cols, float* y) {
+  if (rows * cols == 0) return;
+  scale_rows_kernel<<<blocks_for(rows * cols), kThreads, 0, s>>>(x, scale, rows, cols, y);
+  STRATA_CUDA_LAUNCHED("scale_rows");
+}
+
+void log_clamp(cudaStream_t s, int64_t n, const float* x, float eps, float* y) {
+  if (n == 0) return;
+  log_clamp_kernel<<<blocks_for(n), kThreads, 0, s>>>(n, x, eps, y);
+  STRATA_CUDA_LAUNCHED("log_clamp");
+}
+
+void log_clamp_backward(cudaStream_t s, int64_t n, const float* x, float eps, const float* dy, float* dx) {
+  if (n == 0) return;
+  log_clamp_backward_kernel<<<blocks_for(n), kThreads, 0, s>>>(n, x, eps, dy, dx);
+  STRATA_CUDA_LAUNCHED("log_clamp_backward");
+}
+
+void pixels_to_float(cudaStream_t s, int64_t rows, int64_t features, const uint8_t* in, float scale, const float* mean,
+                     const float* inv_std, float* out) {
+  if (rows * features == 0) return;
+  pixels_to_float_kernel<<<blocks_for(rows * features), kThreads, 0, s>>>(rows, features, in, scale, mean, inv_std,
+                                                                          out);
+  STRATA_CUDA_LAUNCHED("pixels_to_float");
+}
+
+void scaled_sum(cudaStream_t s, int64_t n, const float* x, const float* scale, float* out) {
+  scaled_sum_kernel<<<1, kReduceThreads, 0, s>>>(n, x, scale, out);
+  STRATA_CUDA_LAUNCHED("scaled_sum");
+}
+
+void broadcast_scaled(cudaStream_t s, int64_t n, const float* g, const float* scale, float* y) {
+  if (n == 0) return;
+  broadcast_scaled_kernel<<<blocks_for(n), kThreads, 0, s>>>(n, g, scale, y);
+  STRATA_CUDA_LAUNCHED("broadcast_scaled");
+}
+
+void add_scalar(cudaStream_t s, int64_t n, float value, float* x) {
+  if (n == 0) return;
+  add_scalar_kernel<<<blocks_for(n), kThreads, 0, s>>>(n, value, x);
+  STRATA_CUDA_LAUNCHED("add_scalar");
+}
+
+void argmax_rows(cudaStream_t s, const float* x, int64_t rows, int64_t cols, int32_t* out) {
+  if (rows == 0) return;
+  argmax_rows_kernel<<<blocks_for(rows), kThreads, 0, s>>>(x, rows, cols, out);
+  STRATA_CUDA_LAUNCHED("argmax_rows");
+}
+
+void count_correct(cudaStream_t s, const float* predictions, const int32_t* labels, int64_t rows, int64_t cols,
+                   float* count) {
+  if (rows == 0) return;
+  count_correct_kernel<<<1, kReduceThreads, 0, s>>>(predictions, labels, rows, cols, count);
+  STRATA_CUDA_LAUNCHED("count_correct");
+}
+
+void check_labels(cudaStream_t s, const int32_t* labels, int64_t n, int64_t classes, float* error) {
+  if (n == 0) return;
+  check_labels_kernel<<<1, kReduceThreads, 0, s>>>(labels, n, classes, error);
+  STRATA_CUDA_LAUNCHED("check_labels");
+}
+
+void sgd_update(cudaStream_t s, int64_t n, float* w, const float* g, float* velocity, const float* lr, float momentum,
+                bool nesterov) {
+  if (n == 0) return;
+  sgd_kernel<<<blocks_for(n), kThreads, 0, s>>>(n, w, g, velocity, lr, momentum, nesterov);
+  STRATA_CUDA_LAUNCHED("sgd_update");
+}
+
+void adam_update(cudaStream_t s, int64_t n, float* w, const float* g, float* m, float* v, const AdamParams& p,
+                 const float* lr_step) {
+  if (n == 0) return;
+  adam_kernel<<<blocks_for(n), kThreads, 0, s>>>(n, w, g, m, v, p, lr_step);
+  STRATA_CUDA_LAUNCHED("adam_update");
+}
+
+}  // namespace strata::cuda

@@ -1,0 +1,80 @@
+#pragma once
+// Launchers of the CUDA backend's own kernels. Plain C++ declarations, so the
+// host side (CudaBackend.cpp) is compiled by the C++ compiler and only the
+// .cu files by nvcc. Every launcher queues its work on `s` and returns; none
+// synchronises, allocates per call outside the stream-ordered pool, or reads
+// device memory on the host, so a captured step (CUDA graph) replays them.
+//
+// Each kernel computes what the CPU backend computes (CpuBackend.cpp,
+// CpuImageKernels.cpp), with the same tie rules (first maximum), the same
+// accumulation precision (double where the CPU uses double) and the same
+// counter-based random numbers, so the GPU check can compare them within
+// float32 rounding. Each launcher checks its launch (CudaCheck.h).
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "backend/Backend.h"
+
+namespace strata::cuda {
+
+// ---- dense, element-wise and per-row (CudaKernels.cu) -------------------------
+void add_bias_rows(cudaStream_t s, float* y, const float* bias, int64_t rows, int64_t cols);
+void fill_ones(cudaStream_t s, float* y, int64_t n);
+void activation_forward(cudaStream_t s, Activation act, const float* x, float* y, int64_t rows, int64_t cols);
+void activation_backward(cudaStream_t s, Activation act, const float* y, const float* dy, float* dx, int64_t rows,
+                         int64_t cols);
+void sparse_softmax_xent(cudaStream_t s, const float* logits, const int32_t* labels, int64_t rows, int64_t cols,
+                         float* loss, float* dlogits);
+void softmax_xent(cudaStream_t s, const float* logits, const float* targets, int64_t rows, int64_t cols, float* loss,
+                  float* dlogits);
+void axpby(cudaStream_t s, int64_t n, float alpha, const float* x, float beta, float* y);
+void dropout(cudaStream_t s, int64_t n, float rate, uint64_t seed, uint64_t stream, const float* call, uint64_t counter,
+             const float* x, float* y, float* mask);
+void mul(cudaStream_t s, int64_t n, const float* a, const float* b, float* y);
+void scale_rows(cudaStream_t s, const float* x, const float* scale, int64_t rows, int64_t cols, float* y);
+void log_clamp(cudaStream_t s, int64_t n, const float* x, float eps, float* y);
+void log_clamp_backward(cudaStream_t s, int64_t n, const float* x, float eps, const float* dy, float* dx);
+void pixels_to_float(cudaStream_t s, int64_t rows, int64_t features, const uint8_t* in, float scale, const float* mean,
+                     const float* inv_std, float* out);
+void scaled_sum(cudaStream_t s, int64_t n, const float* x, const float* scale, float* out);
+void broadcast_scaled(cudaStream_t s, int64_t n, const float* g, const float* scale, float* y);
+void add_scalar(cudaStream_t s, int64_t n, float value, float* x);
+void argmax_rows(cudaStream_t s, const float* x, int64_t rows, int64_t cols, int32_t* out);
+void count_correct(cudaStream_t s, const float* predictions, const int32_t* labels, int64_t rows, int64_t cols,
+                   float* count);
+void check_labels(cudaStream_t s, const int32_t* labels, int64_t n, int64_t classes, float* error);
+void sgd_update(cudaStream_t s, int64_t n, float* w, const float* g, float* velocity, const float* lr, float momentum,
+                bool nesterov);
+void adam_update(cudaStream_t s, int64_t n, float* w, const float* g, float* m, float* v, const AdamParams& p,
+                 const float* lr_step);
+void fill32(cudaStream_t s, uint32_t* dst, int64_t n, uint32_t word);
+
+// ---- images and batch normalisation (CudaImageKernels.cu) --------------------
+void im2col(cudaStream_t s, const Window2D& w, const float* x, float* col);
+void col2im(cudaStream_t s, const Window2D& w, const float* col, float* dx);
+void max_pool(cudaStream_t s, const Window2D& w, const float* x, float* y, int32_t* argmax);
+void max_pool_backward(cudaStream_t s, const Window2D& w, const float* dy, const int32_t* argmax, float* dx);
+void avg_pool(cudaStream_t s, const Window2D& w, const float* x, float* y);
+void avg_pool_backward(cudaStream_t s, const Window2D& w, const float* dy, float* dx);
+// The two per-channel reductions take a scratch area of at least
+// channel_reduce_scratch_bytes(rows, channels) bytes of device memory (the
+// partial sums of row blocks, combined in block order: the same bits on every run).
+size_t channel_reduce_scratch_bytes(int64_t rows, int64_t channels);
+void channel_sums(cudaStream_t s, const float* x, int64_t rows, int64_t channels, float* sum, float* sumsq,
+                  void* scratch);
+void batch_norm_backward_reduce(cudaStream_t s, const float* dy, const float* x, int64_t rows, int64_t channels,
+                                const float* mean, const float* inv_std, float* sum_dy, float* sum_dy_xhat,
+                                void* scratch);
+void batch_norm_stats(cudaStream_t s, const float* sums, int64_t channels, float epsilon, float* mean, float* inv_std);
+void batch_norm_inference_stats(cudaStream_t s, const float* moving_mean, const float* moving_var, int64_t channels,
+                                float epsilon, float* mean, float* inv_std);
+void batch_norm_moving_update(cudaStream_t s, const float* mean, const float* inv_std, const float* count,
+                              int64_t channels, float epsilon, float momentum, float* moving_mean, float* moving_var);
+void batch_norm_apply(cudaStream_t s, const float* x, int64_t rows, int64_t channels, const float* mean,
+                      const float* inv_std, const float* gamma, const float* beta, float* y);
+void batch_norm_backward_apply(cudaStream_t s, const float* dy, const float* x, int64_t rows, int64_t channels,
+                               const float* mean, const float* inv_std, const float* gamma, const float* sum_dy,
+                               const float* sum_dy_xhat, const float* count, float* dx);
+
+}  // namespace strata::cuda

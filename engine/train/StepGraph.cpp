@@ -1,0 +1,97 @@
+#include "train/StepGraph.h"
+
+#include <cstdlib>
+
+#include "backend/Backend.h"
+#include "core/Error.h"
+#include "distribute/Strategy.h"
+#include "train/RunConfig.h"
+#include "train/StepReadback.h"
+
+namespace strata {
+
+bool default_step_graphs() {
+  const char* env = std::getenv("STRATA_STEP_GRAPHS");
+  return !(env && std::string(env) == "0");
+}
+
+std::string StepGraph::unsupported_reason(const Strategy& strategy) {
+  if (strategy.cluster().size() > 1) return "the replicas of several workers exchange gradients through the host";
+  const Device d = strategy.devices().front();
+  for (const Device& other : strategy.devices())
+    if (other != d) return "the replicas are on different devices";
+  if (d.is_host() || !backend_for(d).supports_capture()) return d.str() + " runs each operation as it is called";
+  return {};
+}
+
+StepGraph::StepGraph(Strategy& strategy, Enqueue enqueue, std::function<void()> replayed)
+    : strategy_(strategy), enqueue_(std::move(enqueue)), replayed_(std::move(replayed)),
+      device_(strategy.devices().front()) {}
+
+StepGraph::Key StepGraph::key_of(const PerReplica<Batch>& inputs) {
+  Key k;
+  for (const Batch& b : inputs) {
+    k.push_back(b.features.shape().dims());
+    k.push_back(b.labels.shape().dims());
+    k.push_back({b.global_batch_size, static_cast<int64_t>(b.features.dtype())});
+  }
+  return k;
+}
+
+void StepGraph::copy_inputs(const PerReplica<Batch>& inputs) {
+  for (int r = 0; r < inputs.num_replicas(); ++r) {
+    inputs_[static_cast<size_t>(r)].features.copy_from(inputs[r].features);
+    inputs_[static_cast<size_t>(r)].labels.copy_from(inputs[r].labels);
+  }
+}
+
+void StepGraph::capture(const PerReplica<Batch>& inputs) {
+  graph_.reset();
+  inputs_.clear();
+  stats_.clear();
+  for (const Batch& b : inputs) {
+    inputs_.push_back(Batch{Tensor::empty(b.features.shape(), b.features.dtype(), device_),
+                            Tensor::empty(b.labels.shape(), b.labels.dtype(), device_), b.global_batch_size});
+    stats_.push_back(step_stats(device_));
+  }
+  copy_inputs(inputs);
+  Backend& be = backend_for(device_);
+  be.begin_capture();
+  try {
+    strategy_.run_replicas([&](ReplicaContext& ctx) {
+      const auto r = static_cast<size_t>(ctx.local_replica_id());
+      enqueue_(ctx, inputs_[r], stats_[r]);
+    });
+  } catch (const Error& e) {
+    try {
+      be.end_capture();
+    } catch (...) {
+      // The capture is being abandoned; its own error says less than e.
+    }
+    throw Error(e.kind(), "capturing the training step as a device graph failed (run with graphs off: --no-graphs): " +
+                              std::string(e.what()));
+  }
+  graph_ = be.end_capture();
+  captured_key_ = key_of(inputs);
+}
+
+std::optional<std::vector<Tensor>> StepGraph::run(const PerReplica<Batch>& inputs) {
+  const Key key = key_of(inputs);
+  if (graph_ && key == captured_key_) {
+    copy_inputs(inputs);
+    backend_for(device_).replay(graph_);
+    replayed_();
+    return stats_;
+  }
+  if (key != seen_) {
+    seen_ = key;
+    return std::nullopt;
+  }
+  // The second step of this shape: record it, then run the recording (the
+  // capture itself computed nothing).
+  capture(inputs);
+  backend_for(device_).replay(graph_);
+  return stats_;
+}
+
+}  // namespace strata

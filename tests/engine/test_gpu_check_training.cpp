@@ -1,0 +1,45 @@
+// The GPU check's training sections (tools/gpu_check/TrainingChecks), run on
+// the simulated accelerator: a step and 50 SGD steps against the CPU, graph
+// replay against op-by-op, mirrored x2 on one device, the Fashion-MNIST MLP.
+// On sim every comparison must pass (it runs the CPU's kernels), which checks
+// the harness and the engine's device paths (step graphs, replicas sharing
+// a device) before a GPU ever runs them.
+#include <QtTest/QtTest>
+
+#include <set>
+
+#include "TrainingSection.h"
+
+using namespace strata;
+using namespace strata::gpu_check;
+
+class TestGpuCheckTraining : public QObject {
+  Q_OBJECT
+
+private slots:
+  void training_section_passes_on_sim() {
+    TrainingSection section;
+    std::set<std::string> ops;
+    const auto records = section.run({Device{DeviceKind::Sim, 0}, 1, {}, {}});
+    for (const auto& r : records) {
+      QVERIFY2(r.passed, (r.op + " " + r.shape + ": " + r.detail).c_str());
+      ops.insert(r.op);
+    }
+    QCOMPARE(ops, (std::set<std::string>{"train_step", "sgd_trajectory", "graph_replay", "mirrored_x2"}));
+    QVERIFY(records.size() > 20);  // every variable of every comparison has its own record
+  }
+
+  void a_broken_run_is_a_failed_record_not_a_crash() {
+    // A device index that does not exist: the section reports it and goes on.
+    TrainingSection section;
+    const auto records = section.run({Device{DeviceKind::Sim, 42}, 1, {}, {}});
+    QVERIFY(!records.empty());
+    for (const auto& r : records) {
+      QVERIFY(!r.passed);
+      QVERIFY2(r.detail.find("sim:42") != std::string::npos, r.detail.c_str());
+    }
+  }
+};
+
+QTEST_GUILESS_MAIN(TestGpuCheckTraining)
+#include "test_gpu_check_training.moc"

@@ -1,0 +1,245 @@
+// The image (NHWC) and batch-normalisation ops of the comparison.
+#include <algorithm>
+#include <cmath>
+
+#include "BackendComparison.h"
+#include "ShapeText.h"
+#include "Tolerances.h"
+
+namespace strata::gpu_check {
+
+using tolerance::kElementwise;
+using tolerance::kExact;
+using tolerance::summed;
+
+namespace {
+// TF "same": out = ceil(in / stride), the odd padding pixel after.
+Window2D same(int64_t n, int64_t h, int64_t w, int64_t c, int64_t k, int64_t s) {
+  const int64_t oh = (h + s - 1) / s, ow = (w + s - 1) / s;
+  const int64_t ph = std::max<int64_t>(0, (oh - 1) * s + k - h), pw = std::max<int64_t>(0, (ow - 1) * s + k - w);
+  return {n, h, w, c, k, k, s, s, ph / 2, pw / 2, oh, ow};
+}
+
+Window2D valid(int64_t n, int64_t h, int64_t w, int64_t c, int64_t kh, int64_t kw, int64_t sh, int64_t sw) {
+  return {n, h, w, c, kh, kw, sh, sw, 0, 0, (h - kh) / sh + 1, (w - kw) / sw + 1};
+}
+
+std::string describe(const Window2D& w) {
+  return dims({w.batch, w.height, w.width, w.channels}) + " k" + dims({w.kernel_h, w.kernel_w}) + " s" +
+         dims({w.stride_h, w.stride_w}) + " pad " + std::to_string(w.pad_top) + "," + std::to_string(w.pad_left) +
+         " -> " + dims({w.out_h, w.out_w});
+}
+
+int64_t input_size(const Window2D& w) { return w.batch * w.height * w.width * w.channels; }
+int64_t output_size(const Window2D& w) { return w.batch * w.out_h * w.out_w * w.channels; }
+Shape input_shape(const Window2D& w) { return Shape{w.batch, w.height, w.width, w.channels}; }
+Shape output_shape(const Window2D& w) { return Shape{w.batch, w.out_h, w.out_w, w.channels}; }
+}  // namespace
+
+// ---- convolution patches ---------------------------------------------------------
+
+void BackendComparison::images() {
+  // Strided with padding on odd sizes; a non-square valid window with
+  // different strides; a 5x5 "same" convolution over 32 channels (a 2.5M
+  // element patch matrix).
+  for (const Window2D& w : {same(3, 13, 11, 3, 3, 2), valid(2, 9, 10, 5, 2, 3, 1, 2), same(4, 28, 28, 32, 5, 1)}) {
+    const Shape col_shape{w.batch * w.out_h * w.out_w, w.kernel_h * w.kernel_w * w.channels};
+    h_.check("im2col", describe(w), [&](OpCase& c) {
+      auto& x = c.input(input_shape(w), -1.0f, 1.0f);
+      auto& col = c.poisoned(col_shape);
+      c.run([&](Backend& b, Side s) { b.im2col(w, x.f(s), col.f(s)); });
+      c.expect("", col, kExact);  // a gather: copies and zeros
+    });
+    h_.check("col2im", describe(w), [&](OpCase& c) {
+      auto& col = c.input(col_shape, -1.0f, 1.0f);
+      auto& dx = c.poisoned(input_shape(w));
+      c.run([&](Backend& b, Side s) { b.col2im(w, col.f(s), dx.f(s)); });
+      // A pixel sums the patch elements over it: up to kernel_h * kernel_w terms.
+      c.expect("", dx, summed(w.kernel_h * w.kernel_w));
+    });
+  }
+}
+
+// ---- pooling ------------------------------------------------------------------
+
+void BackendComparison::pooling() {
+  struct Pool {
+    Window2D w;
+    const char* values;  // "random"; "ties": from {0..3}; "negative": in [-2, -1), so a padded 0 would win
+  };
+  for (const Pool& p : {Pool{same(3, 13, 11, 5, 3, 2), "random"}, Pool{valid(16, 28, 28, 96, 2, 2, 2, 2), "random"},
+                        Pool{same(2, 7, 9, 4, 3, 1), "ties"}, Pool{same(3, 13, 11, 5, 3, 2), "negative"}}) {
+    const Window2D& w = p.w;
+    const std::string kind = p.values;
+    const std::string shape = describe(w) + " " + kind;
+    auto make_input = [&](OpCase& c) {
+      std::vector<float> v = kind == "negative" ? c.uniform(input_size(w), -2.0f, -1.0f) : c.uniform(input_size(w), 0.0f, 4.0f);
+      if (kind == "ties")
+        for (auto& x : v) x = std::floor(x);
+      return v;
+    };
+    h_.check("max_pool", shape, [&](OpCase& c) {
+      auto& x = c.values(input_shape(w), make_input(c));
+      auto& y = c.poisoned(output_shape(w));
+      auto& argmax = c.poisoned(output_shape(w), DType::Int32);
+      c.run([&](Backend& b, Side s) { b.max_pool(w, x.f(s), y.f(s), argmax.i(s)); });
+      c.expect("y", y, kExact);
+      c.expect("argmax", argmax, kExact);  // with ties: the first maximum in window order
+    });
+    h_.check("max_pool_backward", shape, [&](OpCase& c) {
+      // The CPU's argmax feeds both sides: this checks the scatter alone.
+      Tensor x = Tensor::from(input_shape(w), make_input(c));
+      Tensor y = Tensor::empty(output_shape(w)), where = Tensor::empty(output_shape(w), DType::Int32);
+      cpu_backend().max_pool(w, x.ptr(), y.ptr(), where.int_ptr());
+      auto& argmax = c.ints(output_shape(w), std::vector<int32_t>(where.ints(), where.ints() + output_size(w)));
+      auto& dy = c.input(output_shape(w), -1.0f, 1.0f);
+      auto& dx = c.poisoned(input_shape(w));
+      c.run([&](Backend& b, Side s) { b.max_pool_backward(w, dy.f(s), argmax.i(s), dx.f(s)); });
+      c.expect("", dx, kElementwise);  // overlapping windows add a few gradients into one pixel
+    });
+    if (kind == "negative") continue;
+    h_.check("avg_pool", shape, [&](OpCase& c) {
+      auto& x = c.values(input_shape(w), make_input(c));
+      auto& y = c.poisoned(output_shape(w));
+      c.run([&](Backend& b, Side s) { b.avg_pool(w, x.f(s), y.f(s)); });
+      c.expect("", y, kElementwise);  // the mean of at most 9 values, padding not counted
+    });
+    h_.check("avg_pool_backward", shape, [&](OpCase& c) {
+      auto& dy = c.input(output_shape(w), -1.0f, 1.0f);
+      auto& dx = c.poisoned(input_shape(w));
+      c.run([&](Backend& b, Side s) { b.avg_pool_backward(w, dy.f(s), dx.f(s)); });
+      c.expect("", dx, kElementwise);
+    });
+  }
+}
+
+// ---- batch normalisation: statistics -------------------------------------------------
+
+void BackendComparison::batch_norm_statistics() {
+  // Nonzero-mean inputs for the long column sums (Tolerances.h); the
+  // zero-mean case is short.
+  struct Sums {
+    int64_t rows, channels;
+    float lo;
+  };
+  for (const Sums& p : {Sums{50021, 32, -0.5f}, Sums{1000, 37, -1.0f}, Sums{1000, 1, -0.5f}}) {
+    h_.check("channel_sums", dims({p.rows, p.channels}), [&](OpCase& c) {
+      auto& x = c.input(Shape{p.rows, p.channels}, p.lo, 1.0f);
+      auto& sum = c.poisoned(Shape{p.channels});
+      auto& sumsq = c.poisoned(Shape{p.channels});
+      c.run([&](Backend& b, Side s) { b.channel_sums(x.f(s), p.rows, p.channels, sum.f(s), sumsq.f(s)); });
+      c.expect("sum", sum, summed(p.rows));
+      c.expect("sumsq", sumsq, summed(p.rows));
+    });
+  }
+  constexpr int64_t C = 37;
+  constexpr float eps = 1e-3f;
+  // Sums of `count` rows with means in [-1, 1) and variances in [0.1, 2):
+  // sumsq / count - mean^2 then loses no more than a few bits in float. A
+  // count of 0 (no rows anywhere) gives mean 0 and inv_std 1 / sqrt(eps).
+  for (float count : {1000.0f, 0.0f}) {
+    h_.check("batch_norm_stats", "channels 37 count " + num(count) + " eps " + num(eps), [&](OpCase& c) {
+      const std::vector<float> m = c.uniform(C, -1.0f, 1.0f), v = c.uniform(C, 0.1f, 2.0f);
+      std::vector<float> sums(2 * C + 1);
+      for (int64_t k = 0; k < C; ++k) {
+        sums[static_cast<size_t>(k)] = m[static_cast<size_t>(k)] * count;
+        sums[static_cast<size_t>(C + k)] = (v[static_cast<size_t>(k)] + m[static_cast<size_t>(k)] * m[static_cast<size_t>(k)]) * count;
+      }
+      sums.back() = count;
+      auto& in = c.values(Shape{2 * C + 1}, sums);
+      auto& mean = c.poisoned(Shape{C});
+      auto& inv_std = c.poisoned(Shape{C});
+      c.run([&](Backend& b, Side s) { b.batch_norm_stats(in.f(s), C, eps, mean.f(s), inv_std.f(s)); });
+      c.expect("mean", mean, kElementwise);
+      c.expect("inv_std", inv_std, kElementwise);
+    });
+  }
+  h_.check("batch_norm_inference_stats", "channels 37 eps " + num(eps), [&](OpCase& c) {
+    auto& moving_mean = c.input(Shape{C}, -1.0f, 1.0f);
+    auto& moving_var = c.input(Shape{C}, 0.1f, 2.0f);
+    auto& mean = c.poisoned(Shape{C});
+    auto& inv_std = c.poisoned(Shape{C});
+    c.run([&](Backend& b, Side s) {
+      b.batch_norm_inference_stats(moving_mean.f(s), moving_var.f(s), C, eps, mean.f(s), inv_std.f(s));
+    });
+    c.expect("mean", mean, kExact);  // a copy
+    c.expect("inv_std", inv_std, kElementwise);
+  });
+  // count 0: a step without rows leaves the moving statistics unchanged.
+  for (float count : {128.0f, 0.0f}) {
+    h_.check("batch_norm_moving_update", "channels 37 count " + num(count) + " momentum 0.99", [&](OpCase& c) {
+      auto& mean = c.input(Shape{C}, -1.0f, 1.0f);
+      auto& inv_std = c.input(Shape{C}, 0.5f, 2.0f);
+      auto& n = c.values(Shape{1}, {count});
+      auto& moving_mean = c.input(Shape{C}, -1.0f, 1.0f);
+      auto& moving_var = c.input(Shape{C}, 0.1f, 2.0f);
+      c.run([&](Backend& b, Side s) {
+        b.batch_norm_moving_update(mean.f(s), inv_std.f(s), n.f(s), C, eps, 0.99f, moving_mean.f(s), moving_var.f(s));
+      });
+      c.expect("moving_mean", moving_mean, kElementwise);
+      c.expect("moving_var", moving_var, kElementwise);
+    });
+  }
+}
+
+// ---- batch normalisation: forward and backward ---------------------------------------
+
+void BackendComparison::batch_norm_layers() {
+  struct Layer {
+    int64_t rows, channels;
+    bool gamma, beta;
+  };
+  // Means below the data ([-1, -0.5) against x in [-0.5, 1)) make every xhat
+  // positive, so the long sums of dy * xhat do not cancel (Tolerances.h).
+  for (const Layer& p : {Layer{50021, 32, true, true}, Layer{1000, 37, false, false}, Layer{77, 1, true, false}}) {
+    const std::string shape = dims({p.rows, p.channels}) + (p.gamma ? " gamma" : " gamma=null") + (p.beta ? " beta" : " beta=null");
+    h_.check("batch_norm_apply", shape, [&](OpCase& c) {
+      auto& x = c.input(Shape{p.rows, p.channels}, -0.5f, 1.0f);
+      auto& mean = c.input(Shape{p.channels}, -1.0f, -0.5f);
+      auto& inv_std = c.input(Shape{p.channels}, 0.5f, 2.0f);
+      Operand none;
+      auto& gamma = p.gamma ? c.input(Shape{p.channels}, 0.5f, 1.5f) : none;
+      auto& beta = p.beta ? c.input(Shape{p.channels}, -1.0f, 1.0f) : none;
+      auto& y = c.poisoned(Shape{p.rows, p.channels});
+      c.run([&](Backend& b, Side s) {
+        b.batch_norm_apply(x.f(s), p.rows, p.channels, mean.f(s), inv_std.f(s), gamma.f(s), beta.f(s), y.f(s));
+      });
+      c.expect("", y, kElementwise);
+    });
+    h_.check("batch_norm_backward_reduce", dims({p.rows, p.channels}), [&](OpCase& c) {
+      auto& dy = c.input(Shape{p.rows, p.channels}, -0.5f, 1.0f);
+      auto& x = c.input(Shape{p.rows, p.channels}, -0.5f, 1.0f);
+      auto& mean = c.input(Shape{p.channels}, -1.0f, -0.5f);
+      auto& inv_std = c.input(Shape{p.channels}, 0.5f, 2.0f);
+      auto& sum_dy = c.poisoned(Shape{p.channels});
+      auto& sum_dy_xhat = c.poisoned(Shape{p.channels});
+      c.run([&](Backend& b, Side s) {
+        b.batch_norm_backward_reduce(dy.f(s), x.f(s), p.rows, p.channels, mean.f(s), inv_std.f(s), sum_dy.f(s),
+                                     sum_dy_xhat.f(s));
+      });
+      c.expect("sum_dy", sum_dy, summed(p.rows));
+      c.expect("sum_dy_xhat", sum_dy_xhat, summed(p.rows));
+    });
+    h_.check("batch_norm_backward_apply", dims({p.rows, p.channels}) + (p.gamma ? " gamma" : " gamma=null"), [&](OpCase& c) {
+      auto& dy = c.input(Shape{p.rows, p.channels}, -1.0f, 1.0f);
+      auto& x = c.input(Shape{p.rows, p.channels}, -0.5f, 1.0f);
+      auto& mean = c.input(Shape{p.channels}, -1.0f, -0.5f);
+      auto& inv_std = c.input(Shape{p.channels}, 0.5f, 2.0f);
+      Operand none;
+      auto& gamma = p.gamma ? c.input(Shape{p.channels}, 0.5f, 1.5f) : none;
+      // Sums of the size a batch of this many rows gives, so dx is O(1).
+      const float scale = static_cast<float>(p.rows) * 0.5f;
+      auto& sum_dy = c.input(Shape{p.channels}, -scale, scale);
+      auto& sum_dy_xhat = c.input(Shape{p.channels}, -scale, scale);
+      auto& count = c.values(Shape{1}, {static_cast<float>(p.rows)});
+      auto& dx = c.poisoned(Shape{p.rows, p.channels});
+      c.run([&](Backend& b, Side s) {
+        b.batch_norm_backward_apply(dy.f(s), x.f(s), p.rows, p.channels, mean.f(s), inv_std.f(s), gamma.f(s),
+                                    sum_dy.f(s), sum_dy_xhat.f(s), count.f(s), dx.f(s));
+      });
+      c.expect("", dx, kElementwise);
+    });
+  }
+}
+
+}  // namespace strata::gpu_check

@@ -1,0 +1,39 @@
+#pragma once
+// A named part of the GPU check: the op comparison now; later a training step
+// against the CPU, 50 SGD steps, CUDA graph replay against eager, mirrored on
+// two devices, a Fashion-MNIST run, benchmarks. Each lives in its own file
+// and is listed in Sections.cpp; the program runs the ones asked for in
+// order, prints every record as it comes and reports them per section.
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "CheckRecord.h"
+#include "core/Device.h"
+
+namespace strata::gpu_check {
+
+struct SectionContext {
+  Device device;  // the device under test (never the host)
+  uint64_t seed;  // for every random input, so a failure can be replayed
+  std::function<void(const CheckRecord&)> on_record;  // called as each check finishes
+  std::string peer_results;  // --peer: the PyTorch peer's JSON lines, for the benchmark
+};
+
+class CheckSection {
+public:
+  virtual ~CheckSection() = default;
+  // The name --sections takes ("ops").
+  virtual std::string name() const = 0;
+  // A heading for the report.
+  virtual std::string title() const = 0;
+  // Runs the section's checks. Engine errors inside a check are that check's
+  // failure; an exception escaping here fails the whole section.
+  virtual std::vector<CheckRecord> run(const SectionContext& context) = 0;
+  // Markdown printed and reported after the records (figures that are not
+  // pass/fail checks); empty for most sections. Valid after run().
+  virtual std::string appendix() const { return {}; }
+};
+
+}  // namespace strata::gpu_check

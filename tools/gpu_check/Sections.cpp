@@ -1,0 +1,19 @@
+#include "Sections.h"
+
+#include "BenchSection.h"
+#include "OpsSection.h"
+#include "TrainingSection.h"
+
+namespace strata::gpu_check {
+
+std::vector<std::unique_ptr<CheckSection>> all_sections() {
+  std::vector<std::unique_ptr<CheckSection>> out;
+  // Cheapest and most basic first: a broken kernel explains later failures.
+  out.push_back(std::make_unique<OpsSection>());
+  out.push_back(std::make_unique<TrainingSection>());
+  out.push_back(std::make_unique<MnistSection>());
+  out.push_back(std::make_unique<BenchSection>());
+  return out;
+}
+
+}  // namespace strata::gpu_check

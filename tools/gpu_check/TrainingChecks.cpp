@@ -1,0 +1,250 @@
+#include "TrainingChecks.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <optional>
+
+#include "backend/Backend.h"
+#include "core/Error.h"
+#include "project/ProjectFile.h"
+#include "train/Trainer.h"
+
+namespace strata::gpu_check {
+
+namespace {
+
+RunConfig example(const std::string& name, const Device& device, int64_t steps) {
+  RunConfig c = load_project(std::string(STRATA_SOURCE_DIR) + "/resources/examples/" + name + ".strata");
+  c.training.epochs = 1;
+  c.training.max_steps_per_epoch = steps;
+  c.strategy.name = "one_device";
+  c.strategy.devices = {device.str()};
+  return c;
+}
+
+RunConfig example_mlp(const Device& device, int64_t steps, const std::string& optimizer) {
+  RunConfig c = example("fashion-mlp", device, steps);
+  c.training.optimizer.type = optimizer;
+  // SGD makes the weight change proportional to the gradient, so a
+  // difference in the last bits stays a difference in the last bits (Adam's
+  // m / sqrt(v) turns a near-zero gradient's rounding into a full step).
+  if (optimizer == "sgd") c.training.optimizer.learning_rate = 0.05f;
+  return c;
+}
+
+class Collector final : public EventSink {
+public:
+  std::vector<double> losses;
+  std::vector<double> step_times;
+  std::optional<EpochEvent> last_epoch;
+  void emit(const Event& e) override {
+    if (auto* s = std::get_if<StepEvent>(&e)) {
+      losses.push_back(s->loss);
+      step_times.push_back(s->time);
+    }
+    if (auto* ep = std::get_if<EpochEvent>(&e)) last_epoch = *ep;
+  }
+};
+
+struct Run {
+  Collector events;
+  // Every variable's values, per component (replica).
+  std::vector<std::vector<std::vector<float>>> weights;
+  // Host-side state: every layer's extra state and the optimizer's step.
+  std::string host_state;
+};
+
+Run train(const RunConfig& config) {
+  Run r;
+  Trainer trainer(config, r.events);
+  trainer.prepare();
+  const FinishedEvent fin = trainer.run();
+  if (fin.status != "completed") throw runtime_error("the run on " + config.strategy.devices.front() + " " + fin.status + ": " + fin.message);
+  for (Variable* v : trainer.model().variables()) {
+    std::vector<std::vector<float>> parts;
+    for (int c = 0; c < v->num_components(); ++c) parts.push_back(v->component(c).values());
+    r.weights.push_back(std::move(parts));
+  }
+  for (const auto& layer : trainer.model().layers()) r.host_state += layer->extra_state().dump() + ";";
+  r.host_state += "iterations=" + std::to_string(trainer.optimizer().iterations());
+  return r;
+}
+
+double rel(double a, double b) { return std::abs(a - b) / std::max(1.0, std::abs(b)); }
+
+// One record comparing two vectors: max |a - b| / max(1, |b|); NaN fails.
+CheckRecord compare(const std::string& op, const std::string& shape, const std::vector<float>& got,
+                    const std::vector<float>& want, double tolerance) {
+  CheckRecord r{op, shape, 0, tolerance, false, ""};
+  if (got.size() != want.size()) {
+    r.max_error = INFINITY;
+    r.detail = "sizes differ: " + std::to_string(got.size()) + " vs " + std::to_string(want.size());
+    return r;
+  }
+  size_t worst = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const double e = std::isnan(got[i]) != std::isnan(want[i]) ? INFINITY : rel(got[i], want[i]);
+    if (e > r.max_error) r.max_error = e, worst = i;
+  }
+  r.passed = r.max_error <= tolerance;
+  if (!r.passed && !got.empty())
+    r.detail = "at " + std::to_string(worst) + ": " + std::to_string(got[worst]) + " vs " + std::to_string(want[worst]);
+  return r;
+}
+
+CheckRecord same_host_state(const std::string& shape, const Run& got, const Run& want) {
+  CheckRecord r{"graph_replay", shape, 0, 0, true, ""};
+  if (got.host_state != want.host_state) {
+    r.passed = false;
+    r.max_error = INFINITY;
+    r.detail = "graph: " + got.host_state + "; op by op: " + want.host_state;
+  }
+  return r;
+}
+
+std::vector<float> as_floats(const std::vector<double>& v) { return {v.begin(), v.end()}; }
+
+// Every variable of `got` (component `c`) against `want`'s component 0.
+void compare_weights(std::vector<CheckRecord>& out, const std::string& op, const Run& got, int c, const Run& want,
+                     double tolerance) {
+  for (size_t v = 0; v < want.weights.size(); ++v)
+    out.push_back(compare(op, "variable " + std::to_string(v) + (c > 0 ? " replica " + std::to_string(c) : ""),
+                          got.weights[v][static_cast<size_t>(c)], want.weights[v][0], tolerance));
+}
+
+// A section's failure to run at all is one failed record with the message.
+template <typename Fn>
+std::vector<CheckRecord> guarded(const std::string& op, Fn body) {
+  try {
+    return body();
+  } catch (const std::exception& e) {
+    return {CheckRecord{op, "run", INFINITY, 0, false, e.what()}};
+  }
+}
+
+}  // namespace
+
+std::vector<CheckRecord> check_one_step(const Device& device) {
+  return guarded("train_step", [&] {
+    const Run cpu = train(example_mlp(Device{}, 1, "sgd"));
+    const Run dev = train(example_mlp(device, 1, "sgd"));
+    // Float32 results of the same operations in another order: a few units
+    // in the last place of the largest values.
+    std::vector<CheckRecord> out{compare("train_step", "MLP batch 128, loss", as_floats(dev.events.losses),
+                                         as_floats(cpu.events.losses), 1e-5)};
+    compare_weights(out, "train_step", dev, 0, cpu, 1e-5);
+    return out;
+  });
+}
+
+std::vector<CheckRecord> check_trajectory(const Device& device, int steps) {
+  return guarded("sgd_trajectory", [&] {
+    const Run cpu = train(example_mlp(Device{}, steps, "sgd"));
+    const Run dev = train(example_mlp(device, steps, "sgd"));
+    // Rounding differences compound over the steps; 1e-4 is still far below
+    // what a wrong kernel gives (a missed bias or a transposed product is
+    // off by 1e-2 or more after one step).
+    std::vector<CheckRecord> out{compare("sgd_trajectory", std::to_string(steps) + " steps, loss per step",
+                                         as_floats(dev.events.losses), as_floats(cpu.events.losses), 1e-4)};
+    compare_weights(out, "sgd_trajectory", dev, 0, cpu, 1e-4);
+    return out;
+  });
+}
+
+std::vector<CheckRecord> check_mirrored_pair(const Device& device, int steps) {
+  return guarded("mirrored_x2", [&] {
+    const Run one = train(example_mlp(device, steps, "sgd"));
+    RunConfig c = example_mlp(device, steps, "sgd");
+    c.strategy.name = "mirrored";
+    c.strategy.devices = {device.str(), device.str()};
+    const Run two = train(c);
+    // The gradients are summed in another grouping (two half batches): the
+    // same weights up to float32 rounding, on both replicas.
+    std::vector<CheckRecord> out{compare("mirrored_x2", std::to_string(steps) + " steps, loss per step",
+                                         as_floats(two.events.losses), as_floats(one.events.losses), 1e-5)};
+    compare_weights(out, "mirrored_x2", two, 0, one, 1e-5);
+    compare_weights(out, "mirrored_x2", two, 1, one, 1e-5);
+    return out;
+  });
+}
+
+std::vector<CheckRecord> check_graph_replay(const Device& device, int steps) {
+  return guarded("graph_replay", [&] {
+    RunConfig c = example("fashion-cnn-bn", device, steps);
+    c.training.batch_size = 32;
+    c.training.step_graphs = false;
+    const Run eager = train(c);
+    c.training.step_graphs = true;
+    const Run graph = train(c);
+    // The same kernels on the same inputs: equal up to a library choosing
+    // another algorithm for other pointers (none should).
+    std::vector<CheckRecord> out{compare("graph_replay", "CNN+BN+dropout, " + std::to_string(steps) + " steps, loss",
+                                         as_floats(graph.events.losses), as_floats(eager.events.losses), 1e-6)};
+    compare_weights(out, "graph_replay", graph, 0, eager, 1e-6);
+    out.push_back(same_host_state("CNN+BN+dropout, host counters (dropout calls, optimizer step)", graph, eager));
+
+    // Three epochs with a partial last batch each (1000 examples, batch 96):
+    // eager steps between replays, and device scalars the eager step changes
+    // (the loss scale) set back before the next replay.
+    RunConfig t = example("tiny-synthetic", device, 0);
+    t.layers.insert(t.layers.begin() + 1, nlohmann::json{{"type", "dropout"}, {"rate", 0.2}});
+    t.training.batch_size = 96;
+    t.training.epochs = 3;
+    t.training.step_graphs = false;
+    const Run eager_epochs = train(t);
+    t.training.step_graphs = true;
+    const Run graph_epochs = train(t);
+    out.push_back(compare("graph_replay", "3 epochs with partial batches, loss per step",
+                          as_floats(graph_epochs.events.losses), as_floats(eager_epochs.events.losses), 1e-6));
+    compare_weights(out, "graph_replay", graph_epochs, 0, eager_epochs, 1e-6);
+    out.push_back(same_host_state("3 epochs with partial batches, host counters", graph_epochs, eager_epochs));
+    return out;
+  });
+}
+
+std::vector<CheckRecord> check_fashion_mnist(const Device& device) {
+  return guarded("fashion_mnist_mlp", [&] {
+    RunConfig c = load_project(std::string(STRATA_SOURCE_DIR) + "/resources/examples/fashion-mlp.strata");
+    c.strategy.devices = {device.str()};
+    const Run r = train(c);
+    CheckRecord rec{"fashion_mnist_mlp", std::to_string(c.training.epochs) + " epochs, Adam, test accuracy", 0, 0.88,
+                    false, ""};
+    if (!r.events.last_epoch || !r.events.last_epoch->val_accuracy) throw runtime_error("no test accuracy reported");
+    const double acc = *r.events.last_epoch->val_accuracy;
+    // Recorded as the accuracy itself; passing means at least the threshold.
+    rec.max_error = acc;
+    rec.passed = acc >= 0.88;
+    rec.detail = "test accuracy " + std::to_string(acc) + " (needs >= 0.88)";
+    return std::vector<CheckRecord>{rec};
+  });
+}
+
+ThroughputFigure measure_throughput(const Device& device, int64_t batch, int warmup, int steps) {
+  RunConfig c = example_mlp(device, warmup + steps, "adam");
+  c.training.batch_size = batch;
+  // One epoch of 60,000 examples holds fewer large batches than asked for:
+  // take as many epochs as the steps need, and time steps, not epoch ends.
+  const int64_t per_epoch = (60000 + batch - 1) / batch, wanted = warmup + steps;
+  c.training.max_steps_per_epoch = wanted <= per_epoch ? wanted : 0;
+  c.training.epochs = static_cast<int>((wanted + per_epoch - 1) / per_epoch);
+  Backend& be = backend_for(device);
+  const int64_t before = be.counters().allocated_bytes;
+  Run r = train(c);
+  ThroughputFigure f;
+  f.batch = batch;
+  f.device_bytes = be.counters().allocated_bytes - before;
+  // Step events carry the run's clock: the median step interval after the
+  // warm-up, which leaves out the epoch ends (evaluation, reshuffle).
+  std::vector<double> dt;
+  for (size_t i = static_cast<size_t>(warmup) + 1; i < r.events.step_times.size(); ++i)
+    dt.push_back(r.events.step_times[i] - r.events.step_times[i - 1]);
+  if (dt.empty()) throw runtime_error("throughput: too few steps");
+  std::nth_element(dt.begin(), dt.begin() + static_cast<std::ptrdiff_t>(dt.size() / 2), dt.end());
+  const double step = dt[dt.size() / 2];
+  f.step_us = step * 1e6;
+  f.samples_per_sec = static_cast<double>(batch) / step;
+  return f;
+}
+
+}  // namespace strata::gpu_check
