@@ -89,6 +89,7 @@ void Trainer::prepare() {
   po.prefetch = t.prefetch;
   pipeline_ = std::make_shared<BatchPipeline>(data_.train, po);
   prepare_step_graph();
+  device_stats_ = std::make_unique<DeviceStatsSampler>(strategy_->devices());
   if (pipeline_->steps_per_epoch() == 0)
     throw bad_input("training: " + std::to_string(data_.train->size()) + " training examples give no full batch of " +
                     std::to_string(t.batch_size) + " with drop_remainder");
@@ -334,6 +335,8 @@ bool Trainer::record_step(StepEvent& ev, TrainingPosition& pos, int64_t batch, i
   ev.lr = optimizer_->learning_rate();
   ev.samples_per_sec = static_cast<double>(ep.samples) / std::max(1e-9, ev.time - ep.start);
   sink_.emit(ev);
+  if (device_stats_)
+    if (auto stats = device_stats_->sample(ev.time)) sink_.emit(*stats);
   if (std::isfinite(ev.loss)) return true;
   fin.status = "failed";
   fin.message = "loss became " + std::string(std::isnan(ev.loss) ? "NaN" : "infinite") + " at step " +

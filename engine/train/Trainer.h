@@ -16,6 +16,7 @@
 #include "train/DataSource.h"
 #include "train/Events.h"
 #include "train/RunConfig.h"
+#include "train/DeviceStatsSampler.h"
 #include "train/StepGraph.h"
 
 namespace strata {
@@ -88,6 +89,7 @@ private:
   // The step graph of this run, when its steps can be captured (prepare()).
   void prepare_step_graph();
   std::unique_ptr<StepGraph> step_graph_;
+  std::unique_ptr<DeviceStatsSampler> device_stats_;  // GPUs' load between steps (prepare())
   // 1 / global batch size on a local replica's device: the loss scale a step
   // reads from device memory, rewritten only when the global batch changes
   // (the partial last batch), so steady steps queue nothing for it.

@@ -115,13 +115,22 @@ void CudaBackend::deallocate(void* p, size_t) {
   cudaFreeAsync(p, stream_);
 }
 
+void CudaBackend::refuse_while_capturing(const char* what) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  STRATA_CUDA(cudaStreamIsCapturing(enter(), &status));
+  if (status != cudaStreamCaptureStatusNone)
+    throw runtime_error(device().str() + ": " + what + " cannot be part of a captured step");
+}
+
 void CudaBackend::copy_from_host(void* dst, const void* host_src, size_t bytes) {
+  refuse_while_capturing("a copy from the host");
   counters().h2d++;
   counters().h2d_bytes += static_cast<int64_t>(bytes);
-  STRATA_CUDA(cudaMemcpyAsync(dst, host_src, bytes, cudaMemcpyHostToDevice, enter()));
+  staging_.copy_to_device(dst, host_src, bytes, enter());
 }
 
 void CudaBackend::copy_to_host(void* host_dst, const void* src, size_t bytes) {
+  refuse_while_capturing("a copy to the host");
   counters().d2h++;
   counters().d2h_bytes += static_cast<int64_t>(bytes);
   STRATA_CUDA(cudaMemcpyAsync(host_dst, src, bytes, cudaMemcpyDeviceToHost, enter()));

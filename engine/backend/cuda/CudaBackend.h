@@ -7,6 +7,7 @@
 
 #include "backend/Backend.h"
 #include "backend/cuda/CublasLtGemm.h"
+#include "backend/cuda/PinnedStaging.h"
 
 namespace strata {
 
@@ -107,6 +108,9 @@ private:
   // sum_rows, the channel reductions' partial sums); grows in stream order.
   void* scratch(void*& buffer, size_t& capacity, size_t bytes);
   std::string out_of_memory(size_t bytes) const;
+  // Host copies cannot be part of a captured step (a replay would repeat
+  // stale data, or none): refused with a message, as on sim.
+  void refuse_while_capturing(const char* what);
 
   int index_;
   std::string name_;
@@ -114,6 +118,7 @@ private:
   cudaMemPool_t pool_ = nullptr;
   void* workspace_ = nullptr;
   std::unique_ptr<cuda::CublasLtGemm> gemm_;
+  cuda::PinnedStaging staging_;
   float* label_error_ = nullptr;
   std::mutex scratch_mutex_;
   void* ones_ = nullptr;

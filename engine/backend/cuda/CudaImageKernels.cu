@@ -124,6 +124,27 @@ __global__ void im2col_kernel(Win<I> w, const T* __restrict__ x, T* __restrict__
   }
 }
 
+// Decodes input element i (NHWC) and the output windows [oy0, oy1] x
+// [ox0, ox1] that cover its pixel (0 <= iy + pad_top - oy * stride_h <
+// kernel_h, likewise in x): what every gather kernel below starts from.
+template <typename I>
+struct Covering {
+  I b, c, iy, ix, oy0, oy1, ox0, ox1;
+};
+template <typename I>
+__device__ Covering<I> covering_windows(const Win<I>& w, I i) {
+  I t = i / w.channels;
+  const I c = i - t * w.channels;
+  const I ix = t % w.width;
+  t /= w.width;
+  const I iy = t % w.height;
+  const I b = t / w.height;
+  return {b, c, iy, ix, max(I{0}, ceil_div<I>(iy + w.pad_top - w.kernel_h + 1, w.stride_h)),
+          min(w.out_h - 1, floor_div<I>(iy + w.pad_top, w.stride_h)),
+          max(I{0}, ceil_div<I>(ix + w.pad_left - w.kernel_w + 1, w.stride_w)),
+          min(w.out_w - 1, floor_div<I>(ix + w.pad_left, w.stride_w))};
+}
+
 // The adjoint of im2col as a gather: one thread per input element sums the
 // patch elements that copied it, windows in increasing (oy, ox) order like
 // the CPU's scatter. Every element is written, so dx needs no zeroing.
@@ -131,23 +152,13 @@ template <typename I, typename T>
 __global__ void col2im_kernel(Win<I> w, const T* __restrict__ col, T* __restrict__ dx, I n) {
   const I patch = w.kernel_h * w.kernel_w * w.channels;
   STRATA_GRID_STRIDE(I, i, n) {
-    I t = i / w.channels;
-    const I c = i - t * w.channels;
-    const I ix = t % w.width;
-    t /= w.width;
-    const I iy = t % w.height;
-    const I b = t / w.height;
-    // Windows over pixel (iy, ix): 0 <= iy + pad_top - oy * stride_h < kernel_h.
-    const I oy0 = max(I{0}, ceil_div<I>(iy + w.pad_top - w.kernel_h + 1, w.stride_h));
-    const I oy1 = min(w.out_h - 1, floor_div<I>(iy + w.pad_top, w.stride_h));
-    const I ox0 = max(I{0}, ceil_div<I>(ix + w.pad_left - w.kernel_w + 1, w.stride_w));
-    const I ox1 = min(w.out_w - 1, floor_div<I>(ix + w.pad_left, w.stride_w));
+    const Covering<I> p = covering_windows(w, i);
     T acc{};
-    for (I oy = oy0; oy <= oy1; ++oy) {
-      const I ky = iy + w.pad_top - oy * w.stride_h;
-      for (I ox = ox0; ox <= ox1; ++ox) {
-        const I kx = ix + w.pad_left - ox * w.stride_w;
-        add_to(acc, col[((b * w.out_h + oy) * w.out_w + ox) * patch + (ky * w.kernel_w + kx) * w.channels + c]);
+    for (I oy = p.oy0; oy <= p.oy1; ++oy) {
+      const I ky = p.iy + w.pad_top - oy * w.stride_h;
+      for (I ox = p.ox0; ox <= p.ox1; ++ox) {
+        const I kx = p.ix + w.pad_left - ox * w.stride_w;
+        add_to(acc, col[((p.b * w.out_h + oy) * w.out_w + ox) * patch + (ky * w.kernel_w + kx) * w.channels + p.c]);
       }
     }
     dx[i] = acc;
@@ -206,22 +217,13 @@ template <typename I>
 __global__ void max_pool_backward_kernel(Win<I> w, const float* __restrict__ dy, const int32_t* __restrict__ argmax,
                                          float* __restrict__ dx, I n) {
   STRATA_GRID_STRIDE(I, i, n) {
-    I t = i / w.channels;
-    const I c = i - t * w.channels;
-    const I ix = t % w.width;
-    t /= w.width;
-    const I iy = t % w.height;
-    const I b = t / w.height;
-    const I oy0 = max(I{0}, ceil_div<I>(iy + w.pad_top - w.kernel_h + 1, w.stride_h));
-    const I oy1 = min(w.out_h - 1, floor_div<I>(iy + w.pad_top, w.stride_h));
-    const I ox0 = max(I{0}, ceil_div<I>(ix + w.pad_left - w.kernel_w + 1, w.stride_w));
-    const I ox1 = min(w.out_w - 1, floor_div<I>(ix + w.pad_left, w.stride_w));
+    const Covering<I> p = covering_windows(w, i);
     // argmax holds int32 flat indices; compare as the CPU's cast wrote them.
     const int32_t self = static_cast<int32_t>(i);
     float acc = 0.0f;
-    for (I oy = oy0; oy <= oy1; ++oy)
-      for (I ox = ox0; ox <= ox1; ++ox) {
-        const I out = ((b * w.out_h + oy) * w.out_w + ox) * w.channels + c;
+    for (I oy = p.oy0; oy <= p.oy1; ++oy)
+      for (I ox = p.ox0; ox <= p.ox1; ++ox) {
+        const I out = ((p.b * w.out_h + oy) * w.out_w + ox) * w.channels + p.c;
         if (argmax[out] == self) acc += dy[out];
       }
     dx[i] = acc;
@@ -247,26 +249,17 @@ __global__ void avg_pool_kernel(Win<I> w, const float* __restrict__ x, float* __
 template <typename I>
 __global__ void avg_pool_backward_kernel(Win<I> w, const float* __restrict__ dy, float* __restrict__ dx, I n) {
   STRATA_GRID_STRIDE(I, i, n) {
-    I t = i / w.channels;
-    const I c = i - t * w.channels;
-    const I ix = t % w.width;
-    t /= w.width;
-    const I iy = t % w.height;
-    const I b = t / w.height;
-    const I oy0 = max(I{0}, ceil_div<I>(iy + w.pad_top - w.kernel_h + 1, w.stride_h));
-    const I oy1 = min(w.out_h - 1, floor_div<I>(iy + w.pad_top, w.stride_h));
-    const I ox0 = max(I{0}, ceil_div<I>(ix + w.pad_left - w.kernel_w + 1, w.stride_w));
-    const I ox1 = min(w.out_w - 1, floor_div<I>(ix + w.pad_left, w.stride_w));
+    const Covering<I> p = covering_windows(w, i);
     float acc = 0.0f;
-    for (I oy = oy0; oy <= oy1; ++oy) {
+    for (I oy = p.oy0; oy <= p.oy1; ++oy) {
       const I ys = oy * w.stride_h - w.pad_top;
       const I rows = min(w.height, ys + w.kernel_h) - max(I{0}, ys);
-      for (I ox = ox0; ox <= ox1; ++ox) {
+      for (I ox = p.ox0; ox <= p.ox1; ++ox) {
         const I xs = ox * w.stride_w - w.pad_left;
         const I cols = min(w.width, xs + w.kernel_w) - max(I{0}, xs);
         // The window holds this pixel, so rows, cols >= 1.
         const float inv = 1.0f / static_cast<float>(rows * cols);
-        acc += dy[((b * w.out_h + oy) * w.out_w + ox) * w.channels + c] * inv;
+        acc += dy[((p.b * w.out_h + oy) * w.out_w + ox) * w.channels + p.c] * inv;
       }
     }
     dx[i] = acc;
