@@ -3,12 +3,15 @@
 // replay against op-by-op, mirrored x2 on one device, the Fashion-MNIST MLP.
 // On sim every comparison must pass (it runs the CPU's kernels), which checks
 // the harness and the engine's device paths (step graphs, replicas sharing
-// a device) before a GPU ever runs them.
+// a device) before a GPU ever runs them. On a machine with a GPU the same
+// sections run on gpu:0 too.
 #include <QtTest/QtTest>
 
 #include <set>
 
+#include "OpsSection.h"
 #include "TrainingSection.h"
+#include "core/Device.h"
 
 using namespace strata;
 using namespace strata::gpu_check;
@@ -27,6 +30,18 @@ private slots:
     }
     QCOMPARE(ops, (std::set<std::string>{"train_step", "sgd_trajectory", "graph_replay", "mirrored_x2"}));
     QVERIFY(records.size() > 20);  // every variable of every comparison has its own record
+  }
+
+  void ops_and_training_on_a_gpu() {
+    // The same sections on gpu:0 where the machine has one (the GPU check
+    // script runs them all, with the benchmark); skipped with the reason elsewhere.
+    const GpuInventory gpus = gpu_inventory();
+    if (gpus.gpus.empty()) QSKIP(("no GPU: " + gpus.unavailable).c_str());
+    const SectionContext gpu{Device{DeviceKind::Gpu, 0}, 1, {}, {}};
+    OpsSection ops;
+    TrainingSection training;
+    for (CheckSection* section : std::vector<CheckSection*>{&ops, &training})
+      for (const auto& r : section->run(gpu)) QVERIFY2(r.passed, (r.op + " " + r.shape + ": " + r.detail).c_str());
   }
 
   void a_broken_run_is_a_failed_record_not_a_crash() {

@@ -105,12 +105,22 @@ void* CudaBackend::allocate(size_t bytes) {
     counters().allocations++;
     counters().allocated_bytes += static_cast<int64_t>(bytes);
   }
+  std::lock_guard lock(capture_mutex_);
+  if (capturing_) captured_allocations_.insert(p);
   return p;
 }
 
 void CudaBackend::deallocate(void* p, size_t) {
   // Called from destructors, also at exit: never throws.
-  if (!p || cudaSetDevice(index_) != cudaSuccess) return;
+  if (!p) return;
+  {
+    std::lock_guard lock(capture_mutex_);
+    if (capturing_ && !captured_allocations_.erase(p)) {
+      deferred_frees_.push_back(p);
+      return;
+    }
+  }
+  if (cudaSetDevice(index_) != cudaSuccess) return;
   t_current_device = index_;
   cudaFreeAsync(p, stream_);
 }
@@ -175,11 +185,29 @@ void CudaBackend::wait_event(const EventPtr& event) {
 
 void CudaBackend::begin_capture() {
   STRATA_CUDA(cudaStreamBeginCapture(enter(), cudaStreamCaptureModeRelaxed));
+  std::lock_guard lock(capture_mutex_);
+  capturing_ = true;
 }
 
 GraphPtr CudaBackend::end_capture() {
   cudaGraph_t graph = nullptr;
-  STRATA_CUDA(cudaStreamEndCapture(enter(), &graph));
+  const cudaError_t ended = cudaStreamEndCapture(enter(), &graph);
+  std::vector<void*> deferred;
+  size_t escaped = 0;
+  {
+    std::lock_guard lock(capture_mutex_);
+    capturing_ = false;
+    deferred.swap(deferred_frees_);
+    escaped = captured_allocations_.size();
+    captured_allocations_.clear();
+  }
+  for (void* p : deferred) cudaFreeAsync(p, stream_);
+  if (ended != cudaSuccess) cuda::throw_cuda(ended, "cudaStreamEndCapture", __FILE__, __LINE__);
+  if (escaped > 0) {
+    cudaGraphDestroy(graph);
+    throw runtime_error(device().str() + ": " + std::to_string(escaped) +
+                        " allocations made during the capture are still in use at its end");
+  }
   cudaGraphExec_t exec = nullptr;
   const cudaError_t e = cudaGraphInstantiate(&exec, graph, 0);
   if (e != cudaSuccess) {

@@ -3,6 +3,8 @@
 
 #include <memory>
 #include <mutex>
+#include <set>
+#include <vector>
 #include <string>
 
 #include "backend/Backend.h"
@@ -125,6 +127,13 @@ private:
   size_t ones_bytes_ = 0;
   void* partials_ = nullptr;
   size_t partials_bytes_ = 0;
+  // While a capture is under way: what it allocated (the graph frees those),
+  // and older memory freed meanwhile, which a graph cannot free (CUDA
+  // rejects a free node for memory no allocation node made): freed after.
+  std::mutex capture_mutex_;
+  bool capturing_ = false;
+  std::set<void*> captured_allocations_;
+  std::vector<void*> deferred_frees_;
 };
 
 }  // namespace strata

@@ -71,6 +71,7 @@ GraphPtr SimBackend::end_capture() {
     c = std::move(*capture_);
     capture_.reset();
   }
+  for (auto [p, bytes] : c.deferred) arena_.deallocate(p, bytes);
   if (!c.live.empty()) {
     // Memory still in use would be written by every replay behind its
     // owner's back: the captured code must free what it allocates.
@@ -119,8 +120,9 @@ void* SimBackend::allocate(size_t bytes) {
 void SimBackend::deallocate(void* p, size_t bytes) {
   {
     std::lock_guard lock(capture_mutex_);
-    if (capture_ && capture_->live.erase(p)) {
-      capture_->free.emplace(bytes, p);
+    if (capture_) {
+      if (capture_->live.erase(p)) capture_->free.emplace(bytes, p);
+      else capture_->deferred.emplace_back(p, bytes);
       return;
     }
   }

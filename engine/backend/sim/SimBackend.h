@@ -109,6 +109,9 @@ private:
     std::set<void*> live;
     std::multimap<size_t, void*> free;
     std::vector<std::pair<void*, size_t>> owned;
+    // Older memory freed while capturing: a graph cannot free what it did not
+    // allocate (CUDA refuses such a free node), so it is returned after the capture.
+    std::vector<std::pair<void*, size_t>> deferred;
   };
   std::mutex capture_mutex_;
   std::optional<Capture> capture_;
