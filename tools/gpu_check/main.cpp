@@ -189,7 +189,7 @@ int main(int argc, char** argv) {
   std::vector<SectionResult> results;
   for (CheckSection* section : chosen) {
     out.line("== " + section->name() + ": " + section->title());
-    SectionResult result{section->name(), section->title(), {}, 0};
+    SectionResult result{section->name(), section->title(), {}, 0, {}};
     const auto start = std::chrono::steady_clock::now();
     std::vector<CheckRecord> streamed;
     try {
