@@ -38,8 +38,8 @@ std::vector<LayerSummary> Sequential::summary(const Shape& input_shape) const {
 }
 
 void Sequential::build(const Shape& input_shape) {
-  std::lock_guard lock(*build_mutex_);
-  if (built_) {
+  std::lock_guard lock(build_->mutex);
+  if (build_->built.load(std::memory_order_relaxed)) {
     if (input_shape != input_shape_)
       throw bad_input("model was built for input " + input_shape_.str() + ", called with " + input_shape.str());
     return;
@@ -51,12 +51,12 @@ void Sequential::build(const Shape& input_shape) {
     s = l->output_shape(s);
   }
   input_shape_ = input_shape;
-  built_ = true;
+  build_->built.store(true, std::memory_order_release);
 }
 
 Tensor Sequential::operator()(const Tensor& x, bool training) {
   if (x.shape().rank() < 1) throw bad_input("model input must have a batch dimension, got " + x.shape().str());
-  if (!built_) build(Shape(std::vector<int64_t>(x.shape().dims().begin() + 1, x.shape().dims().end())));
+  if (!built()) build(Shape(std::vector<int64_t>(x.shape().dims().begin() + 1, x.shape().dims().end())));
   Tensor h = x;
   for (auto& l : layers_) h = l->call(h, training);
   return h;

@@ -1,6 +1,7 @@
 #pragma once
 #include <initializer_list>
 #include <memory>
+#include <atomic>
 #include <mutex>
 #include <vector>
 
@@ -29,7 +30,7 @@ public:
 
   void add(LayerPtr layer);
   void build(const Shape& input_shape);  // per example, without the batch dimension
-  bool built() const { return built_; }
+  bool built() const { return build_->built.load(std::memory_order_acquire); }
   const Shape& input_shape() const { return input_shape_; }
 
   Tensor operator()(const Tensor& x, bool training = false);
@@ -51,10 +52,16 @@ public:
 
 private:
   std::vector<LayerPtr> layers_;
+  // Built once: the replica that builds publishes `built` with release order
+  // after the variables exist, and a replica that sees it (acquire) sees them
+  // too; a plain bool let a replica see "built" before the weights.
   // Behind a pointer so a Sequential can be moved (before it is used).
-  std::unique_ptr<std::mutex> build_mutex_ = std::make_unique<std::mutex>();
+  struct BuildState {
+    std::mutex mutex;
+    std::atomic<bool> built{false};
+  };
+  std::unique_ptr<BuildState> build_ = std::make_unique<BuildState>();
   Shape input_shape_;
-  bool built_ = false;
 };
 
 }  // namespace strata::nn

@@ -1,11 +1,14 @@
 #pragma once
 // Running strata-run under real mpirun from tests.
+#include <QFile>
 #include <QProcess>
 #include <QString>
 #include <QStringList>
 
 #include <QStandardPaths>
 #include <QTest>
+
+#include <vector>
 
 // In a test's initTestCase(): skip the whole test without MPI or mpirun.
 #ifdef STRATA_WITH_MPI
@@ -23,6 +26,28 @@ inline QString bin(const char* rel) { return QStringLiteral(STRATA_BINARY_DIR "/
 inline QStringList mpirun_args(int ranks) {
   // Root in containers and more ranks than cores on small machines.
   return {"--allow-run-as-root", "--oversubscribe", "-np", QString::number(ranks)};
+}
+
+// Each rank's exit status. mpirun --enable-recovery exits 0 even when every
+// rank fails (`mpirun --enable-recovery -np 2 sh -c 'exit 23'` returns 0), so
+// tests that need it run each rank through a shell that writes its status to
+// DIR/rank.N (N = the rank); rank_statuses() reads them back (-1: none written,
+// the rank's shell itself was killed).
+inline QStringList with_rank_status(const QString& dir, const QStringList& command) {
+  return QStringList{"sh", "-c", "\"$@\"; echo $? > \"" + dir + "/rank.$OMPI_COMM_WORLD_RANK\"", "sh"} + command;
+}
+inline std::vector<int> rank_statuses(const QString& dir, int ranks) {
+  std::vector<int> out;
+  for (int r = 0; r < ranks; ++r) {
+    QFile f(dir + "/rank." + QString::number(r));
+    out.push_back(f.open(QIODevice::ReadOnly) ? QString(f.readAll()).trimmed().toInt() : -1);
+  }
+  return out;
+}
+inline QString statuses_text(const std::vector<int>& s) {
+  QString t;
+  for (size_t r = 0; r < s.size(); ++r) t += QString("rank %1: %2; ").arg(r).arg(s[r]);
+  return t;
 }
 
 struct Result {

@@ -9,12 +9,14 @@
 #include <nlohmann/json.hpp>
 
 #include "distribute/ClusterCoordinator.h"
+#include "distribute/LocalParameterStore.h"
 #include "distribute/ParameterServerStrategy.h"
 #include "distribute/Strategies.h"
 #include "engine/RecordingSink.h"
 #include "nn/Dense.h"
 #include "nn/GradientTape.h"
 #include "nn/Loss.h"
+#include "nn/Optimizer.h"
 #include "project/ProjectFile.h"
 #include "train/Trainer.h"
 
@@ -127,6 +129,24 @@ private slots:
     ShardPlan split = ShardPlan::make(vars, 2, 400);
     QVERIFY(std::abs(split.elements(0) - split.elements(1)) <= 400);
     QVERIFY(QString::fromStdString(split.describe(vars)).contains("a[0:2000]"));
+  }
+
+  void masters_own_their_memory() {
+    // The servers' master weights are their own memory: an update applied
+    // to a master must not change worker 0's copy mid-step (it did when the
+    // master was built on worker 0's buffer, a race TSan reported); worker 0
+    // sees it only when it pulls.
+    VariableComponentsScope workers({Device{DeviceKind::Cpu, 0}, Device{DeviceKind::Cpu, 1}});
+    Variable w("w", Tensor::full(Shape{8}, 1.0f));
+    nn::SGD sgd(0.5f);
+    LocalParameterStore store({&w}, ShardPlan::make({&w}, 1, 0), sgd);
+    QVERIFY(store.masters()[0]->component(0).ptr() != w.component(0).ptr());
+    const std::vector<float> grad(8, 1.0f);
+    store.push_shard(0, grad.data(), 0, 0);
+    QCOMPARE(store.masters()[0]->component(0).values(), std::vector<float>(8, 0.5f));
+    QCOMPARE(w.component(0).values(), std::vector<float>(8, 1.0f));
+    store.copy_to_model();
+    QCOMPARE(w.component(0).values(), std::vector<float>(8, 0.5f));
   }
 
   void bad_settings_are_clear_errors() {

@@ -54,10 +54,15 @@ private slots:
     auto mirrored = run(bin("app/strata-run"), {tiny(), "--strategy", "mirrored", "--devices", "cpu:0,cpu:1", "--no-run-dir",
                                                "--events", "jsonl", "--epochs", "2"});
     QVERIFY2(mirrored.code == 0, qPrintable(mirrored.err));
-    auto ps = run("mpirun", ps_launch(3) + QStringList{bin("app/strata-run"), tiny(), "--strategy", "parameter_server",
-                                                       "--servers", "1", "--staleness", "0", "--no-run-dir", "--events",
-                                                       "jsonl", "--epochs", "2"});
+    QTemporaryDir status;
+    auto ps = run("mpirun", ps_launch(3) + with_rank_status(status.path(),
+                                                            {bin("app/strata-run"), tiny(), "--strategy", "parameter_server",
+                                                             "--servers", "1", "--staleness", "0", "--no-run-dir",
+                                                             "--events", "jsonl", "--epochs", "2"}));
     QVERIFY2(ps.code == 0, qPrintable(ps.err));
+    // Every rank, servers included, ended cleanly (mpirun's own code cannot say).
+    const auto codes = rank_statuses(status.path(), 3);
+    QVERIFY2(codes == std::vector<int>(3, 0), qPrintable(statuses_text(codes) + ps.err));
     const auto started = events(ps.out, "run_started");
     QCOMPARE(started.size(), size_t{1});  // rank 0 alone reports
     QCOMPARE(started[0]["servers"].toInt(), 1);
@@ -77,11 +82,17 @@ private slots:
 
   // Worker 1 (rank 3) kills itself with SIGKILL at its 10th step.
   void killed_worker_rank_leaves_run_going() {
-    auto r = run("mpirun", ps_launch(4) + QStringList{bin("app/strata-run"), tiny(), "--strategy", "parameter_server",
-                                                      "--servers", "2", "--staleness", "2", "--fail-worker", "1@10",
-                                                      // Generous: a busy CI machine must not make a live worker look dead.
-                                                      "--collective-timeout", "8", "--no-run-dir", "--events", "jsonl",
-                                                      "--epochs", "3"});
+    QTemporaryDir status;
+    auto r = run("mpirun", ps_launch(4) + with_rank_status(status.path(),
+                                                           {bin("app/strata-run"), tiny(), "--strategy", "parameter_server",
+                                                            "--servers", "2", "--staleness", "2", "--fail-worker", "1@10",
+                                                            // Generous: a busy CI machine must not make a live worker look dead.
+                                                            "--collective-timeout", "8", "--no-run-dir", "--events",
+                                                            "jsonl", "--epochs", "3"}));
+    // The servers and the surviving worker end cleanly; the killed worker's
+    // shell reports its SIGKILL (128 + 9).
+    const auto codes = rank_statuses(status.path(), 4);
+    QVERIFY2(codes == (std::vector<int>{0, 0, 0, 137}), qPrintable(statuses_text(codes) + story(r)));
     const auto fin = events(r.out, "finished");
     QVERIFY2(fin.size() == 1, qPrintable(story(r)));
     QVERIFY2(fin[0]["status"].toString() == "completed", qPrintable(story(r)));
@@ -112,8 +123,11 @@ private slots:
     QVERIFY(events(failed.out, "step").size() < size_t{3 * 16});
     QVERIFY(QFile::exists(dir + "/checkpoints/latest"));
 
-    auto resumed = run("mpirun", ps_launch(4) + common + QStringList{"--resume", dir});
+    QTemporaryDir status;
+    auto resumed = run("mpirun", ps_launch(4) + with_rank_status(status.path(), common + QStringList{"--resume", dir}));
     QVERIFY2(resumed.code == 0, qPrintable(resumed.err));
+    const auto codes = rank_statuses(status.path(), 4);
+    QVERIFY2(codes == std::vector<int>(4, 0), qPrintable(statuses_text(codes) + resumed.err));
     const auto done = events(resumed.out, "finished");
     QVERIFY2(done.size() == 1 && done[0]["status"].toString() == "completed", qPrintable(resumed.out + resumed.err));
     const auto steps = events(resumed.out, "step");
@@ -149,8 +163,11 @@ private slots:
     QVERIFY(stopped_at > 0 && stopped_at < 3 * per_epoch);
     QVERIFY(QFile::exists(dir + "/checkpoints/ckpt-" + QString::number(stopped_at) + "/state.json"));
 
-    auto resumed = run("mpirun", ps_launch(3) + args + QStringList{"--resume", dir});
+    QTemporaryDir status;
+    auto resumed = run("mpirun", ps_launch(3) + with_rank_status(status.path(), args + QStringList{"--resume", dir}));
     QVERIFY2(resumed.code == 0, qPrintable(resumed.err));
+    const auto codes = rank_statuses(status.path(), 3);
+    QVERIFY2(codes == std::vector<int>(3, 0), qPrintable(statuses_text(codes) + resumed.err));
     const auto steps = events(resumed.out, "step");
     QVERIFY(!steps.empty());
     QCOMPARE(steps.front()["step"].toInt(), stopped_at + 1);
