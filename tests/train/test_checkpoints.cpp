@@ -239,7 +239,11 @@ private slots:
       if (round > 0) args << "--resume";
       p.start(bin("app/strata-run"), args);
       QVERIFY(p.waitForStarted());
-      QTest::qWait(700 + 150 * round);
+      // Killed once it has written a checkpoint (a loaded machine may take
+      // longer than any fixed wait to start), then a little later each round.
+      QByteArray out;
+      QTRY_VERIFY_WITH_TIMEOUT((out += p.readAllStandardOutput()).contains("\"type\":\"checkpoint\""), 60000);
+      QTest::qWait(100 + 150 * round);
       // processId() is 0 once the process has ended, and kill(0, ...) would
       // hit this test's own process group.
       if (const auto pid = static_cast<pid_t>(p.processId()); pid > 0) ::kill(pid, SIGKILL);

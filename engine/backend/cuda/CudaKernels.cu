@@ -63,7 +63,9 @@ __global__ void activation_forward_kernel(Activation act, const float* x, float*
   STRATA_GRID_STRIDE(i, n) {
     const float v = x[i];
     switch (act) {
-      case Activation::Relu: y[i] = fmaxf(v, 0.0f); break;
+      // std::max(v, 0) like the CPU's Eigen max: a NaN (and -0) passes through,
+      // where fmaxf would turn a NaN into 0.
+      case Activation::Relu: y[i] = v < 0.0f ? 0.0f : v; break;
       case Activation::Tanh: y[i] = tanhf(v); break;
       case Activation::Sigmoid: y[i] = 1.0f / (1.0f + expf(-v)); break;
       default: y[i] = v; break;
@@ -179,7 +181,12 @@ __global__ void scale_rows_kernel(const float* x, const float* scale, int64_t ro
 }
 
 __global__ void log_clamp_kernel(int64_t n, const float* x, float eps, float* y) {
-  STRATA_GRID_STRIDE(i, n) y[i] = logf(fminf(fmaxf(x[i], eps), 1.0f - eps));
+  // Clamped like the CPU's Eigen max(eps).min(1 - eps): a NaN stays NaN (fmaxf
+  // and fminf would drop it and give log(eps)).
+  STRATA_GRID_STRIDE(i, n) {
+    const float lo = x[i] < eps ? eps : x[i];
+    y[i] = logf(1.0f - eps < lo ? 1.0f - eps : lo);
+  }
 }
 
 __global__ void log_clamp_backward_kernel(int64_t n, const float* x, float eps, const float* dy, float* dx) {
