@@ -208,12 +208,15 @@ __global__ void pixels_to_float_kernel(int64_t rows, int64_t features, const uin
 }
 
 // One block reduces a whole (short) vector: the per-example losses of a
-// batch, its labels. A single launch, CUB's block reduction, double like the CPU.
+// batch, its labels. A single launch, CUB's block reduction, double like the
+// CPU. Launch bounds keep the compiler within 64 registers per thread, which
+// 1024-thread blocks need.
 constexpr int kReduceThreads = 1024;
 using DoubleReduce = cub::BlockReduce<double, kReduceThreads>;
 using IntReduce = cub::BlockReduce<long long, kReduceThreads>;
 
-__global__ void scaled_sum_kernel(int64_t n, const float* x, const float* scale, float* out) {
+__global__ void __launch_bounds__(kReduceThreads)
+scaled_sum_kernel(int64_t n, const float* x, const float* scale, float* out) {
   __shared__ typename DoubleReduce::TempStorage temp;
   double s = 0.0;
   for (int64_t i = threadIdx.x; i < n; i += kReduceThreads) s += x[i];
@@ -242,7 +245,8 @@ __global__ void argmax_rows_kernel(const float* x, int64_t rows, int64_t cols, i
   STRATA_GRID_STRIDE(r, rows) out[r] = row_argmax(x + r * cols, cols);
 }
 
-__global__ void count_correct_kernel(const float* predictions, const int32_t* labels, int64_t rows, int64_t cols,
+__global__ void __launch_bounds__(kReduceThreads)
+count_correct_kernel(const float* predictions, const int32_t* labels, int64_t rows, int64_t cols,
                                      float* count) {
   __shared__ typename IntReduce::TempStorage temp;
   long long correct = 0;
@@ -252,7 +256,8 @@ __global__ void count_correct_kernel(const float* predictions, const int32_t* la
   if (threadIdx.x == 0) count[0] += static_cast<float>(correct);
 }
 
-__global__ void check_labels_kernel(const int32_t* labels, int64_t n, int64_t classes, float* error) {
+__global__ void __launch_bounds__(kReduceThreads)
+check_labels_kernel(const int32_t* labels, int64_t n, int64_t classes, float* error) {
   __shared__ typename IntReduce::TempStorage temp;
   __shared__ long long bad_total;
   long long bad = 0, first = n;
