@@ -95,11 +95,25 @@ void Trainer::prepare() {
                     std::to_string(t.batch_size) + " with drop_remainder");
 }
 
-PerReplica<Trainer::StepResult> Trainer::graph_step_results(const std::vector<Tensor>& stats,
-                                                            const PerReplica<Batch>& inputs) const {
-  std::vector<StepResult> out;
-  for (int r = 0; r < inputs.num_replicas(); ++r) out.push_back(step_result(stats[static_cast<size_t>(r)], inputs[r]));
-  return PerReplica<StepResult>(std::move(out));
+PerReplica<Trainer::StepResult> Trainer::run_step(const PerReplica<Batch>& inputs, int64_t step) {
+  if (step_graph_) {
+    // A replay runs no host code: device scalars the eager step rewrites
+    // when they change (the loss scale after a partial batch) are set here.
+    for (int r = 0; r < inputs.num_replicas(); ++r)
+      loss_scale(r, strategy_->devices()[static_cast<size_t>(r)], inputs[r].global_batch_size);
+    const bool had_graph = step_graph_->captured();
+    if (auto stats = step_graph_->run(inputs)) {
+      if (!had_graph)
+        sink_.emit(LogEvent{"info", "step " + std::to_string(step) + ": the training step is captured as a graph on " +
+                                        strategy_->devices().front().str() +
+                                        " and replayed from now on (--no-graphs turns this off)",
+                            elapsed()});
+      std::vector<StepResult> out;
+      for (int r = 0; r < inputs.num_replicas(); ++r) out.push_back(step_result((*stats)[static_cast<size_t>(r)], inputs[r]));
+      return PerReplica<StepResult>(std::move(out));
+    }
+  }
+  return strategy_->run([this](ReplicaContext& ctx, const Batch& in) { return train_step(ctx, in); }, inputs);
 }
 
 void Trainer::prepare_step_graph() {
@@ -358,22 +372,7 @@ void Trainer::run_epoch_sync(TrainingPosition& pos, int64_t steps_per_epoch, Dis
     auto inputs = dist.next();
     if (!inputs) return;
     const double t0 = monotonic_seconds(), c0 = strategy_->collective_seconds();
-    std::optional<std::vector<Tensor>> graph_stats;
-    if (step_graph_) {
-      // A replay runs no host code: device scalars the eager step rewrites
-      // when they change (the loss scale after a partial batch) are set here.
-      for (int r = 0; r < inputs->num_replicas(); ++r)
-        loss_scale(r, strategy_->devices()[static_cast<size_t>(r)], (*inputs)[r].global_batch_size);
-      const bool had_graph = step_graph_->captured();
-      graph_stats = step_graph_->run(*inputs);
-      if (!had_graph && step_graph_->captured())
-        sink_.emit(LogEvent{"info", "step " + std::to_string(pos.step + 1) + ": the training step is captured as a graph on " +
-                                        strategy_->devices().front().str() + " and replayed from now on (--no-graphs turns this off)",
-                            elapsed()});
-    }
-    auto results = graph_stats ? graph_step_results(*graph_stats, *inputs)
-                               : strategy_->run([this](ReplicaContext& ctx, const Batch& in) { return train_step(ctx, in); },
-                                                *inputs);
+    auto results = run_step(*inputs, pos.step + 1);
     const double compute = (monotonic_seconds() - t0) - (strategy_->collective_seconds() - c0);
     // One exchange per step gives every worker every replica's figures
     // (and a stop request from any of them), so all decide alike.

@@ -84,7 +84,9 @@ private:
   // nothing back, so it can be captured as a graph (StepGraph).
   void enqueue_step(ReplicaContext& ctx, const Batch& in, Tensor& stats);
   StepResult step_result(const Tensor& stats, const Batch& in) const;
-  PerReplica<StepResult> graph_step_results(const std::vector<Tensor>& stats, const PerReplica<Batch>& inputs) const;
+  // One synchronous step of every local replica: replayed as a graph where
+  // the run has one (StepGraph), op by op otherwise.
+  PerReplica<StepResult> run_step(const PerReplica<Batch>& inputs, int64_t step);
   int64_t logit_width_ = 0;  // the model's outputs per example (prepare())
   // The step graph of this run, when its steps can be captured (prepare()).
   void prepare_step_graph();
