@@ -2,8 +2,10 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <type_traits>
 #include <memory>
 
+#include "backend/cuda/CublasLtLibrary.h"
 #include "core/Error.h"
 
 namespace strata::cuda {
@@ -15,6 +17,8 @@ struct CublasLtGemm::Plan {
 };
 
 namespace {
+const CublasLtLibrary& lt() { return CublasLtLibrary::get(); }
+
 // The largest power of two (up to 256) dividing the address: cuBLASLt's
 // heuristic may pick vectorised kernels only for what the pointers allow, and
 // row slices of a batch start at any multiple of 4 bytes.
@@ -37,25 +41,25 @@ CublasLtGemm::CublasLtGemm(std::string device_name, void* workspace, size_t work
     : device_name_(std::move(device_name)), workspace_(workspace), workspace_bytes_(workspace_bytes) {
   const char* tf32 = std::getenv("STRATA_TF32");
   compute_ = tf32 && std::strcmp(tf32, "1") == 0 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
-  if (auto s = cublasLtCreate(&handle_); s != CUBLAS_STATUS_SUCCESS)
-    throw runtime_error(device_name_ + ": cublasLtCreate failed: " + cublasLtGetStatusName(s) + " (" +
-                        cublasLtGetStatusString(s) + ")");
+  if (auto s = lt().cublasLtCreate(&handle_); s != CUBLAS_STATUS_SUCCESS)
+    throw runtime_error(device_name_ + ": cublasLtCreate failed: " + lt().cublasLtGetStatusName(s) + " (" +
+                        lt().cublasLtGetStatusString(s) + ")");
 }
 
 CublasLtGemm::~CublasLtGemm() {
   for (auto& [key, p] : plans_) {
-    cublasLtMatrixLayoutDestroy(p->first);
-    cublasLtMatrixLayoutDestroy(p->second);
-    cublasLtMatrixLayoutDestroy(p->out);
-    cublasLtMatmulDescDestroy(p->op);
+    lt().cublasLtMatrixLayoutDestroy(p->first);
+    lt().cublasLtMatrixLayoutDestroy(p->second);
+    lt().cublasLtMatrixLayoutDestroy(p->out);
+    lt().cublasLtMatmulDescDestroy(p->op);
   }
-  if (handle_) cublasLtDestroy(handle_);
+  if (handle_) lt().cublasLtDestroy(handle_);
 }
 
 void CublasLtGemm::fail(cublasStatus_t status, const char* call, const Key& key) const {
   const auto& [ta, tb, m, n, k, beta, aa, ab, ac] = key;
   throw runtime_error(device_name_ + ": " + call + " failed for the matrix product " + describe(ta, tb, m, n, k) +
-                      ": " + cublasLtGetStatusName(status) + " (" + cublasLtGetStatusString(status) + ")");
+                      ": " + lt().cublasLtGetStatusName(status) + " (" + lt().cublasLtGetStatusString(status) + ")");
 }
 
 // cuBLASLt is column-major. A row-major matrix is its own transpose seen
@@ -68,37 +72,41 @@ CublasLtGemm::Plan& CublasLtGemm::plan(const Key& key) {
   auto check = [&](cublasStatus_t s, const char* call) {
     if (s != CUBLAS_STATUS_SUCCESS) fail(s, call, key);
   };
-  check(cublasLtMatmulDescCreate(&p->op, compute_, CUDA_R_32F), "cublasLtMatmulDescCreate");
+  check(lt().cublasLtMatmulDescCreate(&p->op, compute_, CUDA_R_32F), "cublasLtMatmulDescCreate");
   const cublasOperation_t op_first = tb ? CUBLAS_OP_T : CUBLAS_OP_N, op_second = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
-  check(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSA, &op_first, sizeof op_first),
+  check(lt().cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSA, &op_first, sizeof op_first),
         "cublasLtMatmulDescSetAttribute");
-  check(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSB, &op_second, sizeof op_second),
+  check(lt().cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSB, &op_second, sizeof op_second),
         "cublasLtMatmulDescSetAttribute");
   const uint64_t rows_first = static_cast<uint64_t>(tb ? k : n), cols_first = static_cast<uint64_t>(tb ? n : k);
   const uint64_t rows_second = static_cast<uint64_t>(ta ? m : k), cols_second = static_cast<uint64_t>(ta ? k : m);
-  check(cublasLtMatrixLayoutCreate(&p->first, CUDA_R_32F, rows_first, cols_first, static_cast<int64_t>(rows_first)),
+  check(lt().cublasLtMatrixLayoutCreate(&p->first, CUDA_R_32F, rows_first, cols_first,
+                                        static_cast<int64_t>(rows_first)),
         "cublasLtMatrixLayoutCreate");
-  check(cublasLtMatrixLayoutCreate(&p->second, CUDA_R_32F, rows_second, cols_second,
+  check(lt().cublasLtMatrixLayoutCreate(&p->second, CUDA_R_32F, rows_second, cols_second,
                                    static_cast<int64_t>(rows_second)),
         "cublasLtMatrixLayoutCreate");
-  check(cublasLtMatrixLayoutCreate(&p->out, CUDA_R_32F, static_cast<uint64_t>(n), static_cast<uint64_t>(m), n),
+  check(lt().cublasLtMatrixLayoutCreate(&p->out, CUDA_R_32F, static_cast<uint64_t>(n), static_cast<uint64_t>(m), n),
         "cublasLtMatrixLayoutCreate");
 
   cublasLtMatmulPreference_t pref = nullptr;
-  check(cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate");
+  check(lt().cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate");
   const uint64_t ws = workspace_bytes_;
   const uint32_t al_first = static_cast<uint32_t>(align_b), al_second = static_cast<uint32_t>(align_a),
                  al_out = static_cast<uint32_t>(align_c);
-  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
-  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &al_first, sizeof al_first);
-  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al_second, sizeof al_second);
-  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al_out, sizeof al_out);
-  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al_out, sizeof al_out);
+  auto prefer = [&](cublasLtMatmulPreferenceAttributes_t attribute, const auto& value) {
+    lt().cublasLtMatmulPreferenceSetAttribute(pref, attribute, &value, sizeof value);
+  };
+  prefer(CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, ws);
+  prefer(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, al_first);
+  prefer(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, al_second);
+  prefer(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, al_out);
+  prefer(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, al_out);
   cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
-  const cublasStatus_t s = cublasLtMatmulAlgoGetHeuristic(handle_, p->op, p->first, p->second, p->out, p->out, pref,
+  const cublasStatus_t s = lt().cublasLtMatmulAlgoGetHeuristic(handle_, p->op, p->first, p->second, p->out, p->out, pref,
                                                           1, &result, &found);
-  cublasLtMatmulPreferenceDestroy(pref);
+  lt().cublasLtMatmulPreferenceDestroy(pref);
   if (s != CUBLAS_STATUS_SUCCESS) fail(s, "cublasLtMatmulAlgoGetHeuristic", key);
   if (found == 0) fail(CUBLAS_STATUS_NOT_SUPPORTED, "cublasLtMatmulAlgoGetHeuristic (no algorithm)", key);
   p->algo = result.algo;
@@ -111,7 +119,7 @@ void CublasLtGemm::run(cudaStream_t stream, bool trans_a, bool trans_b, int64_t 
   const Key key{trans_a, trans_b, m, n, k, beta != 0.0f, alignment(a), alignment(b), alignment(c)};
   std::lock_guard lock(mutex_);
   Plan& p = plan(key);
-  const cublasStatus_t s = cublasLtMatmul(handle_, p.op, &alpha, b, p.first, a, p.second, &beta, c, p.out, c, p.out,
+  const cublasStatus_t s = lt().cublasLtMatmul(handle_, p.op, &alpha, b, p.first, a, p.second, &beta, c, p.out, c, p.out,
                                           &p.algo, workspace_, workspace_bytes_, stream);
   if (s != CUBLAS_STATUS_SUCCESS) fail(s, "cublasLtMatmul", key);
 }
