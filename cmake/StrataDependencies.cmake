@@ -5,25 +5,27 @@
 # runtime library when its development files are absent.
 set(STRATA_DEPS_DIR "" CACHE PATH "Folder holding eigen3/, nlohmann/ and zlib headers when no CMake packages exist")
 
+# A header-only library's target made from its headers alone: TARGET with
+# HEADER found under one of the HINTS, or a fatal error with INSTALL's advice.
+function(strata_headers_target target header install)
+  find_path(_dir ${header} HINTS ${ARGN} NO_CACHE)
+  if(NOT _dir)
+    message(FATAL_ERROR "${target}: ${header} not found (${install}, or set STRATA_DEPS_DIR)")
+  endif()
+  add_library(${target} INTERFACE IMPORTED GLOBAL)
+  set_target_properties(${target} PROPERTIES INTERFACE_INCLUDE_DIRECTORIES ${_dir})
+endfunction()
+
 find_package(Eigen3 3.4 QUIET NO_MODULE)
 if(NOT TARGET Eigen3::Eigen)
-  find_path(STRATA_EIGEN_INCLUDE_DIR Eigen/Core HINTS ${STRATA_DEPS_DIR}/eigen3 ${STRATA_DEPS_DIR} /usr/include/eigen3
-            /usr/local/include/eigen3)
-  if(NOT STRATA_EIGEN_INCLUDE_DIR)
-    message(FATAL_ERROR "Eigen 3.4 not found (apt install libeigen3-dev, or set STRATA_DEPS_DIR)")
-  endif()
-  add_library(Eigen3::Eigen INTERFACE IMPORTED)
-  set_target_properties(Eigen3::Eigen PROPERTIES INTERFACE_INCLUDE_DIRECTORIES ${STRATA_EIGEN_INCLUDE_DIR})
+  strata_headers_target(Eigen3::Eigen Eigen/Core "apt install libeigen3-dev" ${STRATA_DEPS_DIR}/eigen3 ${STRATA_DEPS_DIR}
+                        /usr/include/eigen3 /usr/local/include/eigen3)
 endif()
 
 find_package(nlohmann_json 3.10 QUIET)
 if(NOT TARGET nlohmann_json::nlohmann_json)
-  find_path(STRATA_JSON_INCLUDE_DIR nlohmann/json.hpp HINTS ${STRATA_DEPS_DIR} /usr/include /usr/local/include)
-  if(NOT STRATA_JSON_INCLUDE_DIR)
-    message(FATAL_ERROR "nlohmann/json not found (apt install nlohmann-json3-dev, or set STRATA_DEPS_DIR)")
-  endif()
-  add_library(nlohmann_json::nlohmann_json INTERFACE IMPORTED)
-  set_target_properties(nlohmann_json::nlohmann_json PROPERTIES INTERFACE_INCLUDE_DIRECTORIES ${STRATA_JSON_INCLUDE_DIR})
+  strata_headers_target(nlohmann_json::nlohmann_json nlohmann/json.hpp "apt install nlohmann-json3-dev"
+                        ${STRATA_DEPS_DIR} /usr/include /usr/local/include)
 endif()
 
 find_package(ZLIB QUIET)

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <sstream>
+#include <utility>
 
 namespace strata::gpu_check {
 
@@ -24,6 +25,14 @@ std::string describe(size_t bad, size_t n, size_t first, T device, T cpu, const 
   s.precision(9);
   s << bad << " of " << n << " elements off; first [" << first << "]: device " << device << ", cpu " << cpu << note;
   return s.str();
+}
+// How many elements differ, and the first that does.
+template <typename T>
+std::pair<size_t, size_t> mismatches(std::span<const T> device, std::span<const T> cpu) {
+  size_t bad = 0, first = 0;
+  for (size_t i = 0; i < cpu.size(); ++i)
+    if (device[i] != cpu[i] && bad++ == 0) first = i;
+  return {bad, first};
 }
 }  // namespace
 
@@ -57,9 +66,7 @@ Comparison compare_floats(std::span<const float> device, std::span<const float> 
 Comparison compare_ints(std::span<const int32_t> device, std::span<const int32_t> cpu) {
   if (device.size() != cpu.size()) return {kInf, false, size_mismatch(device.size(), cpu.size())};
   Comparison r;
-  size_t bad = 0, first = 0;
-  for (size_t i = 0; i < cpu.size(); ++i)
-    if (device[i] != cpu[i] && bad++ == 0) first = i;
+  const auto [bad, first] = mismatches(device, cpu);
   if (bad > 0) {
     // An integer mismatch has no meaningful size: report it as infinite.
     r = {kInf, false, describe(bad, cpu.size(), first, device[first], cpu[first])};
@@ -71,9 +78,7 @@ Comparison compare_ints(std::span<const int32_t> device, std::span<const int32_t
 Comparison compare_bits(std::span<const uint32_t> device, std::span<const uint32_t> cpu) {
   if (device.size() != cpu.size()) return {kInf, false, size_mismatch(device.size(), cpu.size())};
   Comparison r;
-  size_t bad = 0, first = 0;
-  for (size_t i = 0; i < cpu.size(); ++i)
-    if (device[i] != cpu[i] && bad++ == 0) first = i;
+  const auto [bad, first] = mismatches(device, cpu);
   if (bad > 0) {
     std::ostringstream d, c;
     d << "0x" << std::hex << device[first];

@@ -1,5 +1,7 @@
 #include "TrainingChecks.h"
 
+#include "ResultComparison.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -71,26 +73,11 @@ Run train(const RunConfig& config) {
   return r;
 }
 
-double rel(double a, double b) { return std::abs(a - b) / std::max(1.0, std::abs(b)); }
-
-// One record comparing two vectors: max |a - b| / max(1, |b|); NaN fails.
+// One record comparing two vectors by the op section's rule (ResultComparison.h).
 CheckRecord compare(const std::string& op, const std::string& shape, const std::vector<float>& got,
                     const std::vector<float>& want, double tolerance) {
-  CheckRecord r{op, shape, 0, tolerance, false, ""};
-  if (got.size() != want.size()) {
-    r.max_error = INFINITY;
-    r.detail = "sizes differ: " + std::to_string(got.size()) + " vs " + std::to_string(want.size());
-    return r;
-  }
-  size_t worst = 0;
-  for (size_t i = 0; i < got.size(); ++i) {
-    const double e = std::isnan(got[i]) != std::isnan(want[i]) ? INFINITY : rel(got[i], want[i]);
-    if (e > r.max_error) r.max_error = e, worst = i;
-  }
-  r.passed = r.max_error <= tolerance;
-  if (!r.passed && !got.empty())
-    r.detail = "at " + std::to_string(worst) + ": " + std::to_string(got[worst]) + " vs " + std::to_string(want[worst]);
-  return r;
+  const Comparison c = compare_floats(got, want, tolerance);
+  return CheckRecord{op, shape, c.max_error, tolerance, c.passed, c.detail};
 }
 
 CheckRecord same_host_state(const std::string& shape, const Run& got, const Run& want) {
