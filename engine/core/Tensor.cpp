@@ -49,7 +49,6 @@ private:
 };
 
 std::atomic<uint64_t> g_next_id{1};
-std::atomic<DeviceMemoryProvider> g_provider{nullptr};
 }  // namespace
 
 uint64_t next_tensor_id() { return g_next_id.fetch_add(1, std::memory_order_relaxed); }
@@ -61,20 +60,6 @@ std::string dtype_name(DType d) {
     case DType::UInt8: return "uint8";
   }
   return "?";
-}
-
-void set_device_memory_provider(DeviceMemoryProvider provider) { g_provider = provider; }
-
-// The host and devices without graphs run every step as it is called.
-void DeviceMemory::begin_capture() { throw runtime_error("this device cannot capture a step as a graph"); }
-GraphPtr DeviceMemory::end_capture() { throw runtime_error("this device cannot capture a step as a graph"); }
-void DeviceMemory::replay(const GraphPtr&) { throw runtime_error("this device cannot replay a graph"); }
-
-DeviceMemory& device_memory(const Device& device) {
-  if (device.is_host()) throw runtime_error("device_memory: " + device.str() + " is host memory");
-  auto provider = g_provider.load();
-  if (!provider) throw bad_input("device " + device.str() + ": this program has no backend for it");
-  return provider(device);
 }
 
 void copy_bytes(const Device& dst_device, void* dst, const Device& src_device, const void* src, size_t bytes) {

@@ -2,6 +2,7 @@
 // Everything a training run needs, independent of the file it came from.
 // project/ reads and validates *.strata files into this; the Trainer runs it.
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -41,7 +42,10 @@ struct CheckpointConfig {
 };
 
 // STRATA_STEP_GRAPHS=0 turns step graphs off for every run of the process.
-bool default_step_graphs();
+inline bool default_step_graphs() {
+  const char* env = std::getenv("STRATA_STEP_GRAPHS");
+  return !(env && env[0] == '0' && env[1] == '\0');
+}
 
 struct TrainingConfig {
   int epochs = 10;

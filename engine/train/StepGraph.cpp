@@ -1,19 +1,12 @@
 #include "train/StepGraph.h"
 
-#include <cstdlib>
-
 #include "backend/Backend.h"
 #include "core/Error.h"
 #include "distribute/Strategy.h"
-#include "train/RunConfig.h"
 #include "train/StepReadback.h"
 
 namespace strata {
 
-bool default_step_graphs() {
-  const char* env = std::getenv("STRATA_STEP_GRAPHS");
-  return !(env && std::string(env) == "0");
-}
 
 std::string StepGraph::unsupported_reason(const Strategy& strategy) {
   if (strategy.cluster().size() > 1) return "the replicas of several workers exchange gradients through the host";
