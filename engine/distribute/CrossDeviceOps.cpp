@@ -48,7 +48,7 @@ std::unique_ptr<CrossDeviceOps> select_cross_device_ops(const std::vector<Device
     names += (names.empty() ? "" : ", ") + op->name();
     std::string why;
     const bool ok = op->enabled(devices, &why);
-    if (name == "auto" && ok) return std::move(op);
+    if (name == "auto" && ok && op->preferred(devices)) return std::move(op);
     if (op->name() == name) {
       if (!ok) throw bad_input("cross_device_ops '" + name + "' is not available: " + why);
       return std::move(op);

@@ -49,6 +49,20 @@ public:
   // Whether this implementation can serve these replica devices, and if not why.
   virtual bool enabled(const std::vector<Device>& devices, std::string* why_not) const = 0;
   virtual void all_reduce_sum(ReplicaGroup& group, int replica, DeviceSpan buffer) = 0;
+  // The same sum, started: the buffer holds it once wait_all() has returned
+  // (in the replica's stream order). Implementations that communicate on a
+  // stream of their own (NCCL) start the collective there so it overlaps the
+  // replica's computation; the others complete it at once. Every replica
+  // starts the same collectives in the same order.
+  virtual void start_all_reduce_sum(ReplicaGroup& group, int replica, DeviceSpan buffer) {
+    all_reduce_sum(group, replica, buffer);
+  }
+  // Makes the replica's later work wait for every collective it started.
+  virtual void wait_all(ReplicaGroup& /*group*/, int /*replica*/) {}
+  // Whether this implementation is chosen by "auto" for these devices when
+  // enabled (NCCL only for two or more GPUs: on one GPU the device-memory
+  // reduce is cheaper, though NCCL can be named).
+  virtual bool preferred(const std::vector<Device>& /*devices*/) const { return true; }
 };
 
 // True when every device is a host (cpu) device; else says which is not.

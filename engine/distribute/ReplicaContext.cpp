@@ -17,6 +17,7 @@ ReplicaContext::ReplicaContext(int replica_id, ReplicaGroup& group, CrossDeviceO
       variables_shared_(variables_shared),
       fusion_bytes_(fusion_bytes),
       device_(device),
+      buckets_(fusion_bytes, device),
       replica_offset_(replica_offset),
       total_replicas_(total_replicas > 0 ? total_replicas : group.size) {}
 
@@ -25,6 +26,27 @@ void ReplicaContext::reduce_buffer(float* data, size_t count) {
   ops_.all_reduce_sum(group_, replica_id_, DeviceSpan{device_, data, count});
   collective_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   ++collectives_;
+}
+
+void ReplicaContext::start_reduce(DeviceSpan bucket) {
+  const auto t0 = std::chrono::steady_clock::now();
+  ops_.start_all_reduce_sum(group_, replica_id_, bucket);
+  collective_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ++collectives_;
+}
+
+void ReplicaContext::gradient_ready(size_t index, const Tensor& grad) {
+  buckets_.add(index, grad, [this](DeviceSpan b) { start_reduce(b); });
+}
+
+void ReplicaContext::finish_gradients(std::vector<Tensor>& grads) {
+  if (!buckets_.flush([this](DeviceSpan b) { start_reduce(b); })) {
+    // The tape reported nothing (a custom loop without the hook): reduce now.
+    all_reduce_sum(grads);
+    return;
+  }
+  ops_.wait_all(group_, replica_id_);
+  buckets_.unpack(grads);
 }
 
 void ReplicaContext::barrier() {

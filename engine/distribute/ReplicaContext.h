@@ -3,6 +3,7 @@
 
 #include "core/Tensor.h"
 #include "distribute/CrossDeviceOps.h"
+#include "distribute/GradientBuckets.h"
 #include "distribute/ReduceOp.h"
 #include "nn/ReplicaSync.h"
 
@@ -30,6 +31,14 @@ public:
   Tensor all_reduce(ReduceOp op, const Tensor& tensor);
   void all_reduce_sum(std::vector<Tensor>& tensors) override { all_reduce(ReduceOp::Sum, tensors); }
   bool variables_shared() const override { return variables_shared_; }
+  // Accelerator replicas reduce gradients in buckets as the tape finalises
+  // them: the host queues the backward pass and the collectives together
+  // (and with NCCL they run on a stream of their own, beside the backward
+  // pass). Host replicas compute on the calling thread, where a collective
+  // blocks it, so they reduce once, after the backward pass.
+  bool overlaps_backward() const override { return total_replicas_ > 1 && !device_.is_host(); }
+  void gradient_ready(size_t index, const Tensor& grad) override;
+  void finish_gradients(std::vector<Tensor>& grads) override;
   // Host threads meet, and on devices with streams each stream also waits
   // for the work the others queued before the barrier.
   void barrier() override;
@@ -40,6 +49,7 @@ public:
 
 private:
   void reduce_buffer(float* data, size_t count);
+  void start_reduce(DeviceSpan bucket);
 
   int replica_id_;
   ReplicaGroup& group_;
@@ -48,6 +58,7 @@ private:
   size_t fusion_bytes_;
   Device device_;
   Tensor fusion_;  // on device_, grown to the largest bucket
+  GradientBuckets buckets_;
   uint64_t barriers_ = 0;
   int64_t collectives_ = 0;
   double collective_seconds_ = 0;

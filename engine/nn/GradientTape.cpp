@@ -33,14 +33,16 @@ void record_op(std::vector<Tensor> inputs, const Tensor& output, GradientTape::B
   if (auto* tape = GradientTape::active()) tape->record(std::move(inputs), output, std::move(backward));
 }
 
-std::vector<Tensor> GradientTape::gradient(const Tensor& target, const std::vector<Variable*>& sources) {
+std::vector<Tensor> GradientTape::gradient(const Tensor& target, const std::vector<Variable*>& sources,
+                                           const Ready& ready) {
   std::vector<Tensor> values;
   values.reserve(sources.size());
   for (auto* v : sources) values.push_back(v->value());
-  return gradient(target, values);
+  return gradient(target, values, ready);
 }
 
-std::vector<Tensor> GradientTape::gradient(const Tensor& target, const std::vector<Tensor>& sources) {
+std::vector<Tensor> GradientTape::gradient(const Tensor& target, const std::vector<Tensor>& sources,
+                                           const Ready& ready) {
   if (recording_) {
     recording_ = false;
     t_active = outer_;
@@ -59,12 +61,42 @@ std::vector<Tensor> GradientTape::gradient(const Tensor& target, const std::vect
       }
   }
 
+  // A source's gradient is final once the backward pass has gone past the
+  // first (in record order) op that read it.
+  std::unordered_map<uint64_t, std::vector<size_t>> source_slots;
+  if (ready)
+    for (size_t s = 0; s < sources.size(); ++s) source_slots[sources[s].id()].push_back(s);
+  std::unordered_map<uint64_t, size_t> first_reader;
+  if (ready)
+    for (size_t i = nodes_.size(); i-- > 0;)
+      if (live[i])
+        for (auto in : nodes_[i].inputs)
+          if (source_slots.count(in)) first_reader[in] = i;
+  std::vector<char> reported(sources.size(), 0);
+
   std::unordered_map<uint64_t, Tensor> grads;
+  auto report_final = [&](size_t i) {
+    if (!ready) return;
+    for (auto in : nodes_[i].inputs) {
+      auto reader = first_reader.find(in);
+      if (reader == first_reader.end() || reader->second != i) continue;
+      auto g = grads.find(in);
+      if (g == grads.end()) continue;  // no path carried a gradient to it: zeros, reported at the end
+      for (size_t s : source_slots[in])
+        if (!reported[s]) {
+          reported[s] = 1;
+          ready(s, g->second);
+        }
+    }
+  };
   grads[target.id()] = Tensor::full(target.shape(), 1.0f, target.device());
   for (size_t i = nodes_.size(); i-- > 0;) {
     if (!live[i]) continue;
     auto it = grads.find(nodes_[i].output);
-    if (it == grads.end()) continue;
+    if (it == grads.end()) {
+      report_final(i);
+      continue;
+    }
     Tensor g = it->second;
     grads.erase(it);
     std::vector<bool> needed;
@@ -81,6 +113,7 @@ std::vector<Tensor> GradientTape::gradient(const Tensor& target, const std::vect
         slot->second = sum;
       }
     }
+    report_final(i);
   }
   nodes_.clear();
 
@@ -90,6 +123,8 @@ std::vector<Tensor> GradientTape::gradient(const Tensor& target, const std::vect
     auto it = grads.find(s.id());
     out.push_back(it != grads.end() ? it->second : Tensor::zeros(s.shape(), target.device()));
   }
+  for (size_t s = 0; s < out.size(); ++s)
+    if (ready && !reported[s]) ready(s, out[s]);
   return out;
 }
 

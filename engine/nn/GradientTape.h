@@ -17,6 +17,11 @@ class Variable;
 class GradientTape {
 public:
   using Backward = std::function<std::vector<Tensor>(const Tensor& grad_out, const std::vector<bool>& needed)>;
+  // Called once per source, as soon as its gradient is final (every op that
+  // read the source has passed it back), while the backward pass goes on:
+  // a distribution strategy starts reducing it then (DDP's buckets). The
+  // callee must not write the tensor.
+  using Ready = std::function<void(size_t source_index, const Tensor& grad)>;
 
   GradientTape();
   ~GradientTape();
@@ -25,8 +30,8 @@ public:
 
   // d target / d source for each source (zeros where it does not depend on it).
   // Ends recording: a tape computes gradients once, as a non-persistent TF tape.
-  std::vector<Tensor> gradient(const Tensor& target, const std::vector<Variable*>& sources);
-  std::vector<Tensor> gradient(const Tensor& target, const std::vector<Tensor>& sources);
+  std::vector<Tensor> gradient(const Tensor& target, const std::vector<Variable*>& sources, const Ready& ready = {});
+  std::vector<Tensor> gradient(const Tensor& target, const std::vector<Tensor>& sources, const Ready& ready = {});
 
   // The innermost recording tape of this thread, or nullptr.
   static GradientTape* active();

@@ -100,6 +100,11 @@ void Optimizer::apply_gradients(const std::vector<Tensor>& grads, const std::vec
 
 void Optimizer::apply_gradients(ReplicaSync& ctx, std::vector<Tensor> grads, const std::vector<Variable*>& vars) {
   ctx.all_reduce_sum(grads);
+  apply_summed_gradients(ctx, grads, vars);
+}
+
+void Optimizer::apply_summed_gradients(ReplicaSync& ctx, const std::vector<Tensor>& grads,
+                                       const std::vector<Variable*>& vars) {
   // Variable components are indexed by the replica's place in this process
   // (current_replica()), not by its id among all workers' replicas.
   if (!ctx.variables_shared()) {

@@ -27,6 +27,9 @@ public:
   // Inside strategy.run: all-reduce (sum) the gradients across replicas first,
   // once per step, then update this replica's copy.
   void apply_gradients(ReplicaSync& ctx, std::vector<Tensor> grads, const std::vector<Variable*>& vars);
+  // Same, for gradients already summed across replicas (by
+  // ReplicaSync::finish_gradients, overlapping the backward pass).
+  void apply_summed_gradients(ReplicaSync& ctx, const std::vector<Tensor>& grads, const std::vector<Variable*>& vars);
 
   float learning_rate() const { return learning_rate_; }
   // Takes effect at the next update (written into each device's copy then).

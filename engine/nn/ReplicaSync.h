@@ -16,6 +16,15 @@ public:
   virtual int num_replicas_in_sync() const = 0;
   // In-place sum over replicas of each tensor, packed into fusion buffers.
   virtual void all_reduce_sum(std::vector<Tensor>& tensors) = 0;
+
+  // The same sum for gradients, overlapping the backward pass (DDP's
+  // buckets): the tape hands each gradient to gradient_ready() as soon as it
+  // is final, a bucket's collective starts when the bucket fills, and
+  // finish_gradients() completes them all and writes the sums into `grads`.
+  // Without overlap, finish_gradients() is all_reduce_sum().
+  virtual bool overlaps_backward() const { return false; }
+  virtual void gradient_ready(size_t /*index*/, const Tensor& /*grad*/) {}
+  virtual void finish_gradients(std::vector<Tensor>& grads) { all_reduce_sum(grads); }
   // True when variables have one component that all replicas read
   // (CentralStorage): one replica applies the update between two barriers.
   virtual bool variables_shared() const = 0;

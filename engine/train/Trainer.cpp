@@ -143,9 +143,14 @@ void Trainer::enqueue_step(ReplicaContext& ctx, const Batch& in, Tensor& stats) 
   Tensor logits = (*model_)(in.features, true, tape);
   Tensor per_example = (*loss_)(in.labels, logits);
   Tensor loss = nn::compute_average_loss(per_example, loss_scale(ctx.local_replica_id(), ctx.device(), in.global_batch_size));
-  std::vector<Tensor> grads = tape.gradient(loss, trainable_);
+  // Gradients are reduced across replicas while the backward pass goes on
+  // where the strategy's collectives run beside the computation.
+  GradientTape::Ready ready;
+  if (ctx.overlaps_backward()) ready = [&ctx](size_t i, const Tensor& g) { ctx.gradient_ready(i, g); };
+  std::vector<Tensor> grads = tape.gradient(loss, trainable_, ready);
   straggle(ctx.replica_id_in_sync_group(), monotonic_seconds() - t0);
-  optimizer_->apply_gradients(ctx, std::move(grads), trainable_);
+  ctx.finish_gradients(grads);
+  optimizer_->apply_summed_gradients(ctx, grads, trainable_);
   gather_step(loss, logits, in.labels, stats);
 }
 
