@@ -76,3 +76,19 @@ else()
   set(_cuda_reason "no CUDA compiler found (nvcc on the path or /usr/local/cuda)")
 endif()
 strata_resolve(CUDA ${_cuda_found} "${_cuda_reason}")
+
+# NCCL and cuDNN for the CUDA backend: headers at configure time (the CUDA
+# toolkit's folder, or NCCL_ROOT / CUDNN_ROOT, e.g. the nvidia-nccl-cu* and
+# nvidia-cudnn-cu* wheels' folders); the libraries are opened at run time.
+set(STRATA_NCCL_ENABLED OFF)
+set(STRATA_CUDNN_ENABLED OFF)
+if(STRATA_CUDA_ENABLED)
+  find_path(STRATA_NCCL_INCLUDE_DIR nccl.h HINTS ${NCCL_ROOT}/include $ENV{NCCL_ROOT}/include ${CUDAToolkit_INCLUDE_DIRS})
+  find_path(STRATA_CUDNN_INCLUDE_DIR cudnn.h HINTS ${CUDNN_ROOT}/include $ENV{CUDNN_ROOT}/include ${CUDAToolkit_INCLUDE_DIRS})
+  if(STRATA_NCCL_INCLUDE_DIR)
+    set(STRATA_NCCL_ENABLED ON)
+  endif()
+  if(STRATA_CUDNN_INCLUDE_DIR)
+    set(STRATA_CUDNN_ENABLED ON)
+  endif()
+endif()

@@ -27,6 +27,11 @@ public:
   virtual void all_reduce_sum(std::span<float> data) = 0;
   // Every worker's vector (all of the same length), concatenated in rank order.
   virtual std::vector<double> all_gather(const std::vector<double>& mine) = 0;
+  // Root's bytes into every worker's `data` (all of the same length): NCCL's
+  // unique id travels this way.
+  virtual void broadcast(std::span<std::byte> data, int root) = 0;
+  // Seconds a collective waits for the other workers before failing.
+  virtual double timeout_seconds() const = 0;
   // Ends every worker's process with an error (a failed rank must not leave
   // the others waiting).
   [[noreturn]] virtual void abort(int code, const std::string& message) = 0;
@@ -43,6 +48,8 @@ public:
   std::string transport() const override { return "none"; }
   void all_reduce_sum(std::span<float>) override {}
   std::vector<double> all_gather(const std::vector<double>& mine) override { return mine; }
+  void broadcast(std::span<std::byte>, int) override {}
+  double timeout_seconds() const override { return 300; }
   [[noreturn]] void abort(int code, const std::string& message) override;
 };
 

@@ -7,6 +7,9 @@
 #include "distribute/InProcessAllReduce.h"
 #include "distribute/MultiWorkerAllReduce.h"
 #include "distribute/ReduceToOneDevice.h"
+#ifdef STRATA_WITH_NCCL
+#include "distribute/nccl/NcclAllReduce.h"
+#endif
 
 namespace strata {
 
@@ -30,6 +33,9 @@ bool accelerators_of_one_kind(const std::vector<Device>& devices, const std::str
 
 std::vector<std::unique_ptr<CrossDeviceOps>> all_cross_device_ops(const std::shared_ptr<Cluster>& cluster) {
   std::vector<std::unique_ptr<CrossDeviceOps>> ops;
+#ifdef STRATA_WITH_NCCL
+  ops.push_back(std::make_unique<NcclAllReduce>(cluster));
+#endif
   if (cluster) {
     ops.push_back(std::make_unique<MultiWorkerAllReduce>(cluster));
     return ops;

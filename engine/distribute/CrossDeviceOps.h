@@ -17,12 +17,17 @@ namespace strata {
 // array per phase of a collective, so no replica overwrites an event another
 // may still be reading.
 struct ReplicaGroup {
+  explicit ReplicaGroup(std::vector<Device> replica_devices)
+      : ReplicaGroup(static_cast<int>(replica_devices.size())) {
+    devices = std::move(replica_devices);
+  }
   explicit ReplicaGroup(int n)
-      : size(n), barrier(n), buffers(static_cast<size_t>(n)), ready(static_cast<size_t>(n)),
+      : size(n), barrier(n), devices(static_cast<size_t>(n)), buffers(static_cast<size_t>(n)), ready(static_cast<size_t>(n)),
         reduced(static_cast<size_t>(n)), done(static_cast<size_t>(n)),
         barrier_events{std::vector<EventPtr>(static_cast<size_t>(n)), std::vector<EventPtr>(static_cast<size_t>(n))} {}
   int size;
   Barrier barrier;
+  std::vector<Device> devices;  // each replica's
   std::vector<float*> buffers;
   std::vector<EventPtr> ready, reduced, done;
   std::vector<EventPtr> barrier_events[2];  // alternate barriers use alternate arrays

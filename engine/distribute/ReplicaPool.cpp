@@ -10,7 +10,7 @@ ReplicaPool::ReplicaPool(std::vector<Device> devices, int threads_per_replica, s
                          bool variables_shared, size_t fusion_bytes, int replica_offset, int total_replicas)
     : devices_(std::move(devices)),
       ops_(std::move(ops)),
-      group_(static_cast<int>(devices_.size())),
+      group_(devices_),
       variables_shared_(variables_shared) {
   const int n = size();
   errors_.resize(static_cast<size_t>(n));

@@ -39,8 +39,10 @@ inline Setup make_setup(Strategy& strategy, const std::string& optimizer) {
 }
 
 // Trains `steps` steps (cycling epochs) and returns replica 0's weights.
+// With `overlap`, gradients are reduced while the backward pass runs (the
+// Trainer's form), else after it (Keras' apply_gradients).
 inline std::vector<Tensor> train(Strategy& strategy, Setup& s, const Dataset& data, int64_t global_batch, int steps,
-                                 bool check_identical, bool* identical) {
+                                 bool check_identical, bool* identical, bool overlap = false) {
   nn::SparseCategoricalCrossentropy loss_object(true, nn::Reduction::None);
   PipelineOptions po;
   po.batch_size = global_batch;
@@ -61,7 +63,15 @@ inline std::vector<Tensor> train(Strategy& strategy, Setup& s, const Dataset& da
             GradientTape tape;
             Tensor logits = (*s.model)(in.features, true, tape);
             Tensor loss = nn::compute_average_loss(loss_object(in.labels, logits), in.global_batch_size);
-            s.optimizer->apply_gradients(ctx, tape.gradient(loss, vars), vars);
+            if (!overlap) {
+              s.optimizer->apply_gradients(ctx, tape.gradient(loss, vars), vars);
+              return loss;
+            }
+            GradientTape::Ready ready;
+            if (ctx.overlaps_backward()) ready = [&ctx](size_t i, const Tensor& g) { ctx.gradient_ready(i, g); };
+            std::vector<Tensor> grads = tape.gradient(loss, vars, ready);
+            ctx.finish_gradients(grads);
+            s.optimizer->apply_summed_gradients(ctx, grads, vars);
             return loss;
           },
           *inputs);

@@ -63,6 +63,39 @@ private slots:
     compare("adam", 30, [&] { return std::make_unique<MirroredStrategy>(devices(2), o); });
   }
 
+  void gradients_reduced_during_backward_match_data() {
+    QTest::addColumn<QString>("placement");
+    QTest::addColumn<int>("fusion_bytes");
+    for (int f : {64, 4 << 20}) {  // a bucket per gradient; one bucket for all
+      QTest::newRow(qPrintable(QString("distinct devices, %1 B buckets").arg(f))) << "distinct" << f;
+      QTest::newRow(qPrintable(QString("two replicas per device, %1 B buckets").arg(f))) << "shared" << f;
+    }
+  }
+  void gradients_reduced_during_backward_match() {
+    // Buckets started as the tape finalises gradients must give the bits of
+    // one reduction after the backward pass: the same sums in the same
+    // replica order, only issued earlier.
+    QFETCH(QString, placement);
+    QFETCH(int, fusion_bytes);
+    const DeviceKind kind = test_device_kind();
+    std::vector<Device> devs = devices(4);
+    if (placement == "shared") {
+      if (kind == DeviceKind::Cpu) QSKIP("host replicas cannot share a device");
+      devs = {Device{kind, 0}, Device{kind, 0}, Device{kind, 1}, Device{kind, 1}};
+    }
+    StrategyOptions o;
+    o.fusion_bytes = static_cast<size_t>(fusion_bytes);
+    std::vector<Tensor> result[2];
+    for (int overlap = 0; overlap < 2; ++overlap) {
+      MirroredStrategy strategy(devs, o);
+      Setup s = make_setup(strategy, "adam");
+      bool identical = false;
+      result[overlap] = train(strategy, s, data_, 32, 12, true, &identical, overlap == 1);
+      QVERIFY2(identical, "replica weights diverged");
+    }
+    for (size_t i = 0; i < result[0].size(); ++i) QCOMPARE(result[1][i].values(), result[0][i].values());
+  }
+
   void central_storage_matches_one_device() {
     compare("sgd", 30, [&] { return std::make_unique<CentralStorageStrategy>(devices(3)); });
     compare("adam", 32, [&] { return std::make_unique<CentralStorageStrategy>(devices(2)); });
@@ -278,6 +311,38 @@ private slots:
       if (t.values()[3] == 3.0f) ++ok;
     });
     QCOMPARE(ok.load(), 3);
+  }
+
+  void cross_device_ops_are_chosen_for_the_devices() {
+    // Only the choice: no GPU is touched (NCCL is opened, not used).
+    auto chosen = [](std::vector<Device> d, const std::string& name = "auto") {
+      return select_cross_device_ops(d, name)->name();
+    };
+    const Device g0{DeviceKind::Gpu, 0}, g1{DeviceKind::Gpu, 1};
+    QCOMPARE(chosen(cpus(2)), std::string("in_process"));
+    QCOMPARE(chosen({Device{DeviceKind::Sim, 0}, Device{DeviceKind::Sim, 1}}), std::string("device_local"));
+    // Replicas sharing one GPU reduce through its memory; NCCL only when named.
+    QCOMPARE(chosen({g0, g0}), std::string("device_local"));
+    std::unique_ptr<CrossDeviceOps> nccl;
+    for (auto& op : all_cross_device_ops())
+      if (op->name() == "nccl") nccl = std::move(op);
+#ifdef STRATA_WITH_NCCL
+    QVERIFY(nccl);
+    std::string why;
+    if (nccl->enabled({g0, g1}, &why)) {
+      QCOMPARE(chosen({g0, g1}), std::string("nccl"));
+      QCOMPARE(chosen({g0, g0, g1, g1}), std::string("nccl"));
+      QCOMPARE(chosen({g0}, "nccl"), std::string("nccl"));
+    } else {
+      QVERIFY2(QString::fromStdString(why).contains("libnccl"), why.c_str());
+      QCOMPARE(chosen({g0, g1}), std::string("device_local"));
+    }
+    QVERIFY(!nccl->enabled(cpus(2), &why));
+    QVERIFY2(QString::fromStdString(why).contains("GPU replicas only, not cpu:0"), why.c_str());
+#else
+    QVERIFY(!nccl);
+    QCOMPARE(chosen({g0, g1}), std::string("device_local"));
+#endif
   }
 
   void bad_configurations_are_clear_errors() {

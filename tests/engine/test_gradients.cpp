@@ -6,6 +6,9 @@
 // trivially zero.
 #include <QtTest/QtTest>
 
+#include <algorithm>
+#include <set>
+
 #include <cmath>
 #include <functional>
 
@@ -404,6 +407,43 @@ private slots:
     for (float v : grads[1].span()) QCOMPARE(v, 0.0f);
     // The tape stopped recording at gradient(); nothing is active any more.
     QVERIFY(GradientTape::active() == nullptr);
+  }
+
+  void tape_reports_each_gradient_once_it_is_final() {
+    // The hook a distribution strategy reduces through while the backward
+    // pass goes on: each source once, last layer first, with the value the
+    // tape returns (a fan-out source only after all its contributions).
+    nn::Sequential model{nn::Dense(6, Activation::Tanh), nn::Dense(5, Activation::Relu), nn::Dense(3)};
+    model.build(Shape{4});
+    Tensor x = random_tensor(Shape{7, 4});
+    Tensor unrelated = random_tensor(Shape{3});
+    std::vector<Tensor> sources;
+    for (auto* v : model.trainable_variables()) sources.push_back(v->value());
+    sources.push_back(unrelated);
+    GradientTape tape;
+    Tensor out = model(x, true, tape);
+    Tensor target = add_scalars(weighted_sum(out, random_tensor(out.shape())), weighted_sum(out, random_tensor(out.shape())));
+    std::vector<size_t> order;
+    std::vector<std::vector<float>> at_report(sources.size());
+    auto grads = tape.gradient(target, sources, [&](size_t i, const Tensor& g) {
+      order.push_back(i);
+      at_report[i] = g.values();
+    });
+    QCOMPARE(order.size(), sources.size());
+    QCOMPARE(std::set<size_t>(order.begin(), order.end()).size(), sources.size());
+    auto position = [&](size_t i) { return std::find(order.begin(), order.end(), i) - order.begin(); };
+    // kernel/bias of layer 3 (4, 5) before layer 2's (2, 3) before layer 1's (0, 1)
+    QVERIFY(std::max(position(4), position(5)) < std::min(position(2), position(3)));
+    QVERIFY(std::max(position(2), position(3)) < std::min(position(0), position(1)));
+    for (size_t i = 0; i < sources.size(); ++i) QCOMPARE(at_report[i], grads[i].values());
+
+    Tensor y = random_tensor(Shape{4});
+    Tensor r1 = random_tensor(Shape{4}), r2 = random_tensor(Shape{4});
+    std::vector<float> fan_out;
+    GradientTape tape2;
+    Tensor t = add_scalars(weighted_sum(y, r1), weighted_sum(y, r2));
+    tape2.gradient(t, std::vector<Tensor>{y}, [&](size_t, const Tensor& g) { fan_out = g.values(); });
+    for (size_t i = 0; i < 4; ++i) QVERIFY(std::fabs(fan_out[i] - (r1.data()[i] + r2.data()[i])) < 1e-6f);
   }
 
 private:

@@ -98,6 +98,13 @@ std::vector<double> MpiCluster::all_gather(const std::vector<double>& mine) {
   return all;
 }
 
+void MpiCluster::broadcast(std::span<std::byte> data, int root) {
+  if (size_ == 1 || data.empty()) return;
+  MPI_Request r;
+  MPI_Ibcast(data.data(), static_cast<int>(data.size()), MPI_BYTE, root, MPI_COMM_WORLD, &r);
+  wait(&r, "a broadcast from rank " + std::to_string(root));
+}
+
 void MpiCluster::abort(int code, const std::string& message) {
   std::fprintf(stderr, "strata-run [rank %d %s]: %s\n", rank_, host_.c_str(), message.c_str());
   std::fflush(stderr);

@@ -21,6 +21,8 @@ public:
   std::string transport() const override { return "mpi"; }
   void all_reduce_sum(std::span<float> data) override;
   std::vector<double> all_gather(const std::vector<double>& mine) override;
+  void broadcast(std::span<std::byte> data, int root) override;
+  double timeout_seconds() const override { return timeout_; }
   [[noreturn]] void abort(int code, const std::string& message) override;
 
 private:
