@@ -2,7 +2,8 @@
 # The GPU check: one call on a GPU machine builds the Qt-free targets with
 # CMake + ninja and runs strata-gpu-check on gpu:0, in this order: every CUDA
 # operation against the CPU backend, a full training step and 50 SGD steps
-# against the CPU, mirrored x2 on one GPU against one_device, the
+# against the CPU, mirrored x2 on one GPU against one_device, four replicas
+# on the GPU through NCCL against one_device and the device-memory reduce, the
 # Fashion-MNIST MLP for 5 epochs, then the benchmark table beside PyTorch
 # (bench/pytorch_gpu_mlp.py) when the machine has it.
 #
@@ -27,9 +28,21 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader ||
 nvcc --version | tail -1
 cmake --version | head -1
 
+# NCCL and cuDNN: the toolkit's when it has them, else PyTorch's wheels
+# (headers at configure time, libraries at run time).
+nvidia_site="$(python3 -c 'import nvidia; print(list(nvidia.__path__)[0])' 2>/dev/null || true)"
+lib_roots=()
+for lib in nccl cudnn; do
+  if [ -n "$nvidia_site" ] && [ -d "$nvidia_site/$lib/include" ]; then
+    lib_roots+=("-D${lib^^}_ROOT=$nvidia_site/$lib")
+    export LD_LIBRARY_PATH="$nvidia_site/$lib/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  fi
+done
+
 echo "== build"
 cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DSTRATA_WITH_UI=OFF -DSTRATA_BUILD_TESTS=OFF \
-  -DSTRATA_WITH_MPI=OFF -DSTRATA_WITH_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DSTRATA_DEPS_DIR="$deps" || exit 3
+  -DSTRATA_WITH_MPI=OFF -DSTRATA_WITH_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DSTRATA_DEPS_DIR="$deps" \
+  "${lib_roots[@]}" || exit 3
 ninja -C build-gpu strata-gpu-check strata-run || exit 3
 echo "build: $(( $(date +%s) - t0 )) s"
 

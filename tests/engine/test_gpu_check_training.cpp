@@ -1,6 +1,6 @@
 // The GPU check's training sections (tools/gpu_check/TrainingChecks), run on
 // the simulated accelerator: a step and 50 SGD steps against the CPU, graph
-// replay against op-by-op, mirrored x2 on one device, the Fashion-MNIST MLP.
+// replay against op-by-op, mirrored x2 and x4 on one device, the Fashion-MNIST MLP.
 // On sim every comparison must pass (it runs the CPU's kernels), which checks
 // the harness and the engine's device paths (step graphs, replicas sharing
 // a device) before a GPU ever runs them. On a machine with a GPU the same
@@ -28,7 +28,7 @@ private slots:
       QVERIFY2(r.passed, (r.op + " " + r.shape + ": " + r.detail).c_str());
       ops.insert(r.op);
     }
-    QCOMPARE(ops, (std::set<std::string>{"train_step", "sgd_trajectory", "graph_replay", "mirrored_x2"}));
+    QCOMPARE(ops, (std::set<std::string>{"train_step", "sgd_trajectory", "graph_replay", "mirrored_x2", "mirrored_x4_shared"}));
     QVERIFY(records.size() > 20);  // every variable of every comparison has its own record
   }
 

@@ -156,6 +156,30 @@ std::vector<CheckRecord> check_mirrored_pair(const Device& device, int steps) {
   });
 }
 
+std::vector<CheckRecord> check_shared_device(const Device& device, int steps) {
+  return guarded("mirrored_x4_shared", [&] {
+    const Run one = train(example_mlp(device, steps, "sgd"));
+    RunConfig c = example_mlp(device, steps, "sgd");
+    c.strategy.name = "mirrored";
+    c.strategy.devices.assign(4, device.str());
+    c.strategy.cross_device_ops = device.kind == DeviceKind::Gpu ? "nccl" : "auto";
+    const Run four = train(c);
+    const std::string via = " (" + c.strategy.cross_device_ops + ")";
+    std::vector<CheckRecord> out{compare("mirrored_x4_shared", std::to_string(steps) + " steps, loss per step" + via,
+                                         as_floats(four.events.losses), as_floats(one.events.losses), 1e-5)};
+    compare_weights(out, "mirrored_x4_shared", four, 3, one, 1e-5);
+    if (device.kind == DeviceKind::Gpu) {
+      c.strategy.cross_device_ops = "device_local";
+      const Run local = train(c);
+      // The same sums in the same replica order: the same bits.
+      out.push_back(compare("nccl_vs_device_local", "4 replicas on one GPU, loss per step",
+                            as_floats(four.events.losses), as_floats(local.events.losses), 0));
+      compare_weights(out, "nccl_vs_device_local", four, 0, local, 0);
+    }
+    return out;
+  });
+}
+
 std::vector<CheckRecord> check_graph_replay(const Device& device, int steps) {
   return guarded("graph_replay", [&] {
     RunConfig c = example("fashion-cnn-bn", device, steps);

@@ -20,6 +20,12 @@ std::vector<CheckRecord> check_trajectory(const Device& device, int steps = 50);
 // Mirrored with two replicas on the one device against one_device there, on
 // the same global batches: the same weights.
 std::vector<CheckRecord> check_mirrored_pair(const Device& device, int steps = 20);
+// Four mirrored replicas sharing the one device against one_device (the
+// shared-GPU half of mixed placement: a local sum through device memory, then
+// the cross-device ops across GPUs). On a GPU the gradients go through NCCL
+// (a one-GPU communicator after the local sum), and must give the bits of the
+// device-memory all-reduce.
+std::vector<CheckRecord> check_shared_device(const Device& device, int steps = 20);
 // The example CNN with batch norm and dropout (Adam) for a few steps with each
 // step captured as a graph and replayed, against the same steps run op by op
 // on the device: the same losses, weights, moving statistics and host-side
