@@ -108,6 +108,20 @@ public:
   virtual void avg_pool(const Window2D& w, const float* x, float* y) = 0;
   virtual void avg_pool_backward(const Window2D& w, const float* dy, float* dx) = 0;
 
+  // ---- convolution as one operation, where a library does it (cuDNN) -------
+  // y[(n, oy, ox), f] = sum over the window of x * kernel, the kernel a
+  // (kh * kw * channels, filters) matrix (HWIO), no bias. Backends without a
+  // library for it say no, and layers use im2col + gemm themselves (keeping
+  // the patch matrix for the backward pass instead of recomputing it).
+  virtual bool has_conv2d(const Window2D& /*w*/, int64_t /*filters*/) { return false; }
+  // These defaults compute through im2col, gemm and col2im on this backend.
+  virtual void conv2d(const Window2D& w, int64_t filters, const float* x, const float* kernel, float* y);
+  // dx = the adjoint of conv2d for dy (rows, filters).
+  virtual void conv2d_backward_data(const Window2D& w, int64_t filters, const float* dy, const float* kernel, float* dx);
+  // dkernel = d(sum dy * y) / d kernel, overwritten.
+  virtual void conv2d_backward_filter(const Window2D& w, int64_t filters, const float* x, const float* dy,
+                                      float* dkernel);
+
   // ---- batch normalisation over rows of a (rows, channels) view -------------
   // sum[c] = sum_r x[r,c], sumsq[c] = sum_r x[r,c]^2 (accumulated in double).
   virtual void channel_sums(const float* x, int64_t rows, int64_t channels, float* sum, float* sumsq) = 0;

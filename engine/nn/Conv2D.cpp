@@ -52,10 +52,13 @@ Tensor Conv2DLayer::call(const Tensor& x, bool) {
   // Convolution = patch matrix (im2col) times the kernel as a (patch, filters)
   // matrix: the same fused op as Dense. A 1x1 stride-1 convolution needs no
   // patch matrix: the image already is one.
+  // Where the backend convolves in one operation (cuDNN), it does.
   const bool direct = kh_ == 1 && kw_ == 1 && sh_ == 1 && sw_ == 1;
-  Tensor col = direct ? reshape_op(x, Shape{rows, patch}) : im2col_op(x, win);
   Tensor w = reshape_op(kernel_->value(), Shape{patch, filters_});
-  Tensor y = linear(col, w, use_bias_ ? bias_->value() : Tensor(), activation_);
+  const Tensor b = use_bias_ ? bias_->value() : Tensor();
+  Tensor y = !direct && backend_for(x.device()).has_conv2d(win, filters_)
+                 ? conv2d(x, w, b, activation_, win)
+                 : linear(direct ? reshape_op(x, Shape{rows, patch}) : im2col_op(x, win), w, b, activation_);
   return reshape_op(y, Shape{win.batch, win.out_h, win.out_w, filters_});
 }
 

@@ -4,40 +4,72 @@
 
 namespace strata::nn {
 
-Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b, Activation act) {
-  const int64_t rows = x.shape()[0], in = x.shape()[1], out = w.shape()[1];
+Tensor product_op(const Tensor& x, const Tensor& w, const Tensor& b, Activation act, Product p) {
+  const int64_t rows = p.rows, out = p.out;
   Backend& be = backend_for(x.device());
   Tensor y = Tensor::empty(Shape{rows, out}, x.device());
-  be.gemm(false, false, rows, out, in, 1.0f, x.ptr(), w.ptr(), 0.0f, y.ptr());
+  p.forward(be, x, w, y.ptr());
   const bool has_bias = b.defined();
   if (has_bias) be.add_bias_rows(y.ptr(), b.ptr(), rows, out);
   if (act != Activation::None) be.activation_forward(act, y.ptr(), y.ptr(), rows, out);
 
   std::vector<Tensor> inputs{x, w};
   if (has_bias) inputs.push_back(b);
-  record_op(std::move(inputs), y, [x, w, y, act, has_bias, rows, in, out](const Tensor& g, const std::vector<bool>& need) {
+  record_op(std::move(inputs), y, [x, w, y, act, has_bias, p = std::move(p)](const Tensor& g, const std::vector<bool>& need) {
     Backend& bk = backend_for(g.device());
     Tensor dz = g;
     if (act != Activation::None) {
       dz = Tensor::empty(g.shape(), g.device());
-      bk.activation_backward(act, y.ptr(), g.ptr(), dz.ptr(), rows, out);
+      bk.activation_backward(act, y.ptr(), g.ptr(), dz.ptr(), p.rows, p.out);
     }
     std::vector<Tensor> grads(has_bias ? 3 : 2);
     if (need[0]) {
       grads[0] = Tensor::empty(x.shape(), g.device());
-      bk.gemm(false, true, rows, in, out, 1.0f, dz.ptr(), w.ptr(), 0.0f, grads[0].ptr());
+      p.backward_data(bk, dz, w, grads[0].ptr());
     }
     if (need[1]) {
       grads[1] = Tensor::empty(w.shape(), g.device());
-      bk.gemm(true, false, in, out, rows, 1.0f, x.ptr(), dz.ptr(), 0.0f, grads[1].ptr());
+      p.backward_weights(bk, x, dz, grads[1].ptr());
     }
     if (has_bias && need[2]) {
-      grads[2] = Tensor::empty(Shape{out}, g.device());
-      bk.sum_rows(dz.ptr(), rows, out, grads[2].ptr(), false);
+      grads[2] = Tensor::empty(Shape{p.out}, g.device());
+      bk.sum_rows(dz.ptr(), p.rows, p.out, grads[2].ptr(), false);
     }
     return grads;
   });
   return y;
+}
+
+Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b, Activation act) {
+  const int64_t rows = x.shape()[0], in = x.shape()[1], out = w.shape()[1];
+  Product p;
+  p.rows = rows;
+  p.out = out;
+  p.forward = [=](Backend& be, const Tensor& x, const Tensor& w, float* y) {
+    be.gemm(false, false, rows, out, in, 1.0f, x.ptr(), w.ptr(), 0.0f, y);
+  };
+  p.backward_data = [=](Backend& be, const Tensor& dy, const Tensor& w, float* dx) {
+    be.gemm(false, true, rows, in, out, 1.0f, dy.ptr(), w.ptr(), 0.0f, dx);
+  };
+  p.backward_weights = [=](Backend& be, const Tensor& x, const Tensor& dy, float* dw) {
+    be.gemm(true, false, in, out, rows, 1.0f, x.ptr(), dy.ptr(), 0.0f, dw);
+  };
+  return product_op(x, w, b, act, std::move(p));
+}
+
+Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& b, Activation act, const Window2D& win) {
+  const int64_t filters = w.shape()[1];
+  Product p;
+  p.rows = win.batch * win.out_h * win.out_w;
+  p.out = filters;
+  p.forward = [=](Backend& be, const Tensor& x, const Tensor& w, float* y) { be.conv2d(win, filters, x.ptr(), w.ptr(), y); };
+  p.backward_data = [=](Backend& be, const Tensor& dy, const Tensor& w, float* dx) {
+    be.conv2d_backward_data(win, filters, dy.ptr(), w.ptr(), dx);
+  };
+  p.backward_weights = [=](Backend& be, const Tensor& x, const Tensor& dy, float* dw) {
+    be.conv2d_backward_filter(win, filters, x.ptr(), dy.ptr(), dw);
+  };
+  return product_op(x, w, b, act, std::move(p));
 }
 
 }  // namespace strata::nn

@@ -54,7 +54,8 @@ private slots:
         "copy_from_host", "copy_to_host", "copy", "fill32", "gemm", "add_bias_rows", "sum_rows", "activation_forward",
         "activation_backward", "sparse_softmax_xent", "softmax_xent", "axpby", "dropout", "mul", "scale_rows",
         "log_clamp", "log_clamp_backward", "pixels_to_float", "scaled_sum", "broadcast_scaled", "add_scalar",
-        "argmax_rows", "count_correct", "check_labels", "im2col", "col2im", "max_pool", "max_pool_backward", "avg_pool",
+        "argmax_rows", "count_correct", "check_labels", "im2col", "col2im", "conv2d", "conv2d_backward_data",
+        "conv2d_backward_filter", "max_pool", "max_pool_backward", "avg_pool",
         "avg_pool_backward", "channel_sums", "batch_norm_stats", "batch_norm_inference_stats",
         "batch_norm_moving_update", "batch_norm_apply", "batch_norm_backward_reduce", "batch_norm_backward_apply",
         "sgd_update", "adam_update"};

@@ -23,6 +23,7 @@ std::vector<CheckRecord> BackendComparison::run() {
   scalars();
   metrics();
   images();
+  convolution();
   pooling();
   batch_norm_statistics();
   batch_norm_layers();

@@ -41,6 +41,7 @@ private:
   void metrics();
   // BackendComparisonImages.cpp
   void images();
+  void convolution();
   void pooling();
   void batch_norm_statistics();
   void batch_norm_layers();

@@ -37,10 +37,14 @@ std::string describe(bool ta, bool tb, int64_t m, int64_t n, int64_t k) {
 }
 }  // namespace
 
+bool tf32_requested() {
+  const char* tf32 = std::getenv("STRATA_TF32");
+  return tf32 && std::strcmp(tf32, "1") == 0;
+}
+
 CublasLtGemm::CublasLtGemm(std::string device_name, void* workspace, size_t workspace_bytes)
     : device_name_(std::move(device_name)), workspace_(workspace), workspace_bytes_(workspace_bytes) {
-  const char* tf32 = std::getenv("STRATA_TF32");
-  compute_ = tf32 && std::strcmp(tf32, "1") == 0 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  compute_ = tf32_requested() ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
   if (auto s = lt().cublasLtCreate(&handle_); s != CUBLAS_STATUS_SUCCESS)
     throw runtime_error(device_name_ + ": cublasLtCreate failed: " + lt().cublasLtGetStatusName(s) + " (" +
                         lt().cublasLtGetStatusString(s) + ")");

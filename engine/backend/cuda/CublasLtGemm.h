@@ -15,6 +15,10 @@
 
 namespace strata::cuda {
 
+// STRATA_TF32=1: TF32 tensor cores for float32 products and convolutions
+// (faster; 10-bit mantissa products, no longer comparable bit for bit with the CPU).
+bool tf32_requested();
+
 class CublasLtGemm {
 public:
   // `workspace` (device memory of `workspace_bytes`) is lent for every call.

@@ -7,6 +7,15 @@
 #include "backend/cuda/CudaCheck.h"
 #include "backend/cuda/CudaKernels.h"
 #include "core/Error.h"
+#include "core/Tensor.h"
+#ifdef STRATA_WITH_CUDNN
+#include "backend/cuda/CudnnConvolution.h"
+#include "backend/cuda/CudnnLibrary.h"
+#else
+namespace strata::cuda {
+class CudnnConvolution {};  // never made: this build has no cudnn.h
+}  // namespace strata::cuda
+#endif
 
 namespace strata {
 
@@ -66,6 +75,7 @@ CudaBackend::~CudaBackend() {
   // Backends live until the process exits; by then the runtime may be gone,
   // so nothing here may throw.
   gemm_.reset();
+  cudnn_.reset();
   if (stream_) cudaStreamDestroy(stream_);
 }
 
@@ -348,6 +358,61 @@ void CudaBackend::adam_update(int64_t n, float* w, const float* g, float* m, flo
 
 void CudaBackend::im2col(const Window2D& w, const float* x, float* col) { cuda::im2col(enter(), w, x, col); }
 void CudaBackend::col2im(const Window2D& w, const float* col, float* dx) { cuda::col2im(enter(), w, col, dx); }
+
+cuda::CudnnConvolution* CudaBackend::cudnn() {
+#ifdef STRATA_WITH_CUDNN
+  std::call_once(cudnn_once_, [this] {
+    cudnn_unavailable_ = cuda::CudnnLibrary::unavailable();
+    if (cudnn_unavailable_.empty())
+      cudnn_ = std::make_unique<cuda::CudnnConvolution>(*this, device().str(), enter(), cuda::tf32_requested());
+  });
+#endif
+  return cudnn_.get();
+}
+
+bool CudaBackend::has_conv2d(const Window2D& w, int64_t) {
+#ifdef STRATA_WITH_CUDNN
+  if (!cuda::CudnnConvolution::fits(w)) return false;
+#else
+  (void)w;
+#endif
+  return cudnn() != nullptr;
+}
+
+// The layers' kernels are (kh * kw * channels, filters) matrices; cuDNN's
+// NHWC filters are their transposes (filters, kh, kw, channels). Windows
+// cuDNN cannot take go the default way (im2col, cuBLASLt, col2im).
+void CudaBackend::conv2d(const Window2D& w, int64_t filters, const float* x, const float* kernel, float* y) {
+  if (!has_conv2d(w, filters)) return Backend::conv2d(w, filters, x, kernel, y);
+#ifdef STRATA_WITH_CUDNN
+  const int64_t patch = w.kernel_h * w.kernel_w * w.channels;
+  Tensor k = Tensor::empty(Shape{filters, patch}, device());
+  cuda::transpose(enter(), kernel, patch, filters, k.ptr());
+  cudnn()->forward(w, filters, x, k.ptr(), y);
+#endif
+}
+
+void CudaBackend::conv2d_backward_data(const Window2D& w, int64_t filters, const float* dy, const float* kernel,
+                                       float* dx) {
+  if (!has_conv2d(w, filters)) return Backend::conv2d_backward_data(w, filters, dy, kernel, dx);
+#ifdef STRATA_WITH_CUDNN
+  const int64_t patch = w.kernel_h * w.kernel_w * w.channels;
+  Tensor k = Tensor::empty(Shape{filters, patch}, device());
+  cuda::transpose(enter(), kernel, patch, filters, k.ptr());
+  cudnn()->backward_data(w, filters, dy, k.ptr(), dx);
+#endif
+}
+
+void CudaBackend::conv2d_backward_filter(const Window2D& w, int64_t filters, const float* x, const float* dy,
+                                         float* dkernel) {
+  if (!has_conv2d(w, filters)) return Backend::conv2d_backward_filter(w, filters, x, dy, dkernel);
+#ifdef STRATA_WITH_CUDNN
+  const int64_t patch = w.kernel_h * w.kernel_w * w.channels;
+  Tensor dk = Tensor::empty(Shape{filters, patch}, device());
+  cudnn()->backward_filter(w, filters, x, dy, dk.ptr());
+  cuda::transpose(enter(), dk.ptr(), filters, patch, dkernel);
+#endif
+}
 void CudaBackend::max_pool(const Window2D& w, const float* x, float* y, int32_t* argmax) {
   cuda::max_pool(enter(), w, x, y, argmax);
 }

@@ -12,6 +12,9 @@
 #include "backend/cuda/PinnedStaging.h"
 
 namespace strata {
+namespace cuda {
+class CudnnConvolution;
+}
 
 // One NVIDIA GPU, device kind `gpu`. Every call is queued on the device's
 // stream and returns at once; the host waits only in synchronize() (and for
@@ -81,6 +84,14 @@ public:
   void check_labels(const int32_t* labels, int64_t n, int64_t classes, float* error) override;
   void im2col(const Window2D& w, const float* x, float* col) override;
   void col2im(const Window2D& w, const float* col, float* dx) override;
+  // cuDNN where it loads and its padding gives the window; else the layers'
+  // im2col + cuBLASLt.
+  bool has_conv2d(const Window2D& w, int64_t filters) override;
+  void conv2d(const Window2D& w, int64_t filters, const float* x, const float* kernel, float* y) override;
+  void conv2d_backward_data(const Window2D& w, int64_t filters, const float* dy, const float* kernel,
+                            float* dx) override;
+  void conv2d_backward_filter(const Window2D& w, int64_t filters, const float* x, const float* dy,
+                              float* dkernel) override;
   void max_pool(const Window2D& w, const float* x, float* y, int32_t* argmax) override;
   void max_pool_backward(const Window2D& w, const float* dy, const int32_t* argmax, float* dx) override;
   void avg_pool(const Window2D& w, const float* x, float* y) override;
@@ -120,6 +131,12 @@ private:
   cudaMemPool_t pool_ = nullptr;
   void* workspace_ = nullptr;
   std::unique_ptr<cuda::CublasLtGemm> gemm_;
+  // cuDNN, made at the first convolution (null when it cannot be: the
+  // build has no cudnn.h or the library does not load).
+  cuda::CudnnConvolution* cudnn();
+  std::once_flag cudnn_once_;
+  std::unique_ptr<cuda::CudnnConvolution> cudnn_;
+  std::string cudnn_unavailable_;
   cuda::PinnedStaging staging_;
   float* label_error_ = nullptr;
   std::mutex scratch_mutex_;

@@ -59,6 +59,15 @@ __global__ void fill_kernel(uint32_t* y, int64_t n, uint32_t word) {
   STRATA_GRID_STRIDE(i, n) y[i] = word;
 }
 
+// Element-wise (writes coalesced): only convolution kernels go through it,
+// a few hundred thousand values at most.
+__global__ void transpose_kernel(const float* __restrict__ in, int64_t rows, int64_t cols, float* __restrict__ out) {
+  STRATA_GRID_STRIDE(i, rows * cols) {
+    const int64_t c = i / rows, r = i % rows;
+    out[i] = in[r * cols + c];
+  }
+}
+
 __global__ void activation_forward_kernel(Activation act, const float* x, float* y, int64_t n) {
   STRATA_GRID_STRIDE(i, n) {
     const float v = x[i];
@@ -328,6 +337,12 @@ void fill32(cudaStream_t s, uint32_t* dst, int64_t n, uint32_t word) {
   if (n == 0) return;
   fill_kernel<<<blocks_for(n), kThreads, 0, s>>>(dst, n, word);
   STRATA_CUDA_LAUNCHED("fill32");
+}
+
+void transpose(cudaStream_t s, const float* in, int64_t rows, int64_t cols, float* out) {
+  if (rows * cols == 0) return;
+  transpose_kernel<<<blocks_for(rows * cols), kThreads, 0, s>>>(in, rows, cols, out);
+  STRATA_CUDA_LAUNCHED("transpose");
 }
 
 void fill_ones(cudaStream_t s, float* y, int64_t n) { fill32(s, reinterpret_cast<uint32_t*>(y), n, 0x3f800000u); }

@@ -1,0 +1,161 @@
+#include "backend/cuda/CudnnConvolution.h"
+
+#include <algorithm>
+
+#include "backend/cuda/CudnnLibrary.h"
+#include "core/Error.h"
+
+namespace strata::cuda {
+
+namespace {
+const CudnnLibrary& lib() { return CudnnLibrary::get(); }
+
+int as_int(int64_t v) { return static_cast<int>(v); }
+
+// The first algorithm cuDNN's heuristics rank that runs, uses the allowed
+// arithmetic and fits the workspace budget; deterministic ones first. Adds
+// its workspace size to `workspace` (the largest of all).
+template <typename Perf>
+auto choose(const Perf* perf, int count, bool tf32, const std::string& what, size_t& workspace) {
+  constexpr size_t kBudget = size_t{512} << 20;
+  for (int pass = 0; pass < 2; ++pass)
+    for (int i = 0; i < count; ++i) {
+      const Perf& p = perf[i];
+      if (p.status != CUDNN_STATUS_SUCCESS || p.memory > kBudget) continue;
+      if (!tf32 && p.mathType == CUDNN_TENSOR_OP_MATH) continue;
+      if (pass == 0 && p.determinism != CUDNN_DETERMINISTIC) continue;
+      workspace = std::max(workspace, p.memory);
+      return p.algo;
+    }
+  throw runtime_error(what + ": cuDNN offers no float32 algorithm for this convolution");
+}
+}  // namespace
+
+CudnnConvolution::CudnnConvolution(DeviceMemory& memory, std::string device_name, cudaStream_t stream, bool tf32)
+    : memory_(memory), device_(std::move(device_name)), tf32_(tf32) {
+  lib().check(lib().cudnnCreate(&handle_), device_ + ": cudnnCreate");
+  lib().check(lib().cudnnSetStream(handle_, stream), device_ + ": cudnnSetStream");
+}
+
+CudnnConvolution::~CudnnConvolution() {
+  for (auto& [key, p] : plans_) {
+    lib().cudnnDestroyTensorDescriptor(p.x);
+    lib().cudnnDestroyTensorDescriptor(p.y);
+    lib().cudnnDestroyFilterDescriptor(p.kernel);
+    lib().cudnnDestroyConvolutionDescriptor(p.conv);
+  }
+  if (workspace_) memory_.deallocate(workspace_, workspace_bytes_);
+  if (handle_) lib().cudnnDestroy(handle_);
+}
+
+bool CudnnConvolution::fits(const Window2D& w) {
+  auto out = [](int64_t size, int64_t pad, int64_t kernel, int64_t stride) {
+    return (size + 2 * pad - kernel) / stride + 1;
+  };
+  return w.pad_top >= 0 && w.pad_left >= 0 && out(w.height, w.pad_top, w.kernel_h, w.stride_h) == w.out_h &&
+         out(w.width, w.pad_left, w.kernel_w, w.stride_w) == w.out_w;
+}
+
+CudnnConvolution::Plan& CudnnConvolution::plan(const Window2D& w, int64_t filters) {
+  const Key key{w.batch, w.height, w.width, w.channels, w.kernel_h, w.kernel_w,
+                w.stride_h, w.stride_w, w.pad_top, w.pad_left, filters};
+  auto [it, fresh] = plans_.try_emplace(key);
+  if (fresh) {
+    try {
+      make_plan(it->second, w, filters);
+    } catch (...) {
+      plans_.erase(it);
+      throw;
+    }
+  }
+  return it->second;
+}
+
+void CudnnConvolution::make_plan(Plan& p, const Window2D& w, int64_t filters) {
+  const auto& api = lib();
+  const std::string what = device_ + ": convolution " + std::to_string(w.kernel_h) + "x" + std::to_string(w.kernel_w) +
+                           " over " + std::to_string(w.batch) + "x" + std::to_string(w.height) + "x" +
+                           std::to_string(w.width) + "x" + std::to_string(w.channels);
+  api.check(api.cudnnCreateTensorDescriptor(&p.x), what);
+  api.check(api.cudnnCreateTensorDescriptor(&p.y), what);
+  api.check(api.cudnnCreateFilterDescriptor(&p.kernel), what);
+  api.check(api.cudnnCreateConvolutionDescriptor(&p.conv), what);
+  api.check(api.cudnnSetTensor4dDescriptor(p.x, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, as_int(w.batch), as_int(w.channels),
+                                           as_int(w.height), as_int(w.width)),
+            what + " (input)");
+  api.check(api.cudnnSetTensor4dDescriptor(p.y, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, as_int(w.batch), as_int(filters),
+                                           as_int(w.out_h), as_int(w.out_w)),
+            what + " (output)");
+  api.check(api.cudnnSetFilter4dDescriptor(p.kernel, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NHWC, as_int(filters),
+                                           as_int(w.channels), as_int(w.kernel_h), as_int(w.kernel_w)),
+            what + " (kernel)");
+  api.check(api.cudnnSetConvolution2dDescriptor(p.conv, as_int(w.pad_top), as_int(w.pad_left), as_int(w.stride_h),
+                                                as_int(w.stride_w), 1, 1, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
+            what);
+  api.check(api.cudnnSetConvolutionMathType(p.conv, tf32_ ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH), what);
+  int n = 0, c = 0, h = 0, wd = 0;
+  api.check(api.cudnnGetConvolution2dForwardOutputDim(p.conv, p.x, p.kernel, &n, &c, &h, &wd), what);
+  if (h != w.out_h || wd != w.out_w || c != filters)
+    throw runtime_error(what + ": cuDNN gives a " + std::to_string(h) + "x" + std::to_string(wd) + " output, the layer " +
+                        std::to_string(w.out_h) + "x" + std::to_string(w.out_w));
+
+  int count = 0;
+  size_t need = 0;
+  cudnnConvolutionFwdAlgoPerf_t fwd[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+  api.check(api.cudnnGetConvolutionForwardAlgorithm_v7(handle_, p.x, p.kernel, p.conv, p.y,
+                                                       CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, fwd),
+            what);
+  p.forward = choose(fwd, count, tf32_, what, need);
+  cudnnConvolutionBwdDataAlgoPerf_t bwd_data[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+  api.check(api.cudnnGetConvolutionBackwardDataAlgorithm_v7(handle_, p.kernel, p.y, p.conv, p.x,
+                                                            CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, bwd_data),
+            what);
+  p.backward_data = choose(bwd_data, count, tf32_, what, need);
+  cudnnConvolutionBwdFilterAlgoPerf_t bwd_filter[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+  api.check(api.cudnnGetConvolutionBackwardFilterAlgorithm_v7(handle_, p.x, p.y, p.conv, p.kernel,
+                                                              CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count, bwd_filter),
+            what);
+  p.backward_filter = choose(bwd_filter, count, tf32_, what, need);
+  // One workspace for every plan, as large as the largest needs: sized here,
+  // on the first (eager) step of each shape, never while a step is captured.
+  reserve(need);
+}
+
+void CudnnConvolution::reserve(size_t bytes) {
+  if (bytes <= workspace_bytes_) return;
+  if (workspace_) memory_.deallocate(workspace_, workspace_bytes_);
+  workspace_ = nullptr;
+  workspace_bytes_ = 0;
+  workspace_ = memory_.allocate(bytes);
+  workspace_bytes_ = bytes;
+}
+
+void CudnnConvolution::forward(const Window2D& w, int64_t filters, const float* x, const float* kernel, float* y) {
+  std::lock_guard lock(mutex_);
+  Plan& p = plan(w, filters);
+  const float one = 1.0f, zero = 0.0f;
+  lib().check(lib().cudnnConvolutionForward(handle_, &one, p.x, x, p.kernel, kernel, p.conv, p.forward, workspace_,
+                                            workspace_bytes_, &zero, p.y, y),
+              device_ + ": cudnnConvolutionForward");
+}
+
+void CudnnConvolution::backward_data(const Window2D& w, int64_t filters, const float* dy, const float* kernel, float* dx) {
+  std::lock_guard lock(mutex_);
+  Plan& p = plan(w, filters);
+  const float one = 1.0f, zero = 0.0f;
+  lib().check(lib().cudnnConvolutionBackwardData(handle_, &one, p.kernel, kernel, p.y, dy, p.conv, p.backward_data,
+                                                 workspace_, workspace_bytes_, &zero, p.x, dx),
+              device_ + ": cudnnConvolutionBackwardData");
+}
+
+void CudnnConvolution::backward_filter(const Window2D& w, int64_t filters, const float* x, const float* dy,
+                                       float* dkernel) {
+  std::lock_guard lock(mutex_);
+  Plan& p = plan(w, filters);
+  const float one = 1.0f, zero = 0.0f;
+  lib().check(lib().cudnnConvolutionBackwardFilter(handle_, &one, p.x, x, p.y, dy, p.conv, p.backward_filter, workspace_,
+                                                   workspace_bytes_, &zero, p.kernel, dkernel),
+              device_ + ": cudnnConvolutionBackwardFilter");
+}
+
+}  // namespace strata::cuda

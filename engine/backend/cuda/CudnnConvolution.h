@@ -1,0 +1,62 @@
+#pragma once
+#include <cuda_runtime_api.h>
+#include <cudnn.h>
+
+#include <array>
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "backend/Backend.h"
+
+namespace strata::cuda {
+
+// NHWC float convolutions through cuDNN for one GPU's stream: per window
+// shape a plan (descriptors and the algorithm of each direction, chosen once
+// by cuDNN's heuristics), a workspace kept between calls. Kernels are in
+// cuDNN's NHWC filter layout (filters, kh, kw, channels); CudaBackend
+// transposes the layers' (kh * kw * channels, filters) matrices to and from it.
+//
+// Float32 arithmetic (CUDNN_FMA_MATH) unless STRATA_TF32=1, as the matrix
+// products. Deterministic algorithms are preferred, so a replayed step and
+// a resumed run compute the same bits.
+class CudnnConvolution {
+public:
+  CudnnConvolution(DeviceMemory& memory, std::string device_name, cudaStream_t stream, bool tf32);
+  ~CudnnConvolution();
+  CudnnConvolution(const CudnnConvolution&) = delete;
+  CudnnConvolution& operator=(const CudnnConvolution&) = delete;
+
+  // Whether cuDNN's symmetric padding gives exactly this window (TF's "same"
+  // with an odd pixel after, e.g. stride 2 on an even size, does not).
+  static bool fits(const Window2D& w);
+
+  void forward(const Window2D& w, int64_t filters, const float* x, const float* kernel, float* y);
+  void backward_data(const Window2D& w, int64_t filters, const float* dy, const float* kernel, float* dx);
+  void backward_filter(const Window2D& w, int64_t filters, const float* x, const float* dy, float* dkernel);
+
+private:
+  struct Plan {
+    cudnnTensorDescriptor_t x = nullptr, y = nullptr;
+    cudnnFilterDescriptor_t kernel = nullptr;
+    cudnnConvolutionDescriptor_t conv = nullptr;
+    cudnnConvolutionFwdAlgo_t forward{};
+    cudnnConvolutionBwdDataAlgo_t backward_data{};
+    cudnnConvolutionBwdFilterAlgo_t backward_filter{};
+  };
+  using Key = std::array<int64_t, 11>;
+  Plan& plan(const Window2D& w, int64_t filters);
+  void make_plan(Plan& p, const Window2D& w, int64_t filters);
+  void reserve(size_t bytes);
+
+  DeviceMemory& memory_;
+  std::string device_;
+  bool tf32_;
+  cudnnHandle_t handle_ = nullptr;
+  std::mutex mutex_;  // the handle, the plans and the workspace: replicas sharing the GPU call from their threads
+  std::map<Key, Plan> plans_;
+  void* workspace_ = nullptr;
+  size_t workspace_bytes_ = 0;
+};
+
+}  // namespace strata::cuda

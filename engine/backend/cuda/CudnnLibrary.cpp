@@ -1,0 +1,75 @@
+#include "backend/cuda/CudnnLibrary.h"
+
+#include <dlfcn.h>
+
+#include <type_traits>
+
+#include "core/Error.h"
+
+namespace strata::cuda {
+
+namespace {
+// The major version this build was compiled against: its ABI.
+const std::string kSoname = "libcudnn.so." + std::to_string(CUDNN_MAJOR);
+
+CudnnLibrary load() {
+  void* lib = dlopen(kSoname.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!lib) {
+    const char* why = dlerror();
+    throw runtime_error("cannot load " + kSoname + " (cuDNN " + std::to_string(CUDNN_MAJOR) + "): " +
+                        (why ? why : "not found") +
+                        ". Install cuDNN (NVIDIA's libcudnn9 package or the nvidia-cudnn wheel) or add its lib folder "
+                        "to LD_LIBRARY_PATH; without it convolutions use im2col and cuBLASLt");
+  }
+  CudnnLibrary api;
+  auto bind = [&](auto& fn, const char* name) {
+    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(lib, name));
+    if (!fn) throw runtime_error(kSoname + " has no " + name + ": an unexpected version of cuDNN");
+  };
+#define STRATA_BIND(name) bind(api.name, #name);
+  STRATA_BIND(cudnnGetVersion)
+  STRATA_BIND(cudnnGetErrorString)
+  STRATA_BIND(cudnnCreate)
+  STRATA_BIND(cudnnDestroy)
+  STRATA_BIND(cudnnSetStream)
+  STRATA_BIND(cudnnCreateTensorDescriptor)
+  STRATA_BIND(cudnnDestroyTensorDescriptor)
+  STRATA_BIND(cudnnSetTensor4dDescriptor)
+  STRATA_BIND(cudnnCreateFilterDescriptor)
+  STRATA_BIND(cudnnDestroyFilterDescriptor)
+  STRATA_BIND(cudnnSetFilter4dDescriptor)
+  STRATA_BIND(cudnnCreateConvolutionDescriptor)
+  STRATA_BIND(cudnnDestroyConvolutionDescriptor)
+  STRATA_BIND(cudnnSetConvolution2dDescriptor)
+  STRATA_BIND(cudnnSetConvolutionMathType)
+  STRATA_BIND(cudnnGetConvolution2dForwardOutputDim)
+  STRATA_BIND(cudnnGetConvolutionForwardAlgorithm_v7)
+  STRATA_BIND(cudnnGetConvolutionBackwardDataAlgorithm_v7)
+  STRATA_BIND(cudnnGetConvolutionBackwardFilterAlgorithm_v7)
+  STRATA_BIND(cudnnConvolutionForward)
+  STRATA_BIND(cudnnConvolutionBackwardData)
+  STRATA_BIND(cudnnConvolutionBackwardFilter)
+#undef STRATA_BIND
+  return api;
+}
+}  // namespace
+
+const CudnnLibrary& CudnnLibrary::get() {
+  static const CudnnLibrary api = load();  // a failed load throws, and is tried again next time
+  return api;
+}
+
+std::string CudnnLibrary::unavailable() {
+  try {
+    get();
+    return {};
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+}
+
+void CudnnLibrary::check(cudnnStatus_t s, const std::string& what) const {
+  if (s != CUDNN_STATUS_SUCCESS) throw runtime_error(what + ": " + cudnnGetErrorString(s));
+}
+
+}  // namespace strata::cuda

@@ -1,0 +1,46 @@
+#pragma once
+// cuDNN, opened with dlopen the first time a GPU convolves, for the reasons
+// cuBLASLt is (CublasLtLibrary.h). The legacy convolution API (cudnn_cnn.h)
+// is enough for NHWC float convolutions and stays in cuDNN 9.
+#include <cudnn.h>
+
+#include <string>
+
+namespace strata::cuda {
+
+struct CudnnLibrary {
+#define STRATA_CUDNN_FN(name) decltype(&::name) name = nullptr;
+  STRATA_CUDNN_FN(cudnnGetVersion)
+  STRATA_CUDNN_FN(cudnnGetErrorString)
+  STRATA_CUDNN_FN(cudnnCreate)
+  STRATA_CUDNN_FN(cudnnDestroy)
+  STRATA_CUDNN_FN(cudnnSetStream)
+  STRATA_CUDNN_FN(cudnnCreateTensorDescriptor)
+  STRATA_CUDNN_FN(cudnnDestroyTensorDescriptor)
+  STRATA_CUDNN_FN(cudnnSetTensor4dDescriptor)
+  STRATA_CUDNN_FN(cudnnCreateFilterDescriptor)
+  STRATA_CUDNN_FN(cudnnDestroyFilterDescriptor)
+  STRATA_CUDNN_FN(cudnnSetFilter4dDescriptor)
+  STRATA_CUDNN_FN(cudnnCreateConvolutionDescriptor)
+  STRATA_CUDNN_FN(cudnnDestroyConvolutionDescriptor)
+  STRATA_CUDNN_FN(cudnnSetConvolution2dDescriptor)
+  STRATA_CUDNN_FN(cudnnSetConvolutionMathType)
+  STRATA_CUDNN_FN(cudnnGetConvolution2dForwardOutputDim)
+  STRATA_CUDNN_FN(cudnnGetConvolutionForwardAlgorithm_v7)
+  STRATA_CUDNN_FN(cudnnGetConvolutionBackwardDataAlgorithm_v7)
+  STRATA_CUDNN_FN(cudnnGetConvolutionBackwardFilterAlgorithm_v7)
+  STRATA_CUDNN_FN(cudnnConvolutionForward)
+  STRATA_CUDNN_FN(cudnnConvolutionBackwardData)
+  STRATA_CUDNN_FN(cudnnConvolutionBackwardFilter)
+#undef STRATA_CUDNN_FN
+
+  // The loaded library (never unloaded); throws runtime_error naming the
+  // library and the loader's reason when it cannot be opened.
+  static const CudnnLibrary& get();
+  // "" when the library loads, else why not.
+  static std::string unavailable();
+  // Throws runtime_error "<what>: <cuDNN's message>" unless `s` is success.
+  void check(cudnnStatus_t s, const std::string& what) const;
+};
+
+}  // namespace strata::cuda
