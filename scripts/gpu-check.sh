@@ -5,14 +5,14 @@
 # against the CPU, mirrored x2 on one GPU against one_device, four replicas
 # on the GPU through NCCL against one_device and the device-memory reduce, the
 # Fashion-MNIST MLP for 5 epochs, then the benchmark table beside PyTorch
-# (bench/pytorch_gpu_mlp.py) when the machine has it.
+# (bench/pytorch_gpu_peer.py: the MLP and the CNN) when the machine has it.
 #
 #   scripts/gpu-check.sh [DEPS_DIR]
 #
 # DEPS_DIR (default gpu-carry/, made by scripts/gpu-carry.sh) holds the
 # header-only dependencies and the Fashion-MNIST files. Results go to $OUT
 # (default gpu-check-out/): gpu-report.md (commit it as docs/gpu-report.md),
-# gpu-check.log (everything printed), pytorch_gpu_mlp.jsonl.
+# gpu-check.log (everything printed), pytorch_gpu_peer.jsonl.
 # Exit status: 0 when every check passed, 1 when one failed, 3 when the build failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -50,8 +50,9 @@ export STRATA_FASHION_MNIST_DIR="$deps/fashion-mnist"
 peer_args=()
 echo "== peer"
 if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
-  python3 bench/pytorch_gpu_mlp.py --batches 128,1024,8192 | tee "$out/pytorch_gpu_mlp.jsonl"
-  peer_args=(--peer "$out/pytorch_gpu_mlp.jsonl")
+  { python3 bench/pytorch_gpu_peer.py --model mlp --batches 128,1024,8192
+    python3 bench/pytorch_gpu_peer.py --model cnn --batches 64,256,1024 --tf32; } | tee "$out/pytorch_gpu_peer.jsonl"
+  peer_args=(--peer "$out/pytorch_gpu_peer.jsonl")
 else
   echo "no PyTorch with CUDA here: the benchmark table has no peer column"
 fi

@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <tuple>
+#include <vector>
 #include <utility>
 
 #include <nlohmann/json.hpp>
@@ -12,16 +14,19 @@
 namespace strata::gpu_check {
 
 namespace {
-// (batch, "eager" | "graph") -> samples per second, from the peer's JSON lines.
-std::map<std::pair<int64_t, std::string>, double> read_peer(const std::string& path) {
-  std::map<std::pair<int64_t, std::string>, double> out;
+// (model, batch, "eager" | "graph", tf32) -> samples per second, from the
+// peer's JSON lines (bench/pytorch_gpu_peer.py).
+using PeerKey = std::tuple<std::string, int64_t, std::string, bool>;
+std::map<PeerKey, double> read_peer(const std::string& path) {
+  std::map<PeerKey, double> out;
   if (path.empty()) return out;
   std::ifstream in(path);
   std::string line;
   while (std::getline(in, line)) {
     const auto j = nlohmann::json::parse(line, nullptr, false);
     if (j.is_discarded() || !j.contains("batch") || !j.contains("mode") || !j.contains("samples_per_sec")) continue;
-    out[{j["batch"].get<int64_t>(), j["mode"].get<std::string>()}] = j["samples_per_sec"].get<double>();
+    out[{j.value("model", "mlp"), j["batch"].get<int64_t>(), j["mode"].get<std::string>(), j.value("tf32", false)}] =
+        j["samples_per_sec"].get<double>();
   }
   return out;
 }
@@ -32,32 +37,49 @@ std::string figure(double v) {
   else std::snprintf(buf, sizeof buf, "%.1fk", v / 1e3);
   return buf;
 }
+
+struct Model {
+  const char* peer_name;  // in the peer's lines
+  const char* project;    // resources/examples/<project>.strata
+  const char* title;
+  std::vector<int64_t> batches;
+  int64_t small;  // the batch where the goal is twice the graph-captured peer
+};
+
+std::string table(const Device& device, const Model& m, const std::map<PeerKey, double>& peer) {
+  std::string md = std::string("### ") + m.title + "\n\n" +
+                   "| batch | Strata samples/s | step | new device memory | PyTorch eager | PyTorch graph | PyTorch graph TF32 "
+                   "| Strata / graph | goal |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+  for (const int64_t batch : m.batches) {
+    const ThroughputFigure f = measure_throughput(device, m.project, batch);
+    auto find = [&](const char* mode, bool tf32) {
+      auto it = peer.find({m.peer_name, batch, mode, tf32});
+      return it == peer.end() ? 0.0 : it->second;
+    };
+    const double eager = find("eager", false), graph = find("graph", false), graph_tf32 = find("graph", true);
+    auto cell = [](double v) { return v > 0 ? figure(v) : std::string("-"); };
+    char ratio[32] = "-";
+    if (graph > 0) std::snprintf(ratio, sizeof ratio, "%.2fx", f.samples_per_sec / graph);
+    char row[512];
+    std::snprintf(row, sizeof row, "| %lld | %s | %.0f us | %.0f MiB | %s | %s | %s | %s | %s |\n",
+                  static_cast<long long>(batch), figure(f.samples_per_sec).c_str(), f.step_us,
+                  static_cast<double>(f.device_bytes) / (1 << 20), cell(eager).c_str(), cell(graph).c_str(),
+                  cell(graph_tf32).c_str(), ratio, batch == m.small ? ">= 2x" : ">= 1x");
+    md += row;
+  }
+  return md + "\n";
+}
 }  // namespace
 
 std::vector<CheckRecord> BenchSection::run(const SectionContext& context) {
   const auto peer = read_peer(context.peer_results);
-  std::string md =
-      "| batch | Strata samples/s | step | new device memory | PyTorch eager | PyTorch graph | Strata / graph | goal |\n"
-      "|---:|---:|---:|---:|---:|---:|---:|---:|\n";
-  for (const int64_t batch : {int64_t{128}, int64_t{1024}, int64_t{8192}}) {
-    const ThroughputFigure f = measure_throughput(context.device, batch);
-    char row[512];
-    const auto eager = peer.find({batch, "eager"}), graph = peer.find({batch, "graph"});
-    const std::string e = eager == peer.end() ? "-" : figure(eager->second);
-    const std::string g = graph == peer.end() ? "-" : figure(graph->second);
-    char ratio[32] = "-";
-    if (graph != peer.end()) std::snprintf(ratio, sizeof ratio, "%.2fx", f.samples_per_sec / graph->second);
-    std::snprintf(row, sizeof row, "| %lld | %s | %.0f us | %.0f MiB | %s | %s | %s | %s |\n",
-                  static_cast<long long>(batch), figure(f.samples_per_sec).c_str(), f.step_us,
-                  static_cast<double>(f.device_bytes) / (1 << 20), e.c_str(), g.c_str(), ratio,
-                  batch == 128 ? ">= 2x" : ">= 1x");
-    md += row;
-  }
-  md += "\nStrata: median step interval after 20 warm-up steps over 200 steps of the real training loop (batches "
-        "drawn from the Fashion-MNIST files, copied to the device and converted there, every step's loss read back). "
-        "New device memory: what the device's pool took from the driver during that run (the pool keeps what earlier "
-        "runs of the process freed). PyTorch: "
-        "bench/pytorch_gpu_mlp.py on random inputs already on the GPU, float32, TF32 off.\n";
+  std::string md = table(context.device, Model{"mlp", "fashion-mlp", "MLP (784-256-128-10)", {128, 1024, 8192}, 128}, peer);
+  md += table(context.device, Model{"cnn", "fashion-cnn", "TF-tutorial CNN", {64, 256, 1024}, 64}, peer);
+  md += "Strata: median step interval after 20 warm-up steps over 200 steps of the real training loop (batches "
+        "drawn from the Fashion-MNIST files, copied to the device and converted there, every step's loss read back), "
+        "float32. New device memory: what the device's pool took from the driver during that run (the pool keeps "
+        "what earlier runs of the process freed). PyTorch: bench/pytorch_gpu_peer.py on random inputs already on the "
+        "GPU, cuDNN autotuned, TF32 off unless the column says so.\n";
   table_ = md;
   return {};
 }

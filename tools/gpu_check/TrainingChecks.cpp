@@ -231,8 +231,28 @@ std::vector<CheckRecord> check_fashion_mnist(const Device& device) {
   });
 }
 
-ThroughputFigure measure_throughput(const Device& device, int64_t batch, int warmup, int steps) {
-  RunConfig c = example_mlp(device, warmup + steps, "adam");
+std::vector<CheckRecord> check_fashion_cnn(const Device& device) {
+  return guarded("fashion_mnist_cnn", [&] {
+    auto accuracy = [](const Device& d) {
+      RunConfig c = load_project(std::string(STRATA_SOURCE_DIR) + "/resources/examples/fashion-cnn.strata");
+      c.training.epochs = 2;
+      c.strategy.devices = {d.str()};
+      const Run r = train(c);
+      if (!r.events.last_epoch || !r.events.last_epoch->val_accuracy)
+        throw runtime_error("no test accuracy reported on " + d.str());
+      return *r.events.last_epoch->val_accuracy;
+    };
+    const double cpu = accuracy(Device{}), dev = accuracy(device);
+    CheckRecord rec{"fashion_mnist_cnn", "2 epochs, Adam, test accuracy against the CPU's", dev, cpu - 0.005,
+                    dev >= cpu - 0.005, ""};
+    rec.detail = "test accuracy " + std::to_string(dev) + " on " + device.str() + ", " + std::to_string(cpu) + " on cpu:0";
+    return std::vector<CheckRecord>{rec};
+  });
+}
+
+ThroughputFigure measure_throughput(const Device& device, const std::string& project, int64_t batch, int warmup,
+                                    int steps) {
+  RunConfig c = project == "fashion-mlp" ? example_mlp(device, warmup + steps, "adam") : example(project, device, warmup + steps);
   c.training.batch_size = batch;
   // One epoch of 60,000 examples holds fewer large batches than asked for:
   // take as many epochs as the steps need, and time steps, not epoch ends.

@@ -36,12 +36,19 @@ std::vector<CheckRecord> check_graph_replay(const Device& device, int steps = 8)
 // project, not the device, sets how far it gets.)
 std::vector<CheckRecord> check_fashion_mnist(const Device& device);
 
-// Training-step throughput of the example MLP (Adam) at one global batch.
+// The TF-tutorial CNN project for 2 epochs on `device` and on the CPU (cpu:0,
+// every core): the test accuracy on the device at least the CPU's less 0.005
+// (float32 sums in another order take another, equally good, trajectory).
+std::vector<CheckRecord> check_fashion_cnn(const Device& device);
+
+// Training-step throughput of an example project ("fashion-mlp",
+// "fashion-cnn"; Adam) at one global batch.
 struct ThroughputFigure {
   int64_t batch = 0;
   double samples_per_sec = 0, step_us = 0;
   int64_t device_bytes = 0;  // device memory allocated from the system during the run
 };
-ThroughputFigure measure_throughput(const Device& device, int64_t batch, int warmup = 20, int steps = 200);
+ThroughputFigure measure_throughput(const Device& device, const std::string& project, int64_t batch, int warmup = 20,
+                                    int steps = 200);
 
 }  // namespace strata::gpu_check

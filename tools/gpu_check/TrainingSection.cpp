@@ -26,6 +26,7 @@ std::vector<CheckRecord> TrainingSection::run(const SectionContext& context) {
 std::vector<CheckRecord> MnistSection::run(const SectionContext& context) {
   std::vector<CheckRecord> out;
   append(out, check_fashion_mnist(context.device), context);
+  append(out, check_fashion_cnn(context.device), context);
   return out;
 }
 

@@ -34,7 +34,7 @@ void usage(std::FILE* out) {
                "  --report FILE.md    write a markdown report\n"
                "  --log FILE          write the printed lines to FILE too\n"
                "  --seed N            seed of the random inputs (default: a fresh one, printed)\n"
-               "  --peer FILE         the PyTorch peer's figures (bench/pytorch_gpu_mlp.py output) for the\n"
+               "  --peer FILE         the PyTorch peer's figures (bench/pytorch_gpu_peer.py output) for the\n"
                "                      benchmark section's table\n"
                "  --list-sections     print the sections and exit\n\n"
                "exit codes: 0 all checks passed, 1 a check failed, 2 bad arguments or no such device\n");
