@@ -66,6 +66,11 @@ public:
   virtual void begin_capture();
   virtual GraphPtr end_capture();
   virtual void replay(const GraphPtr& graph);
+  // Page-locks host memory this device copies to or from often (a parameter
+  // server worker's gradient buffer): its copies then run as DMA, queued
+  // without the host waiting. Unpin before freeing. No-op where it does not matter.
+  virtual void pin_host_memory(void* /*p*/, size_t /*bytes*/) {}
+  virtual void unpin_host_memory(void* /*p*/) {}
   DeviceCounters& counters() { return counters_; }
 
 private:

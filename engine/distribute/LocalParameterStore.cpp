@@ -1,5 +1,7 @@
 #include "distribute/LocalParameterStore.h"
 
+#include "distribute/HostGradients.h"
+
 #include <algorithm>
 #include <cstring>
 
@@ -79,9 +81,9 @@ void LocalParameterStore::apply(Shard& shard, const float* g) {
 
 int64_t LocalParameterStore::shard_elements(int server) const { return shards_[static_cast<size_t>(server)]->elements; }
 
-void LocalParameterStore::pack(int server, const std::vector<Tensor>& grads, float weight, float* out) const {
+void LocalParameterStore::pack(int server, const std::vector<const float*>& grads, float weight, float* out) const {
   for (auto& p : shards_[static_cast<size_t>(server)]->pieces) {
-    const float* g = grads[static_cast<size_t>(p.variable)].data() + p.offset;
+    const float* g = grads[static_cast<size_t>(p.variable)] + p.offset;
     for (int64_t i = 0; i < p.count; ++i) out[i] = weight * g[i];
     out += p.count;
   }
@@ -109,9 +111,9 @@ int64_t LocalParameterStore::push(const std::vector<Tensor>& worker_grads, const
     throw runtime_error("parameter server push: " + std::to_string(worker_grads.size()) + " gradients for " +
                         std::to_string(vars_.size()) + " variables");
   // The servers work in host memory: a worker on a device sends its gradients
-  // there first (one wait for its device).
-  std::vector<Tensor> grads;
-  for (auto& g : worker_grads) grads.push_back(g.to(Device{}));
+  // there first (one wait for its device, through pinned memory).
+  thread_local HostGradients host;
+  const std::vector<const float*>& grads = host.gather(worker_grads);
   int64_t between = 0;
   // Each worker thread keeps its packing buffer: no megabyte allocation per push.
   thread_local std::vector<float> packed;

@@ -39,7 +39,7 @@ public:
   // shard current (the layout is the same everywhere). A shard's packed form
   // is its pieces' elements in plan order.
   int64_t shard_elements(int server) const;
-  void pack(int server, const std::vector<Tensor>& grads, float weight, float* out) const;
+  void pack(int server, const std::vector<const float*>& grads, float weight, float* out) const;
   // Writes a shard's packed weights into component `component` of the
   // model's variables (a worker pulling from a server process).
   void unpack_to_model(int server, const float* packed, int component);

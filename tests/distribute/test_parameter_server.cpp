@@ -8,7 +8,9 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "core/DeviceMemory.h"
 #include "distribute/ClusterCoordinator.h"
+#include "distribute/HostGradients.h"
 #include "distribute/LocalParameterStore.h"
 #include "distribute/ParameterServerStrategy.h"
 #include "distribute/Strategies.h"
@@ -101,6 +103,25 @@ class TestParameterServer : public QObject {
   Q_OBJECT
 
 private slots:
+  void gradients_reach_the_host_in_one_wait() {
+    // A GPU worker's push: every device gradient copied to the host with a
+    // single synchronisation of its device; host gradients read in place.
+    const Device sim{DeviceKind::Sim, 1};
+    std::vector<Tensor> grads{Tensor::from(Shape{3}, std::vector<float>{1, 2, 3}, sim),
+                              Tensor::from(Shape{2}, std::vector<float>{4, 5}),
+                              Tensor::from(Shape{2, 2}, std::vector<float>{6, 7, 8, 9}, sim)};
+    HostGradients host;
+    for (int round = 0; round < 2; ++round) {
+      const int64_t syncs = device_memory(sim).counters().syncs;
+      const auto& views = host.gather(grads);
+      QCOMPARE(device_memory(sim).counters().syncs.load() - syncs, int64_t{1});
+      QCOMPARE(views.size(), size_t{3});
+      QCOMPARE(std::vector<float>(views[0], views[0] + 3), (std::vector<float>{1, 2, 3}));
+      QVERIFY(views[1] == grads[1].data());
+      QCOMPARE(std::vector<float>(views[2], views[2] + 4), (std::vector<float>{6, 7, 8, 9}));
+    }
+  }
+
   void shard_plan_covers_every_element() {
     Variable a("a", Tensor::zeros(Shape{100, 40})), b("b", Tensor::zeros(Shape{40})), c("c", Tensor::zeros(Shape{40, 10})),
         d("d", Tensor::zeros(Shape{10}));

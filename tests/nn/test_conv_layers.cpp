@@ -7,6 +7,8 @@
 #include <string>
 
 #include "GradCheck.h"
+#include "backend/cpu/CpuBackend.h"
+#include "core/Rng.h"
 #include "distribute/Strategies.h"
 #include "nn/BatchNormalization.h"
 #include "nn/Conv2D.h"
@@ -68,6 +70,42 @@ private slots:
     Tensor x = random_tensor(Shape{2, 6, 5, 3}, 11);
     // A small step keeps ReLU's kink out of the difference quotient.
     check_layer_gradients(conv, x, true, 2e-2, activation == int(Activation::Relu) ? 1e-3f : 1e-2f);
+  }
+
+  void one_call_convolution_matches_the_patch_matrix_data() {
+    QTest::addColumn<int>("kernel");
+    QTest::addColumn<int>("stride");
+    QTest::newRow("5x5 same (cuDNN's case)") << 5 << 1;
+    QTest::newRow("3x3 stride 2 same on an even size (asymmetric padding)") << 3 << 2;
+  }
+  void one_call_convolution_matches_the_patch_matrix() {
+    // sim convolves in one call (Backend::has_conv2d, as a GPU with cuDNN);
+    // the CPU builds the patch matrix in the layer. Output and every
+    // gradient must agree bit for bit (sim runs the CPU's kernels on one thread).
+    QFETCH(int, kernel);
+    QFETCH(int, stride);
+    CpuBackend cpu(1);
+    ScopedCpuBackend use(&cpu);
+    const Tensor x = random_tensor(Shape{3, 8, 8, 2}, 21);
+    const Tensor r = random_tensor(Shape{3, 8 / stride, 8 / stride, 5}, 22);
+    auto run = [&](const Device& d) {
+      set_global_seed(5);
+      VariableComponentsScope scope({d});
+      nn::Conv2DLayer conv(5, kernel, kernel, stride, stride, nn::Padding::Same, Activation::Relu);
+      conv.build(Shape{8, 8, 2});
+      const Tensor xd = x.to(d);
+      GradientTape tape;
+      Tensor y = conv.call(xd, true);
+      std::vector<Tensor> sources{xd};
+      for (auto* v : conv.trainable_variables()) sources.push_back(v->value());
+      std::vector<std::vector<float>> out{y.values()};
+      for (auto& g : tape.gradient(weighted_sum(y, r), sources)) out.push_back(g.values());
+      return out;
+    };
+    const auto on_cpu = run(Device{});
+    const auto on_sim = run(Device{DeviceKind::Sim, 0});
+    QCOMPARE(on_sim.size(), size_t{4});
+    for (size_t i = 0; i < on_cpu.size(); ++i) QCOMPARE(on_sim[i], on_cpu[i]);
   }
 
   void pooling_gradients() {

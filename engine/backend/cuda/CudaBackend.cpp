@@ -156,6 +156,17 @@ void CudaBackend::copy_to_host(void* host_dst, const void* src, size_t bytes) {
   STRATA_CUDA(cudaMemcpyAsync(host_dst, src, bytes, cudaMemcpyDeviceToHost, enter()));
 }
 
+void CudaBackend::pin_host_memory(void* p, size_t bytes) {
+  enter();
+  // Portable: every GPU's copies see it as pinned (workers on several GPUs).
+  STRATA_CUDA(cudaHostRegister(p, bytes, cudaHostRegisterPortable));
+}
+
+void CudaBackend::unpin_host_memory(void* p) {
+  enter();
+  if (cudaHostUnregister(p) != cudaSuccess) cudaGetLastError();  // not registered: nothing to undo
+}
+
 void CudaBackend::copy(void* dst, const void* src, size_t bytes) {
   if (dst == src || bytes == 0) return;
   counters().d2d++;

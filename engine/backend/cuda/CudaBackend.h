@@ -45,6 +45,8 @@ public:
   void copy(void* dst, const void* src, size_t bytes) override;
   void fill32(void* dst, int64_t n, uint32_t word) override;
   void synchronize() override;
+  void pin_host_memory(void* p, size_t bytes) override;
+  void unpin_host_memory(void* p) override;
   EventPtr record_event() override;
   void wait_event(const EventPtr& event) override;
   float* label_error_flag() override { return label_error_; }

@@ -11,6 +11,7 @@
 
 #include "core/Clock.h"
 #include "core/Error.h"
+#include "distribute/HostGradients.h"
 #include "distribute/RemoteParameterServers.h"
 #include "distribute/mpi/MpiParameterProtocol.h"
 
@@ -62,9 +63,9 @@ public:
 
   int64_t push(const std::vector<Tensor>& worker_grads, const std::vector<int64_t>& pulled, const PushMeta& m) override {
     const int S = o_.servers;
-    // MPI sends host memory: gradients on a device come to the host first.
-    std::vector<Tensor> grads;
-    for (auto& g : worker_grads) grads.push_back(g.to(Device{}));
+    // MPI sends host memory: gradients on a device come to the host first
+    // (one wait, through pinned memory).
+    const std::vector<const float*>& grads = host_.gather(worker_grads);
     std::vector<std::vector<float>> packed(static_cast<size_t>(S));
     std::vector<std::array<double, PushHeader::kCount>> headers(static_cast<size_t>(S));
     std::vector<int64_t> acks(static_cast<size_t>(S), 0);
@@ -129,6 +130,7 @@ private:
   int worker_;
   int staleness_ = 0;
   bool stopping_ = false;
+  HostGradients host_;  // this worker's gradients on the host for MPI
 };
 
 }  // namespace

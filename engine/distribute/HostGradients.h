@@ -1,0 +1,32 @@
+#pragma once
+#include <vector>
+
+#include "core/Device.h"
+#include "core/Tensor.h"
+
+namespace strata {
+
+// A parameter-server worker's gradients in host memory, where the servers
+// (and MPI) read them: every gradient on a device is copied into one buffer
+// that the device page-locks, all copies queued before a single wait (one
+// synchronisation per push instead of one per variable, and DMA instead of
+// the driver's staging through pageable memory).
+class HostGradients {
+public:
+  HostGradients() = default;
+  ~HostGradients();
+  HostGradients(const HostGradients&) = delete;
+  HostGradients& operator=(const HostGradients&) = delete;
+
+  // Host pointers to each gradient's values, valid until the next gather.
+  const std::vector<const float*>& gather(const std::vector<Tensor>& grads);
+
+private:
+  void reserve(size_t floats, const Device& device);
+
+  std::vector<float> buffer_;
+  Device pinned_by_{};  // the device that pinned buffer_ (host: not pinned)
+  std::vector<const float*> views_;
+};
+
+}  // namespace strata
