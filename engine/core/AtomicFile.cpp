@@ -31,10 +31,16 @@ void write_file_atomically(const std::string& path, const std::string& contents)
     left -= static_cast<size_t>(n);
   }
   // fsync before rename: after a crash the name points at either the old
-  // file or the complete new one, never at a short one.
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
+  // file or the complete new one, never at a short one. The descriptor is
+  // closed whatever fsync says (a failed fsync must not leak it).
+  const int synced = ::fsync(fd);
+  const int sync_errno = errno;
+  const int closed = ::close(fd);
+  const int close_errno = errno;
+  if (synced != 0 || closed != 0) {
     ::unlink(tmp.c_str());
-    throw bad_input(path + ": could not flush to disk; the previous file is unchanged");
+    throw bad_input(path + ": could not flush to disk (" + std::strerror(synced != 0 ? sync_errno : close_errno) +
+                    "); the previous file is unchanged");
   }
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
     const std::string why = std::strerror(errno);

@@ -1,8 +1,9 @@
 #include "distribute/Cluster.h"
 
+#include "core/Error.h"
+
 #include <unistd.h>
 
-#include <cstdio>
 #include <cstdlib>
 
 namespace strata {
@@ -13,9 +14,10 @@ std::string SingleProcessCluster::host() const {
   return name;
 }
 
-void SingleProcessCluster::abort(int code, const std::string& message) {
-  std::fprintf(stderr, "%s\n", message.c_str());
-  std::_Exit(code);
+void SingleProcessCluster::abort(int, const std::string& message) {
+  // One process has no other workers to stop: the error ends the run, not
+  // the process (the dashboard runs the engine in its own).
+  throw runtime_error(message);
 }
 
 bool launched_by_mpi() {

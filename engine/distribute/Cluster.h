@@ -33,7 +33,8 @@ public:
   // Seconds a collective waits for the other workers before failing.
   virtual double timeout_seconds() const = 0;
   // Ends every worker's process with an error (a failed rank must not leave
-  // the others waiting).
+  // the others waiting); with one process, throws the error instead (the
+  // engine never ends the process it runs in itself: the dashboard's).
   [[noreturn]] virtual void abort(int code, const std::string& message) = 0;
 };
 

@@ -73,10 +73,34 @@ CheckpointManager::CheckpointManager(std::string root, CheckpointConfig config) 
 std::string CheckpointManager::save(nn::Sequential& model, nn::Optimizer& optimizer, const TrainingPosition& pos,
                                     std::optional<double> val_loss, std::optional<double> val_accuracy,
                                     const std::string& strategy, int replicas, const std::string& hash) {
-  const fs::path dir = fs::path(root_) / ("ckpt-" + std::to_string(pos.step));
+  // Written into a hidden folder and renamed into place when complete: a
+  // full disk or a kill midway leaves no ckpt-N that looks like a checkpoint,
+  // and `latest` moves only after the rename.
+  const fs::path final_dir = fs::path(root_) / ("ckpt-" + std::to_string(pos.step));
+  const fs::path dir = fs::path(root_) / (".writing-ckpt-" + std::to_string(pos.step));
   std::error_code ec;
+  fs::remove_all(dir, ec);
   fs::create_directories(dir, ec);
   if (ec) throw bad_input("checkpoint " + dir.string() + ": cannot create (" + ec.message() + ")");
+  try {
+    write_files(dir, model, optimizer, pos, val_loss, val_accuracy, strategy, replicas, hash);
+    fs::remove_all(final_dir, ec);  // an earlier checkpoint of this very step
+    fs::rename(dir, final_dir);
+  } catch (const std::exception& e) {
+    fs::remove_all(dir, ec);
+    const auto* err = dynamic_cast<const Error*>(&e);
+    if (err) throw;
+    throw bad_input("checkpoint " + final_dir.string() + ": " + e.what());
+  }
+  write_file_atomically((fs::path(root_) / "latest").string(), final_dir.filename().string() + "\n");
+  prune();
+  return final_dir.string();
+}
+
+void CheckpointManager::write_files(const fs::path& dir, nn::Sequential& model, nn::Optimizer& optimizer,
+                                    const TrainingPosition& pos, std::optional<double> val_loss,
+                                    std::optional<double> val_accuracy, const std::string& strategy, int replicas,
+                                    const std::string& hash) {
 
   SafeTensorsFile weights;
   weights.metadata["format"] = "strata-weights";
@@ -115,9 +139,6 @@ std::string CheckpointManager::save(nn::Sequential& model, nn::Optimizer& optimi
               {{"model.safetensors", file_crc((dir / "model.safetensors").string())},
                {"optimizer.safetensors", file_crc((dir / "optimizer.safetensors").string())}}}};
   write_file_atomically((dir / "state.json").string(), state.dump(2) + "\n");
-  write_file_atomically((fs::path(root_) / "latest").string(), dir.filename().string() + "\n");
-  prune();
-  return dir.string();
 }
 
 void CheckpointManager::prune() {
@@ -144,6 +165,14 @@ void CheckpointManager::prune() {
       }
     }
     if (!best_dir.empty()) keep.push_back(best_dir);
+  }
+  // Folders a killed writer left half-written.
+  std::vector<fs::path> stale;
+  for (auto& e : fs::directory_iterator(root_))
+    if (e.is_directory() && e.path().filename().string().rfind(".writing-", 0) == 0) stale.push_back(e.path());
+  for (auto& p : stale) {
+    std::error_code ec;
+    fs::remove_all(p, ec);
   }
   const int64_t newest = all.empty() ? -1 : all.back().first;
   for (auto& [step, dir] : all) {

@@ -1,4 +1,5 @@
 #pragma once
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
@@ -63,6 +64,10 @@ public:
                              const std::string& project_name);
 
 private:
+  void write_files(const std::filesystem::path& dir, nn::Sequential& model, nn::Optimizer& optimizer,
+                   const TrainingPosition& position, std::optional<double> val_loss,
+                   std::optional<double> val_accuracy, const std::string& strategy, int replicas,
+                   const std::string& hash);
   void prune();
 
   std::string root_;

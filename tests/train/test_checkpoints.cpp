@@ -4,10 +4,13 @@
 
 #include <QProcess>
 #include <QTemporaryDir>
+#include <sys/resource.h>
+
 #include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "core/Error.h"
 #include "project/ProjectFile.h"
@@ -221,6 +224,67 @@ private slots:
     QCOMPARE(*CheckpointManager::latest(root), good);
     fs::remove(root + "/latest");
     QCOMPARE(*CheckpointManager::latest(root), good);
+  }
+
+  void full_disk_keeps_the_previous_checkpoint() {
+    // A checkpoint that runs out of space (a file-size limit: writes fail
+    // with EFBIG as on a full disk with ENOSPC) is a warning naming the file;
+    // the run goes on, `latest` and the previous checkpoint stay intact,
+    // nothing half-written remains and no descriptor leaks.
+    QTemporaryDir tmp;
+    const std::string root = tmp.path().toStdString() + "/r";
+    RunConfig c = config_for("one_device", {});
+    c.layers[0]["units"] = 256;  // model.safetensors of about 20 KiB
+    const std::string good = train(c, root);
+    const auto good_weights = weights_of(good);
+    auto listing = [&] {
+      std::set<std::string> names;
+      for (auto& e : fs::directory_iterator(root)) names.insert(e.path().filename().string());
+      return names;
+    };
+    const auto before = listing();
+
+    auto open_fds = [] { return std::distance(fs::directory_iterator("/proc/self/fd"), fs::directory_iterator{}); };
+    const auto fds_before = open_fds();
+    std::vector<std::string> warnings;
+    std::string status;
+    class Collect final : public EventSink {
+    public:
+      std::vector<std::string>* warnings;
+      std::string* status;
+      void emit(const Event& e) override {
+        if (auto* l = std::get_if<LogEvent>(&e); l && l->level == "warning") warnings->push_back(l->message);
+        if (auto* f = std::get_if<FinishedEvent>(&e)) *status = f->status;
+      }
+    } sink;
+    sink.warnings = &warnings;
+    sink.status = &status;
+    c.training.epochs = 3;
+    {
+      Trainer t(c, sink);
+      t.prepare();
+      t.enable_checkpoints(root);
+      t.restore(good);
+      rlimit old{};
+      ::getrlimit(RLIMIT_FSIZE, &old);
+      rlimit small = old;
+      small.rlim_cur = 8 << 10;
+      auto previous = std::signal(SIGXFSZ, SIG_IGN);
+      ::setrlimit(RLIMIT_FSIZE, &small);
+      t.run();
+      ::setrlimit(RLIMIT_FSIZE, &old);
+      std::signal(SIGXFSZ, previous);
+    }
+    QCOMPARE(status, std::string("completed"));
+    bool named = false;
+    for (auto& w : warnings)
+      named = named || (w.find("checkpoint not written") != std::string::npos &&
+                        w.find("model.safetensors") != std::string::npos && w.find("File too large") != std::string::npos);
+    QVERIFY2(named, warnings.empty() ? "no warning" : warnings.front().c_str());
+    QCOMPARE(*CheckpointManager::latest(root), good);
+    QVERIFY(max_relative(weights_of(good), good_weights) == 0.0);
+    QCOMPARE(listing(), before);  // no ckpt-N, no half-written folder
+    QCOMPARE(open_fds(), fds_before);
   }
 
   void killed_writer_resumes_from_good_checkpoint() {

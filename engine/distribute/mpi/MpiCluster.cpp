@@ -108,8 +108,10 @@ void MpiCluster::broadcast(std::span<std::byte> data, int root) {
 void MpiCluster::abort(int code, const std::string& message) {
   std::fprintf(stderr, "strata-run [rank %d %s]: %s\n", rank_, host_.c_str(), message.c_str());
   std::fflush(stderr);
+  // MPI_Abort ends every rank of the job, this one included; should it
+  // return, the error still ends this rank's run.
   MPI_Abort(MPI_COMM_WORLD, code);
-  std::_Exit(code);
+  throw runtime_error(message);
 }
 
 std::shared_ptr<Cluster> mpi_cluster(double timeout_seconds) {
