@@ -277,12 +277,17 @@ int main(int argc, char** argv) {
     Cluster& cluster = trainer.strategy().cluster();
     if (cluster.size() > 1) {
       // Every rank must train the same project, or the collectives would mix
-      // different models.
-      const double mine = static_cast<double>(std::stoul(project_hash(config), nullptr, 16));
-      const auto all = cluster.all_gather({mine});
-      for (size_t r = 0; r < all.size(); ++r)
-        if (all[r] != all[0])
-          throw bad_input("rank " + std::to_string(r) + " was given a different project (model or data) than rank 0");
+      // different models, batches or updates.
+      const auto digest = agreement_digest(config);
+      std::vector<double> mine;
+      for (const auto& [part, crc] : digest) mine.push_back(static_cast<double>(crc));
+      const auto all = cluster.all_gather(mine);
+      for (size_t r = 1; r < all.size() / mine.size(); ++r)
+        for (size_t p = 0; p < mine.size(); ++p)
+          if (all[r * mine.size() + p] != all[p])
+            throw bad_input("rank " + std::to_string(r) + " was given a different project than rank 0: its " +
+                            digest[p].first + " settings differ (every rank must train the same model on the same "
+                            "data with the same batch size, seed, optimizer and strategy)");
     }
     const bool reporter = cluster.rank() == 0;
     ConsoleReporter console(stdout);

@@ -2,7 +2,9 @@
 
 #include <QCoreApplication>
 #include <QDir>
+#include <QFile>
 #include <QFileInfo>
+#include <QRegularExpression>
 #include <QStandardPaths>
 #include <unistd.h>
 
@@ -39,6 +41,57 @@ QString multi_worker_unavailable_reason() { return unavailable_reason(QObject::t
 
 QString parameter_server_processes_unavailable_reason() {
   return unavailable_reason(QObject::tr("parameter-server runs across processes"));
+}
+
+namespace {
+bool valid_host_name(const QString& name) {
+  static const QRegularExpression re(QStringLiteral("^[A-Za-z0-9]([A-Za-z0-9.-]{0,252}[A-Za-z0-9])?$"));
+  return re.match(name).hasMatch();
+}
+bool positive_count(const QString& text) {
+  bool ok = false;
+  const int n = text.toInt(&ok);
+  return ok && n > 0;
+}
+}  // namespace
+
+QString launch_options_problem(const MultiWorkerOptions& o) {
+  if (o.processes < 1) return QObject::tr("processes: must be at least 1, got %1").arg(o.processes);
+  if (!o.hostfile.isEmpty()) {
+    const QFileInfo info(o.hostfile);
+    if (!info.isFile() || !info.isReadable())
+      return QObject::tr("hostfile %1: not a readable file").arg(o.hostfile);
+    QFile f(o.hostfile);
+    if (!f.open(QIODevice::ReadOnly | QIODevice::Text) || f.size() > (1 << 20))
+      return QObject::tr("hostfile %1: cannot be read (or larger than 1 MiB)").arg(o.hostfile);
+    int line_no = 0;
+    while (!f.atEnd()) {
+      ++line_no;
+      QString line = QString::fromUtf8(f.readLine());
+      line = line.left(line.indexOf('#')).simplified();  // comments and blank lines
+      if (line.isEmpty()) continue;
+      const QStringList words = line.split(' ');
+      bool ok = valid_host_name(words.front());
+      for (int i = 1; ok && i < words.size(); ++i) {
+        const QStringList kv = words[i].split('=');
+        ok = kv.size() == 2 && QStringList{"slots", "max_slots", "max-slots"}.contains(kv[0]) && positive_count(kv[1]);
+      }
+      if (!ok)
+        return QObject::tr("hostfile %1, line %2: expected `host [slots=N] [max_slots=N]`, got `%3`")
+            .arg(o.hostfile)
+            .arg(line_no)
+            .arg(line);
+    }
+    return {};
+  }
+  const QString hosts = o.hosts.simplified().remove(' ');
+  if (hosts.isEmpty()) return {};
+  for (const QString& entry : hosts.split(',')) {
+    const QStringList parts = entry.split(':');
+    if (parts.size() > 2 || !valid_host_name(parts[0]) || (parts.size() == 2 && !positive_count(parts[1])))
+      return QObject::tr("hosts: `%1` is not a host name with an optional :slots count (e.g. node1:4)").arg(entry);
+  }
+  return {};
 }
 
 bool launches_with_mpirun(const StrategyConfig& strategy, const MultiWorkerOptions& options) {

@@ -29,6 +29,12 @@ QString multi_worker_unavailable_reason();
 // The same check for a parameter-server run across processes.
 QString parameter_server_processes_unavailable_reason();
 
+// Why these options cannot be handed to mpirun, or empty: hosts must be
+// `name[:slots]` entries and a hostfile a readable file of `name [slots=N]
+// [max_slots=N]` lines, so nothing a user pastes (or a shared setup carries)
+// can smuggle an option or a command onto mpirun's command line.
+QString launch_options_problem(const MultiWorkerOptions& options);
+
 // Whether this run goes to mpirun rather than the in-process engine bridge.
 bool launches_with_mpirun(const StrategyConfig& strategy, const MultiWorkerOptions& options);
 

@@ -115,6 +115,10 @@ bool RunController::launchProcess(const RunConfig& config, const QString& run_di
                                                                     : multi_worker_unavailable_reason());
     return false;
   }
+  if (const QString problem = launch_options_problem(workers); !problem.isEmpty()) {
+    Q_EMIT prepareFailed(problem);
+    return false;
+  }
   command_ = mpirun_arguments(workers, strata_run, project, config.strategy, run_dir, resume);
   log_->addLine("info", tr("launching: mpirun %1").arg(command_.join(' ')));
   process_->start(mpirun, command_);

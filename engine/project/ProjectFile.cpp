@@ -7,6 +7,7 @@
 #include <limits>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <zlib.h>
 #include <set>
 #include <sstream>
 
@@ -345,6 +346,22 @@ Json project_to_json(const RunConfig& c) {
     j["strategy"]["min_shard_bytes"] = c.strategy.min_shard_bytes;
   }
   return j;
+}
+
+std::vector<std::pair<std::string, uint32_t>> agreement_digest(const RunConfig& config) {
+  Json j = project_to_json(config);
+  j["training"].erase("threads");
+  j["training"].erase("prefetch");
+  j["training"].erase("checkpoint");
+  j["strategy"]["replicas"] = config.strategy.devices.size();
+  j["strategy"].erase("devices");
+  std::vector<std::pair<std::string, uint32_t>> out;
+  for (const char* part : {"model", "dataset", "training", "strategy"}) {
+    const std::string text = j[part].dump();
+    out.emplace_back(part, static_cast<uint32_t>(crc32(0L, reinterpret_cast<const Bytef*>(text.data()),
+                                                       static_cast<uInt>(text.size()))));
+  }
+  return out;
 }
 
 RunConfig load_project(const std::string& path) {

@@ -21,6 +21,14 @@ std::vector<std::string> validate_project(const Json& j);
 RunConfig project_from_json(const Json& j, const std::string& base_dir = {});
 Json project_to_json(const RunConfig& config);
 
+// What every rank of a run across processes must agree on, as a digest
+// (CRC-32) per part: "model" (the layers), "dataset" (kind, paths, split,
+// normalisation), "training" (batch size, seed, epochs, steps, shuffling,
+// optimizer and loss settings), "strategy" (name, replica count, collective
+// settings). Threads, prefetch, checkpoints, device indices and the project's
+// name may differ between hosts.
+std::vector<std::pair<std::string, uint32_t>> agreement_digest(const RunConfig& config);
+
 RunConfig load_project(const std::string& path);
 // Atomic: writes PATH.tmp-XXXX, flushes it to disk, renames over PATH. On any
 // failure the previous file is untouched and bad_input says why.

@@ -165,7 +165,24 @@ private slots:
                                            "--strategy", "multi_worker_mirrored", "--no-run-dir", ":", "-np", "1",
                                            bin("app/strata-run"), other, "--strategy", "multi_worker_mirrored", "--no-run-dir"});
     QVERIFY(mixed.code != 0);
-    QVERIFY2(mixed.err.contains("different project"), qPrintable(mixed.err));
+    QVERIFY2(mixed.err.contains("different project") && mixed.err.contains("its model settings differ"), qPrintable(mixed.err));
+    // The same layers, another batch size on rank 1 (or seed, or optimizer):
+    // the collectives would mix differently sized steps. Refused too.
+    for (const QStringList& differs : {QStringList{"--batch-size", "32"}, QStringList{}}) {
+      QString proj_b = proj;
+      if (differs.isEmpty()) {
+        RunConfig seeded = project(1);
+        seeded.training.seed += 1;
+        proj_b = tmp.path() + "/seed.strata";
+        save_project(seeded, proj_b.toStdString());
+      }
+      auto unequal = run("mpirun", QStringList{"--allow-run-as-root", "--oversubscribe", "-np", "1", bin("app/strata-run"),
+                                               proj, "--strategy", "multi_worker_mirrored", "--no-run-dir", ":", "-np", "1",
+                                               bin("app/strata-run"), proj_b, "--strategy", "multi_worker_mirrored",
+                                               "--no-run-dir"} + differs);
+      QVERIFY(unequal.code != 0);
+      QVERIFY2(unequal.err.contains("its training settings differ"), qPrintable(unequal.err));
+    }
     // Different replica counts per rank.
     auto uneven = run("mpirun", QStringList{"--allow-run-as-root", "--oversubscribe", "-np", "1", bin("app/strata-run"), proj,
                                             "--strategy", "multi_worker_mirrored", "--no-run-dir", "--devices", "cpu:0", ":", "-np", "1",

@@ -104,6 +104,7 @@ private Q_SLOTS:
   void lostWorkerIsMarked();
   void parameterServerSaveAndReopen();
   void parameterServerMpirunArguments();
+  void mpirunLaunchOptionsAreValidated();
   void parameterServerProcessesRun();
   void parameterServerProcessesStop();
   void screenshotMidRun();
@@ -1053,6 +1054,42 @@ void DashboardTest::chooseParameterServerProcesses(Window& win, int workers) {
   QCOMPARE(win.editor()->devicesPanel()->selectedDevices(), QStringList({"cpu:1"}));
   check_device(win.w.findChild<QListWidget*>("deviceList"), "cpu:0", true);
   QCOMPARE(win.editor()->devicesPanel()->selectedDevices(), QStringList({"cpu:0"}));
+}
+
+namespace {
+void write(const QString& path, const QByteArray& bytes) {
+  QFile f(path);
+  QVERIFY(f.open(QIODevice::WriteOnly));
+  f.write(bytes);
+}
+}  // namespace
+
+void DashboardTest::mpirunLaunchOptionsAreValidated() {
+  // Hosts and hostfiles go to mpirun's command line (as arguments, never
+  // through a shell): anything but host[:slots] entries is refused with
+  // the reason before mpirun starts.
+  MultiWorkerOptions o;
+  QVERIFY(launch_options_problem(o).isEmpty());
+  o.hosts = "node1:4, node-2.example.org:2,10.0.0.7";
+  QVERIFY2(launch_options_problem(o).isEmpty(), qPrintable(launch_options_problem(o)));
+  for (const char* bad : {"node1;rm -rf ~", "-x LD_PRELOAD=/tmp/evil.so", "node1:0", "node1:4:5", "$(reboot)", "n1,,n2"}) {
+    o.hosts = bad;
+    const QString why = launch_options_problem(o);
+    QVERIFY2(why.contains("hosts:"), bad);
+  }
+  QTemporaryDir tmp;
+  const QString good = tmp.filePath("hosts"), evil = tmp.filePath("evil");
+  write(good, "# two nodes\nnode1 slots=4\nnode2 slots=2 max_slots=8\n\n");
+  write(evil, "node1 slots=4\nnode2 --mca plm_rsh_agent /tmp/evil.sh\n");
+  o.hosts.clear();
+  o.hostfile = good;
+  QVERIFY2(launch_options_problem(o).isEmpty(), qPrintable(launch_options_problem(o)));
+  o.hostfile = evil;
+  QVERIFY(launch_options_problem(o).contains("line 2"));
+  o.hostfile = tmp.filePath("missing");
+  QVERIFY(launch_options_problem(o).contains("not a readable file"));
+  o.hostfile = tmp.path();  // a folder
+  QVERIFY(launch_options_problem(o).contains("not a readable file"));
 }
 
 void DashboardTest::parameterServerProcessesRun() {
