@@ -18,6 +18,20 @@ function(strata_resolve part found reason)
 endfunction()
 
 set(STRATA_WARNINGS -Wall -Wextra -Wpedantic -Wshadow=local -Wno-unused-parameter)
+
+# Sanitizer builds (the asan and tsan presets; scripts/sanitizers.sh runs
+# them): every target of the project is instrumented, third-party libraries
+# are not (their reports are suppressed by tests/sanitizers/*.supp).
+set(STRATA_SANITIZE "" CACHE STRING "Instrument the build: address (ASan + UBSan), thread (TSan), or empty")
+if(STRATA_SANITIZE STREQUAL "address")
+  add_compile_options(-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer)
+  add_link_options(-fsanitize=address,undefined)
+elseif(STRATA_SANITIZE STREQUAL "thread")
+  add_compile_options(-fsanitize=thread -fno-omit-frame-pointer)
+  add_link_options(-fsanitize=thread)
+elseif(NOT STRATA_SANITIZE STREQUAL "")
+  message(FATAL_ERROR "STRATA_SANITIZE must be address, thread or empty, not '${STRATA_SANITIZE}'")
+endif()
 if(STRATA_NATIVE)
   include(CheckCXXCompilerFlag)
   check_cxx_compiler_flag(-march=native STRATA_HAS_MARCH_NATIVE)

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <type_traits>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -201,26 +202,42 @@ std::optional<std::string> CheckpointManager::latest(const std::string& root) {
 }
 
 CheckpointInfo CheckpointManager::read_info(const std::string& dir) {
-  Json s = read_json((fs::path(dir) / "state.json").string());
-  if (s.value("format", "") != kStateFormat) throw bad_input(dir + "/state.json: not a Strata checkpoint");
-  if (s.value("version", 0) > 1) throw bad_input(dir + "/state.json: written by a newer Strata (version " + std::to_string(s.value("version", 0)) + ")");
+  const std::string path = (fs::path(dir) / "state.json").string();
+  Json s = read_json(path);
+  if (!s.is_object() || s.value("format", Json()) != kStateFormat) throw bad_input(path + ": not a Strata checkpoint");
+  // Each field read with its type checked: a state.json edited by hand or
+  // damaged names the field instead of failing inside the JSON library.
+  auto field = [&](const char* name, auto fallback) {
+    using T = decltype(fallback);
+    const auto it = s.find(name);
+    if (it == s.end() || it->is_null()) return fallback;
+    const bool ok = std::is_same_v<T, bool> ? it->is_boolean()
+                    : std::is_same_v<T, std::string> ? it->is_string()
+                    : std::is_integral_v<T> ? it->is_number_integer() || it->is_number_unsigned()
+                                            : it->is_number();
+    if (!ok) throw bad_input(path + ": field '" + name + "' must be a " + (std::is_same_v<T, bool> ? "boolean" : std::is_same_v<T, std::string> ? "string" : "number") + ", got " + it->type_name());
+    return it->template get<T>();
+  };
+  if (field("version", 0) > 1) throw bad_input(path + ": written by a newer Strata (version " + std::to_string(field("version", 0)) + ")");
   CheckpointInfo info;
   info.dir = dir;
   auto& p = info.position;
-  p.step = s.value("step", int64_t{0});
-  p.epoch = s.value("epoch", 1);
-  p.epoch_step = s.value("epoch_step", int64_t{0});
-  p.epoch_complete = s.value("epoch_complete", false);
-  p.epoch_loss_sum = s.value("epoch_loss_sum", 0.0);
-  p.epoch_correct = s.value("epoch_correct", int64_t{0});
-  p.epoch_seen = s.value("epoch_seen", int64_t{0});
-  p.elapsed = s.value("elapsed", 0.0);
-  if (s["val_loss"].is_number()) info.val_loss = s["val_loss"].get<double>();
-  if (s["val_accuracy"].is_number()) info.val_accuracy = s["val_accuracy"].get<double>();
-  info.strategy = s.value("strategy", "");
-  info.optimizer = s.value("optimizer", "");
-  info.project_hash = s.value("project_hash", "");
-  info.replicas = s.value("replicas", 1);
+  p.step = field("step", int64_t{0});
+  p.epoch = field("epoch", 1);
+  p.epoch_step = field("epoch_step", int64_t{0});
+  p.epoch_complete = field("epoch_complete", false);
+  p.epoch_loss_sum = field("epoch_loss_sum", 0.0);
+  p.epoch_correct = field("epoch_correct", int64_t{0});
+  p.epoch_seen = field("epoch_seen", int64_t{0});
+  p.elapsed = field("elapsed", 0.0);
+  if (s.contains("val_loss") && !s["val_loss"].is_null()) info.val_loss = field("val_loss", 0.0);
+  if (s.contains("val_accuracy") && !s["val_accuracy"].is_null()) info.val_accuracy = field("val_accuracy", 0.0);
+  info.strategy = field("strategy", std::string());
+  info.optimizer = field("optimizer", std::string());
+  info.project_hash = field("project_hash", std::string());
+  info.replicas = field("replicas", 1);
+  if (p.step < 0 || p.epoch < 1 || p.epoch_step < 0 || info.replicas < 1)
+    throw bad_input(path + ": step, epoch or replica count out of range");
   return info;
 }
 

@@ -17,6 +17,7 @@
 #include <mpi.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <functional>
 #include <list>
@@ -51,6 +52,28 @@ struct PushHeader {
   double round, worker, weight, sync, examples, round_examples, correct, loss, seconds, staleness, pulled;
   static constexpr int kCount = 11;
 };
+
+// A push header as received (`count` doubles from another rank) into `out`,
+// or false when it is not one a worker of `workers` could have sent: the
+// wrong length, a non-finite value, a count or round that is negative, not
+// whole or beyond 2^53, a worker index out of range. Nothing received is
+// used as an index or converted to an integer before it passed here.
+inline bool decode_push_header(const double* h, int count, int workers, PushHeader& out) {
+  if (count != PushHeader::kCount) return false;
+  for (int i = 0; i < count; ++i)
+    if (!std::isfinite(h[i])) return false;
+  auto whole = [](double v) { return v >= 0 && v <= 9007199254740992.0 && v == std::floor(v); };
+  PushHeader p;
+  std::memcpy(&p, h, sizeof p);
+  if (!whole(p.round) || !whole(p.worker) || !whole(p.examples) || !whole(p.round_examples) || !whole(p.correct) ||
+      !whole(p.staleness) || !whole(p.pulled))
+    return false;
+  if (p.worker >= workers || (p.sync != 0 && p.sync != 1) || p.weight < 0 || p.correct > p.examples ||
+      p.staleness > 2147483647.0)
+    return false;
+  out = p;
+  return true;
+}
 
 // Polls requests until all are done or the deadline passes; returns the
 // index of one still pending on timeout, -1 when all completed. heartbeat

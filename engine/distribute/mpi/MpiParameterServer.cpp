@@ -9,6 +9,7 @@
 #include <array>
 #include <cstdio>
 #include <deque>
+#include <set>
 #include <thread>
 
 #include "core/Clock.h"
@@ -78,10 +79,47 @@ private:
     return m == INT64_MAX ? INT64_MAX / 2 : m;
   }
 
+  // Receives and drops a message that is not what its tag promises (the
+  // wrong length, from a rank that may not send it, values out of range),
+  // saying so once per sender: another rank's bug or a stray process must
+  // not index out of bounds here or stall the loop on an unread message.
+  void refuse(const MPI_Status& st, const std::string& why) {
+    int count = 0;
+    MPI_Get_count(&st, MPI_BYTE, &count);
+    std::vector<char> junk(static_cast<size_t>(std::max(count, 1)));
+    MPI_Recv(junk.data(), count, MPI_BYTE, st.MPI_SOURCE, st.MPI_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    if (refused_from_.insert(st.MPI_SOURCE).second)
+      std::fprintf(stderr, "parameter server %d: ignored a message (tag %d) from rank %d: %s\n", me_, st.MPI_TAG,
+                   st.MPI_SOURCE, why.c_str());
+  }
+
+  // The length a message of this tag must have, in its element type, and
+  // whether a worker (rather than server 0) sends it; -1 for tags not ours.
+  static int expected_count(int tag, MPI_Datatype& type, bool& from_worker) {
+    type = MPI_INT64_T;
+    from_worker = true;
+    switch (tag) {
+      case kPull: case kEpoch: return 2;
+      case kDone: case kAlive: return 1;
+      case kPush: type = MPI_DOUBLE; return PushHeader::kCount;
+      case kLost: case kSnapshot: from_worker = false; return 1;
+      default: return -1;
+    }
+  }
+
   void handle(const MPI_Status& st) {
     const int src = st.MPI_SOURCE;
     const int w = worker_of(src);
-    if (w >= 0) heard_[static_cast<size_t>(w)] = monotonic_seconds();
+    MPI_Datatype type;
+    bool from_worker = false;
+    if (const int want = expected_count(st.MPI_TAG, type, from_worker); want >= 0) {
+      int count = -1;
+      MPI_Get_count(&st, type, &count);
+      if (count != want) return refuse(st, "expected " + std::to_string(want) + " values, got " + std::to_string(count));
+      if (from_worker && (w < 0 || w >= W_)) return refuse(st, "the sender is not a worker");
+      if (!from_worker && src != 0) return refuse(st, "only server 0 sends this");
+    }
+    if (w >= 0 && w < W_) heard_[static_cast<size_t>(w)] = monotonic_seconds();
     switch (st.MPI_TAG) {
       case kPull: {
         int64_t msg[2];
@@ -95,9 +133,19 @@ private:
       case kPush: {
         double h[PushHeader::kCount];
         MPI_Recv(h, PushHeader::kCount, MPI_DOUBLE, src, kPush, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-        std::vector<float> g(static_cast<size_t>(store_.shard_elements(me_)));
-        MPI_Recv(g.data(), static_cast<int>(g.size()), MPI_FLOAT, src, kGradient, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-        const PushHeader& ph = *reinterpret_cast<const PushHeader*>(h);
+        // The gradient follows its header; both are checked before use.
+        MPI_Status gs;
+        MPI_Probe(src, kGradient, MPI_COMM_WORLD, &gs);
+        int floats = -1;
+        MPI_Get_count(&gs, MPI_FLOAT, &floats);
+        PushHeader ph{};
+        if (!decode_push_header(h, PushHeader::kCount, W_, ph) || static_cast<int>(ph.worker) != w)
+          return refuse(gs, "a push header with values no worker sends");
+        if (floats != static_cast<int>(store_.shard_elements(me_)))
+          return refuse(gs, "a gradient of " + std::to_string(floats) + " values for a shard of " +
+                                std::to_string(store_.shard_elements(me_)));
+        std::vector<float> g(static_cast<size_t>(floats));
+        MPI_Recv(g.data(), floats, MPI_FLOAT, src, kGradient, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
         const bool sync = ph.sync != 0;
         int64_t between = 0;
         // An empty slice (a tiny last batch) only advances the worker's round.
@@ -138,7 +186,7 @@ private:
       case kLost: {
         int64_t lost;
         MPI_Recv(&lost, 1, MPI_INT64_T, src, kLost, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-        mark_lost(static_cast<int>(lost));
+        if (lost >= 0 && lost < W_) mark_lost(static_cast<int>(lost));
         break;
       }
       case kAlive: {
@@ -261,6 +309,7 @@ private:
   std::vector<bool> alive_, done_, waiting_;
   std::vector<int> epoch_done_;
   std::vector<double> heard_;
+  std::set<int> refused_from_;  // ranks whose malformed messages were reported
   std::deque<std::pair<int, int64_t>> deferred_;
   int closed_epoch_ = 0;
   int64_t max_pulled_ = 0, stop_round_ = INT64_MAX;

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Sanitizer runs of the engine, the runner and the tests (no UI, no CUDA):
+#
+#   scripts/sanitizers.sh asan   AddressSanitizer + UBSan: the fast tier (ctest -L unit)
+#   scripts/sanitizers.sh tsan   ThreadSanitizer: the threaded engine tests and strata-run
+#                                runs of every in-process strategy and the examples
+#
+# Builds only what the runs need (build-asan/, build-tsan/). Reports in
+# third-party code are suppressed by tests/sanitizers/{lsan,tsan}.supp (each
+# entry commented); any report in Strata's code fails the run (exit 1).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+kind="${1:?usage: scripts/sanitizers.sh asan|tsan}"
+supp="$PWD/tests/sanitizers"
+jobs="${JOBS:-2}"
+t0=$(date +%s)
+
+cmake --preset "$kind" >/dev/null
+case "$kind" in
+  asan)
+    tests=(test_kernels test_gradients test_data test_project test_trainer test_sim_device test_conv_layers
+           test_checkpoints test_strategies test_parameter_server test_distributed_runs test_strata_run)
+    cmake --build --preset asan -j "$jobs" --target strata-run "${tests[@]}"
+    export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:halt_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1"
+    export LSAN_OPTIONS="suppressions=$supp/lsan.supp:print_suppressions=0"
+    export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+    regex="^($(IFS='|'; echo "${tests[*]}"))(_sim)?$"
+    ctest --test-dir build-asan -L unit -R "$regex" -j "$jobs" --output-on-failure --timeout 1800
+    ;;
+  tsan)
+    tests=(test_strategies test_parameter_server test_distributed_runs test_trainer test_sim_device test_checkpoints)
+    cmake --build --preset tsan -j "$jobs" --target strata-run custom_training_loop parameter_server_training "${tests[@]}"
+    export TSAN_OPTIONS="suppressions=$supp/tsan.supp:halt_on_error=1:second_deadlock_stack=1:exitcode=66"
+    regex="^($(IFS='|'; echo "${tests[*]}"))(_sim)?$"
+    ctest --test-dir build-tsan -R "$regex" -j "$jobs" --output-on-failure --timeout 1800
+    run=build-tsan/app/strata-run
+    tiny=resources/examples/tiny-synthetic.strata
+    for args in "--strategy mirrored --devices cpu:0,cpu:1" \
+                "--strategy mirrored --devices sim:0,sim:0,sim:1,sim:1" \
+                "--strategy central_storage --devices cpu:0,cpu:1" \
+                "--strategy parameter_server --devices cpu:0,cpu:1 --servers 2 --staleness 2" \
+                "--strategy parameter_server --devices cpu:0,cpu:1 --staleness inf" \
+                "--strategy one_device --devices sim:0"; do
+      echo "== strata-run $tiny $args"
+      # shellcheck disable=SC2086
+      "$run" "$tiny" --no-run-dir --epochs 2 $args >/dev/null
+    done
+    for example in custom_training_loop parameter_server_training; do
+      echo "== example $example"
+      "build-tsan/examples/$example" >/dev/null
+    done
+    ;;
+  *)
+    echo "usage: scripts/sanitizers.sh asan|tsan" >&2
+    exit 2
+    ;;
+esac
+echo "$kind: clean after $(( $(date +%s) - t0 )) s"
