@@ -32,6 +32,12 @@ elseif(STRATA_SANITIZE STREQUAL "thread")
 elseif(NOT STRATA_SANITIZE STREQUAL "")
   message(FATAL_ERROR "STRATA_SANITIZE must be address, thread or empty, not '${STRATA_SANITIZE}'")
 endif()
+# libFuzzer (clang; the fuzz preset): the engine gets coverage
+# instrumentation, tools/fuzz's targets link the fuzzer's main.
+option(STRATA_FUZZ "Build tools/fuzz's targets with libFuzzer (clang)" OFF)
+if(STRATA_FUZZ)
+  add_compile_options(-fsanitize=fuzzer-no-link)
+endif()
 if(STRATA_NATIVE)
   include(CheckCXXCompilerFlag)
   check_cxx_compiler_flag(-march=native STRATA_HAS_MARCH_NATIVE)
