@@ -77,9 +77,10 @@ SafeTensorsFile read_safetensors(const std::string& path) {
   } catch (const nlohmann::json::exception&) {
     throw bad_input(path + ": corrupt safetensors header (not JSON)");
   }
+  if (!header.is_object()) throw bad_input(path + ": corrupt safetensors header (not a JSON object)");
   const size_t data_begin = 8 + n;
   SafeTensorsFile f;
-  if (header.contains("__metadata__"))
+  if (header.contains("__metadata__") && header["__metadata__"].is_object())
     for (auto& [k, v] : header["__metadata__"].items())
       if (v.is_string()) f.metadata[k] = v.get<std::string>();
   if (f.metadata.count("strata_crc32") && f.metadata["strata_crc32"] != hex(crc_of(bytes, data_begin)))
@@ -87,8 +88,13 @@ SafeTensorsFile read_safetensors(const std::string& path) {
   const size_t data_size = bytes.size() - data_begin;
   // Tensors in data order (the JSON object itself is unordered).
   std::vector<std::pair<size_t, std::string>> order;
-  for (auto& [name, spec] : header.items())
-    if (name != "__metadata__") order.emplace_back(spec.value("data_offsets", std::vector<size_t>{0, 0}).at(0), name);
+  for (auto& [name, spec] : header.items()) {
+    if (name == "__metadata__") continue;
+    const auto off = spec.is_object() ? spec.find("data_offsets") : spec.end();
+    const bool ordered = spec.is_object() && off != spec.end() && off->is_array() && !off->empty() &&
+                         (*off)[0].is_number_unsigned();
+    order.emplace_back(ordered ? (*off)[0].get<size_t>() : 0, name);
+  }
   std::sort(order.begin(), order.end());
   for (auto& [begin_unused, name] : order) {
     const auto& spec = header[name];
@@ -97,6 +103,14 @@ SafeTensorsFile read_safetensors(const std::string& path) {
       const auto shape = spec.at("shape").get<std::vector<int64_t>>();
       const auto off = spec.at("data_offsets").get<std::vector<size_t>>();
       if (dtype != "F32" && dtype != "I32") throw bad_input(path + ": tensor '" + name + "': dtype " + dtype + " unsupported");
+      // The element count, checked against the file before anything is
+      // allocated (a forged shape must not ask for terabytes or overflow).
+      uint64_t elements = 1;
+      for (int64_t d : shape) {
+        if (d < 0 || (d > 0 && elements > data_size / 4 / static_cast<uint64_t>(d)))
+          throw bad_input(path + ": tensor '" + name + "': shape larger than the file's data");
+        elements *= static_cast<uint64_t>(d);
+      }
       Tensor t = Tensor::empty(Shape(shape), dtype == "F32" ? DType::Float32 : DType::Int32);
       if (off.size() != 2 || off[1] < off[0] || off[1] > data_size || off[1] - off[0] != static_cast<size_t>(t.numel()) * 4)
         throw bad_input(path + ": tensor '" + name + "': data offsets do not match its shape or the file is truncated");
