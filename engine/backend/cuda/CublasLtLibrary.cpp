@@ -1,11 +1,8 @@
 #include "backend/cuda/CublasLtLibrary.h"
 
-#include <dlfcn.h>
-
 #include <string>
-#include <type_traits>
 
-#include "core/Error.h"
+#include "core/DynamicLibrary.h"
 
 namespace strata::cuda {
 
@@ -14,19 +11,10 @@ namespace {
 const std::string kSoname = "libcublasLt.so." + std::to_string(CUBLAS_VER_MAJOR);
 
 CublasLtLibrary load() {
-  void* lib = dlopen(kSoname.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!lib) {
-    const char* why = dlerror();
-    throw runtime_error("cannot load " + kSoname + " (cuBLASLt, part of the CUDA toolkit " +
-                        std::to_string(CUBLAS_VER_MAJOR) + "): " + (why ? why : "not found") +
-                        ". Install the toolkit's cuBLAS or add its lib folder to LD_LIBRARY_PATH");
-  }
+  const DynamicLibrary lib(kSoname, "cuBLASLt, part of the CUDA toolkit " + std::to_string(CUBLAS_VER_MAJOR),
+                           "Install the toolkit's cuBLAS or add its lib folder to LD_LIBRARY_PATH");
   CublasLtLibrary api;
-  auto bind = [&](auto& fn, const char* name) {
-    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(lib, name));
-    if (!fn) throw runtime_error(kSoname + " has no " + name + ": an unexpected version of cuBLASLt");
-  };
-#define STRATA_BIND(name) bind(api.name, #name);
+#define STRATA_BIND(name) lib.bind(api.name, #name, "an unexpected version of cuBLASLt");
   STRATA_BIND(cublasLtCreate)
   STRATA_BIND(cublasLtDestroy)
   STRATA_BIND(cublasLtGetStatusName)

@@ -393,13 +393,17 @@ bool CudaBackend::has_conv2d(const Window2D& w, int64_t) {
 // The layers' kernels are (kh * kw * channels, filters) matrices; cuDNN's
 // NHWC filters are their transposes (filters, kh, kw, channels). Windows
 // cuDNN cannot take go the default way (im2col, cuBLASLt, col2im).
-void CudaBackend::conv2d(const Window2D& w, int64_t filters, const float* x, const float* kernel, float* y) {
-  if (!has_conv2d(w, filters)) return Backend::conv2d(w, filters, x, kernel, y);
-#ifdef STRATA_WITH_CUDNN
+Tensor CudaBackend::cudnn_kernel(const Window2D& w, int64_t filters, const float* kernel) {
   const int64_t patch = w.kernel_h * w.kernel_w * w.channels;
   Tensor k = Tensor::empty(Shape{filters, patch}, device());
   cuda::transpose(enter(), kernel, patch, filters, k.ptr());
-  cudnn()->forward(w, filters, x, k.ptr(), y);
+  return k;
+}
+
+void CudaBackend::conv2d(const Window2D& w, int64_t filters, const float* x, const float* kernel, float* y) {
+  if (!has_conv2d(w, filters)) return Backend::conv2d(w, filters, x, kernel, y);
+#ifdef STRATA_WITH_CUDNN
+  cudnn()->forward(w, filters, x, cudnn_kernel(w, filters, kernel).ptr(), y);
 #endif
 }
 
@@ -407,10 +411,7 @@ void CudaBackend::conv2d_backward_data(const Window2D& w, int64_t filters, const
                                        float* dx) {
   if (!has_conv2d(w, filters)) return Backend::conv2d_backward_data(w, filters, dy, kernel, dx);
 #ifdef STRATA_WITH_CUDNN
-  const int64_t patch = w.kernel_h * w.kernel_w * w.channels;
-  Tensor k = Tensor::empty(Shape{filters, patch}, device());
-  cuda::transpose(enter(), kernel, patch, filters, k.ptr());
-  cudnn()->backward_data(w, filters, dy, k.ptr(), dx);
+  cudnn()->backward_data(w, filters, dy, cudnn_kernel(w, filters, kernel).ptr(), dx);
 #endif
 }
 

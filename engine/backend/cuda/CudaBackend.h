@@ -8,6 +8,7 @@
 #include <string>
 
 #include "backend/Backend.h"
+#include "core/Tensor.h"
 #include "backend/cuda/CublasLtGemm.h"
 #include "backend/cuda/PinnedStaging.h"
 
@@ -136,6 +137,8 @@ private:
   // cuDNN, made at the first convolution (null when it cannot be: the
   // build has no cudnn.h or the library does not load).
   cuda::CudnnConvolution* cudnn();
+  // A layer's kernel in cuDNN's filter layout (a temporary on the stream).
+  Tensor cudnn_kernel(const Window2D& w, int64_t filters, const float* kernel);
   std::once_flag cudnn_once_;
   std::unique_ptr<cuda::CudnnConvolution> cudnn_;
   std::string cudnn_unavailable_;

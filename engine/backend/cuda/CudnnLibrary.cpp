@@ -1,9 +1,6 @@
 #include "backend/cuda/CudnnLibrary.h"
 
-#include <dlfcn.h>
-
-#include <type_traits>
-
+#include "core/DynamicLibrary.h"
 #include "core/Error.h"
 
 namespace strata::cuda {
@@ -13,20 +10,11 @@ namespace {
 const std::string kSoname = "libcudnn.so." + std::to_string(CUDNN_MAJOR);
 
 CudnnLibrary load() {
-  void* lib = dlopen(kSoname.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!lib) {
-    const char* why = dlerror();
-    throw runtime_error("cannot load " + kSoname + " (cuDNN " + std::to_string(CUDNN_MAJOR) + "): " +
-                        (why ? why : "not found") +
-                        ". Install cuDNN (NVIDIA's libcudnn9 package or the nvidia-cudnn wheel) or add its lib folder "
-                        "to LD_LIBRARY_PATH; without it convolutions use im2col and cuBLASLt");
-  }
+  const DynamicLibrary lib(kSoname, "cuDNN " + std::to_string(CUDNN_MAJOR),
+                           "Install cuDNN (NVIDIA's libcudnn9 package or the nvidia-cudnn wheel) or add its lib folder "
+                           "to LD_LIBRARY_PATH; without it convolutions use im2col and cuBLASLt");
   CudnnLibrary api;
-  auto bind = [&](auto& fn, const char* name) {
-    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(lib, name));
-    if (!fn) throw runtime_error(kSoname + " has no " + name + ": an unexpected version of cuDNN");
-  };
-#define STRATA_BIND(name) bind(api.name, #name);
+#define STRATA_BIND(name) lib.bind(api.name, #name, "an unexpected version of cuDNN");
   STRATA_BIND(cudnnGetVersion)
   STRATA_BIND(cudnnGetErrorString)
   STRATA_BIND(cudnnCreate)
@@ -59,14 +47,7 @@ const CudnnLibrary& CudnnLibrary::get() {
   return api;
 }
 
-std::string CudnnLibrary::unavailable() {
-  try {
-    get();
-    return {};
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-}
+std::string CudnnLibrary::unavailable() { return load_error<CudnnLibrary>(); }
 
 void CudnnLibrary::check(cudnnStatus_t s, const std::string& what) const {
   if (s != CUDNN_STATUS_SUCCESS) throw runtime_error(what + ": " + cudnnGetErrorString(s));

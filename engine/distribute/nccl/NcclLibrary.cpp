@@ -1,9 +1,6 @@
 #include "distribute/nccl/NcclLibrary.h"
 
-#include <dlfcn.h>
-
-#include <type_traits>
-
+#include "core/DynamicLibrary.h"
 #include "core/Error.h"
 
 namespace strata::nccl {
@@ -13,20 +10,11 @@ namespace {
 const std::string kSoname = "libnccl.so." + std::to_string(NCCL_MAJOR);
 
 NcclLibrary load() {
-  void* lib = dlopen(kSoname.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!lib) {
-    const char* why = dlerror();
-    throw runtime_error("cannot load " + kSoname + " (NCCL " + std::to_string(NCCL_MAJOR) + "): " +
-                        (why ? why : "not found") +
-                        ". Install NCCL (e.g. the nvidia-nccl wheel or NVIDIA's libnccl2 package) or add its lib "
-                        "folder to LD_LIBRARY_PATH");
-  }
+  const DynamicLibrary lib(kSoname, "NCCL " + std::to_string(NCCL_MAJOR),
+                           "Install NCCL (e.g. the nvidia-nccl wheel or NVIDIA's libnccl2 package) or add its lib folder "
+                           "to LD_LIBRARY_PATH");
   NcclLibrary api;
-  auto bind = [&](auto& fn, const char* name) {
-    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(lib, name));
-    if (!fn) throw runtime_error(kSoname + " has no " + name + ": NCCL older than 2.14, which Strata needs");
-  };
-#define STRATA_BIND(name) bind(api.name, #name);
+#define STRATA_BIND(name) lib.bind(api.name, #name, "NCCL older than 2.14, which Strata needs");
   STRATA_BIND(ncclGetVersion)
   STRATA_BIND(ncclGetUniqueId)
   STRATA_BIND(ncclCommInitAll)
@@ -50,14 +38,7 @@ const NcclLibrary& NcclLibrary::get() {
   return api;
 }
 
-std::string NcclLibrary::unavailable() {
-  try {
-    get();
-    return {};
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-}
+std::string NcclLibrary::unavailable() { return load_error<NcclLibrary>(); }
 
 void NcclLibrary::check(ncclResult_t r, const std::string& what, ncclComm_t comm) const {
   if (r == ncclSuccess || r == ncclInProgress) return;
