@@ -372,7 +372,9 @@ RunConfig load_project(const std::string& path) {
   Json j;
   try {
     j = Json::parse(ss.str());
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {
+    // Syntax errors, and numbers out of range (1e400) which the parser
+    // reports as out_of_range rather than parse_error.
     throw bad_input(path + ": not valid JSON: " + e.what());
   }
   try {
