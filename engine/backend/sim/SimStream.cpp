@@ -88,17 +88,20 @@ void SimStream::enqueue_to_host(void* host_dst, const void* src_view, size_t byt
 }
 
 void SimStream::synchronize() {
-  std::vector<Landing> landed;
   std::exception_ptr error;
   {
     std::unique_lock lock(mutex_);
     if (capturing_) throw runtime_error(name_ + ": synchronize() while a step is being captured");
     idle_cv_.wait(lock, [&] { return queue_.empty() && !busy_; });
-    landed.swap(landed_);
+    // Copies land under the lock: replicas sharing this device each
+    // synchronise, and one may land another's copy; the other's own
+    // synchronize() must not return before that copy is complete (found by
+    // ThreadSanitizer with two replicas on one sim device).
+    for (auto& l : landed_) std::memcpy(l.dst, l.bytes.data(), l.bytes.size());
+    landed_.clear();
     error = error_;
     error_ = nullptr;
   }
-  for (auto& l : landed) std::memcpy(l.dst, l.bytes.data(), l.bytes.size());
   if (error) std::rethrow_exception(error);
 }
 
