@@ -37,6 +37,14 @@ bool GradientBuckets::flush(const Launch& launch) {
   return open_ > 0;
 }
 
+void GradientBuckets::clear() {
+  for (Bucket& b : buckets_) {
+    b.entries.clear();
+    b.used = 0;
+  }
+  open_ = 0;
+}
+
 void GradientBuckets::unpack(std::vector<Tensor>& grads) {
   Backend& be = backend_for(device_);
   for (size_t k = 0; k < open_; ++k) {
@@ -46,10 +54,8 @@ void GradientBuckets::unpack(std::vector<Tensor>& grads) {
         throw runtime_error("gradient " + std::to_string(e.index) + " reduced in a bucket has no matching tensor");
       if (e.count > 0) be.copy(grads[e.index].ptr(), b.storage.ptr() + e.offset, e.count * sizeof(float));
     }
-    b.entries.clear();
-    b.used = 0;
   }
-  open_ = 0;
+  clear();
 }
 
 }  // namespace strata

@@ -30,6 +30,8 @@ public:
   // After the collectives completed (in stream order): the sums back into
   // `grads`, which must hold a tensor for every index added this step.
   void unpack(std::vector<Tensor>& grads);
+  // Forgets a step that ended in an error before unpack (the memory stays).
+  void clear();
 
 private:
   struct Entry {

@@ -39,6 +39,8 @@ public:
   bool overlaps_backward() const override { return total_replicas_ > 1 && !device_.is_host(); }
   void gradient_ready(size_t index, const Tensor& grad) override;
   void finish_gradients(std::vector<Tensor>& grads) override;
+  // After a step that threw: no half-filled bucket carries into the next.
+  void abandon_step() { buckets_.clear(); }
   // Host threads meet, and on devices with streams each stream also waits
   // for the work the others queued before the barrier.
   void barrier() override;

@@ -52,6 +52,7 @@ void ReplicaPool::loop(int replica) {
     try {
       (*job)(*contexts_[static_cast<size_t>(replica)]);
     } catch (...) {
+      contexts_[static_cast<size_t>(replica)]->abandon_step();
       errors_[static_cast<size_t>(replica)] = std::current_exception();
       group_.barrier.abort();  // wake replicas waiting for us in a collective
     }
