@@ -87,10 +87,11 @@ std::string CheckpointManager::save(nn::Sequential& model, nn::Optimizer& optimi
     write_files(dir, model, optimizer, pos, val_loss, val_accuracy, strategy, replicas, hash);
     fs::remove_all(final_dir, ec);  // an earlier checkpoint of this very step
     fs::rename(dir, final_dir);
-  } catch (const std::exception& e) {
+  } catch (const Error&) {
     fs::remove_all(dir, ec);
-    const auto* err = dynamic_cast<const Error*>(&e);
-    if (err) throw;
+    throw;
+  } catch (const std::exception& e) {  // the rename's filesystem_error
+    fs::remove_all(dir, ec);
     throw bad_input("checkpoint " + final_dir.string() + ": " + e.what());
   }
   write_file_atomically((fs::path(root_) / "latest").string(), final_dir.filename().string() + "\n");

@@ -13,6 +13,7 @@
 #include <set>
 
 #include "core/Error.h"
+#include "engine/RecordingSink.h"
 #include "project/ProjectFile.h"
 #include "train/SafeTensors.h"
 #include "train/Trainer.h"
@@ -246,19 +247,7 @@ private slots:
 
     auto open_fds = [] { return std::distance(fs::directory_iterator("/proc/self/fd"), fs::directory_iterator{}); };
     const auto fds_before = open_fds();
-    std::vector<std::string> warnings;
-    std::string status;
-    class Collect final : public EventSink {
-    public:
-      std::vector<std::string>* warnings;
-      std::string* status;
-      void emit(const Event& e) override {
-        if (auto* l = std::get_if<LogEvent>(&e); l && l->level == "warning") warnings->push_back(l->message);
-        if (auto* f = std::get_if<FinishedEvent>(&e)) *status = f->status;
-      }
-    } sink;
-    sink.warnings = &warnings;
-    sink.status = &status;
+    RecordingSink sink;
     c.training.epochs = 3;
     {
       Trainer t(c, sink);
@@ -275,12 +264,13 @@ private slots:
       ::setrlimit(RLIMIT_FSIZE, &old);
       std::signal(SIGXFSZ, previous);
     }
-    QCOMPARE(status, std::string("completed"));
+    QCOMPARE(sink.all<FinishedEvent>().back().status, std::string("completed"));
     bool named = false;
-    for (auto& w : warnings)
-      named = named || (w.find("checkpoint not written") != std::string::npos &&
-                        w.find("model.safetensors") != std::string::npos && w.find("File too large") != std::string::npos);
-    QVERIFY2(named, warnings.empty() ? "no warning" : warnings.front().c_str());
+    for (auto& l : sink.all<LogEvent>())
+      named = named || (l.level == "warning" && l.message.find("checkpoint not written") != std::string::npos &&
+                        l.message.find("model.safetensors") != std::string::npos &&
+                        l.message.find("File too large") != std::string::npos);
+    QVERIFY2(named, "no warning naming model.safetensors and 'File too large'");
     QCOMPARE(*CheckpointManager::latest(root), good);
     QVERIFY(max_relative(weights_of(good), good_weights) == 0.0);
     QCOMPARE(listing(), before);  // no ckpt-N, no half-written folder

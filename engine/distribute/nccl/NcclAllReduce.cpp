@@ -116,9 +116,11 @@ void NcclAllReduce::start_all_reduce_sum(ReplicaGroup& group, int replica, Devic
     const cudaStream_t compute = compute_stream(buffer.device);
     STRATA_CUDA(cudaEventRecord(g.ready, compute));
     STRATA_CUDA(cudaStreamWaitEvent(g.stream, g.ready, 0));
-    lib().check(lib().ncclAllReduce(buffer.data, buffer.data, buffer.size, ncclFloat, ncclSum, g.comm, g.stream),
-                "ncclAllReduce on " + describe(g), g.comm);
-    settle(g, "ncclAllReduce on " + describe(g));
+    // The message is built only on failure: this runs for every bucket.
+    const ncclResult_t result =
+        lib().ncclAllReduce(buffer.data, buffer.data, buffer.size, ncclFloat, ncclSum, g.comm, g.stream);
+    if (result == ncclInProgress) settle(g, "ncclAllReduce on " + describe(g));  // non-blocking (multi-worker) communicators
+    else if (result != ncclSuccess) lib().check(result, "ncclAllReduce on " + describe(g), g.comm);
     for (int r : g.replicas)
       if (r != replica)
         STRATA_CUDA(cudaMemcpyAsync(group.buffers[static_cast<size_t>(r)], buffer.data, buffer.bytes(),
@@ -134,7 +136,7 @@ void NcclAllReduce::start_all_reduce_sum(ReplicaGroup& group, int replica, Devic
 }
 
 void NcclAllReduce::wait_all(ReplicaGroup& /*group*/, int replica) {
-  if (gpu_of_.empty()) return;  // nothing was started
+  if (!initialized_) return;  // nothing was started
   throw_if_failed();
   const Gpu& g = gpus_[static_cast<size_t>(gpu_of_[static_cast<size_t>(replica)])];
   DeviceGuard guard(g.index);
