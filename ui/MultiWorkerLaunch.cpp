@@ -1,5 +1,8 @@
 #include "MultiWorkerLaunch.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include <QCoreApplication>
 #include <QDir>
 #include <QFile>
@@ -94,6 +97,22 @@ QString launch_options_problem(const MultiWorkerOptions& o) {
   return {};
 }
 
+QStringList lost_host_detection_arguments(double collective_timeout) {
+  // When the network to a host goes, a rank notices within the collective
+  // timeout and aborts, but mpirun then waits to hear from that host's
+  // daemon: TCP retransmits for ~15 minutes before giving up. Keepalive
+  // probes on mpirun's own connections to its daemons (idle while training
+  // runs) find a silent host within half the collective timeout instead;
+  // mpirun then ends the job naming the host, and the far daemon, cut off
+  // from mpirun, ends its ranks (measured on a cut link: tests/netns,
+  // docs/reliability.md). Probes are answered by the peer's kernel, so a
+  // busy host is never mistaken for a lost one.
+  const auto seconds = [](double s) { return QString::number(std::max(1, static_cast<int>(std::lround(s)))); };
+  return {"--mca", "oob_tcp_keepalive_time",   seconds(collective_timeout / 4),
+          "--mca", "oob_tcp_keepalive_intvl",  seconds(collective_timeout / 20),
+          "--mca", "oob_tcp_keepalive_probes", "5"};
+}
+
 bool launches_with_mpirun(const StrategyConfig& strategy, const MultiWorkerOptions& options) {
   if (strategy.name == "multi_worker_mirrored") return true;
   return strategy.name == kParameterServer && options.parameter_server_processes;
@@ -111,6 +130,7 @@ QStringList mpirun_arguments(const MultiWorkerOptions& options, const QString& s
   // does — and exits 0 even when a rank failed, so the run's status comes
   // from rank 0's finished event, never from mpirun's exit code.
   if (ps) args << "--enable-recovery";
+  args << lost_host_detection_arguments(strategy.collective_timeout);
   // Parameter servers are ranks [0, servers), so the worker count the user
   // chose comes on top of them.
   const int ranks = options.processes + (ps ? strategy.servers : 0);

@@ -35,6 +35,11 @@ QString parameter_server_processes_unavailable_reason();
 // can smuggle an option or a command onto mpirun's command line.
 QString launch_options_problem(const MultiWorkerOptions& options);
 
+// mpirun options that make Open MPI notice a host it can no longer reach
+// (a cut link, a powered-off machine) within half the collective timeout and
+// end the job naming it, instead of waiting on TCP for a quarter of an hour.
+QStringList lost_host_detection_arguments(double collective_timeout);
+
 // Whether this run goes to mpirun rather than the in-process engine bridge.
 bool launches_with_mpirun(const StrategyConfig& strategy, const MultiWorkerOptions& options);
 

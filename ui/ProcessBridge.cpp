@@ -94,13 +94,42 @@ void ProcessBridge::readStdout() {
     try {
       Event e = event_from_jsonl(line.toStdString());
       if (std::holds_alternative<RunStartedEvent>(e)) started_ = true;
-      if (std::holds_alternative<FinishedEvent>(e)) finished_ = true;
+      if (std::holds_alternative<FinishedEvent>(e) && !finished_) {
+        finished_ = true;
+        endLingeringMpirun();
+      }
       pending_.push_back(std::move(e));
     } catch (const std::exception&) {
       // Not an event (a library printing to stdout): keep it visible.
       Q_EMIT logLine("info", QString::fromUtf8(line));
     }
   }
+}
+
+void ProcessBridge::endLingeringMpirun() {
+  // Rank 0 has said how the run ended, yet mpirun can stay: with
+  // --enable-recovery (parameter-server runs) Open MPI 4.1 keeps waiting for
+  // the ranks of a host it lost, for ever. After a grace period for the
+  // ranks to exit normally, mpirun gets SIGINT twice (its "abort, then abort
+  // forcibly" path), then SIGKILL, so the dashboard never shows a finished
+  // run as running.
+  const auto mpirun = static_cast<pid_t>(process_.processId());
+  const auto still_ours = [this, mpirun] {
+    return process_.state() != QProcess::NotRunning && static_cast<pid_t>(process_.processId()) == mpirun;
+  };
+  QTimer::singleShot(exit_grace_ms_, this, [this, mpirun, still_ours] {
+    if (!still_ours()) return;
+    Q_EMIT logLine("warning", tr("mpirun has not exited %1 s after the run finished (a host it can no longer "
+                                 "reach?); ending it")
+                                  .arg(exit_grace_ms_ / 1000.0));
+    ::kill(mpirun, SIGINT);
+    QTimer::singleShot(1000, this, [mpirun, still_ours] {
+      if (still_ours()) ::kill(mpirun, SIGINT);
+    });
+    QTimer::singleShot(5000, this, [this, still_ours] {
+      if (still_ours()) process_.kill();
+    });
+  });
 }
 
 void ProcessBridge::readStderr() {

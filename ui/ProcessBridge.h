@@ -29,6 +29,9 @@ public:
   bool running() const { return running_; }
   qint64 pid() const { return process_.processId(); }
   void setInterval(int ms) { timer_.setInterval(ms); }
+  // How long mpirun may outlive rank 0's finished event before it is ended
+  // (see endLingeringMpirun).
+  void setExitGrace(int ms) { exit_grace_ms_ = ms; }
 
 signals:
   void events(const std::vector<strata::Event>& batch);
@@ -42,6 +45,7 @@ private:
   void readStderr();
   void drain();
   void onExited(int code, QProcess::ExitStatus status);
+  void endLingeringMpirun();
 
   QProcess process_;
   QTimer timer_;
@@ -52,6 +56,7 @@ private:
   bool started_ = false;   // a run_started event arrived
   bool finished_ = false;  // a finished event arrived
   bool stop_requested_ = false;
+  int exit_grace_ms_ = 20000;
 };
 
 }  // namespace strata::ui

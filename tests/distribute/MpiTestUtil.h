@@ -1,6 +1,8 @@
 #pragma once
 // Running strata-run under real mpirun from tests.
 #include <QFile>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QProcess>
 #include <QString>
 #include <QStringList>
@@ -64,6 +66,27 @@ inline Result run(const QString& program, const QStringList& args, int timeout_m
     return {-1, p.readAllStandardOutput(), "timeout: " + p.readAllStandardError()};
   }
   return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -2, p.readAllStandardOutput(), p.readAllStandardError()};
+}
+
+// The small synthetic example project every process test trains.
+inline QString tiny() { return QStringLiteral(STRATA_SOURCE_DIR "/resources/examples/tiny-synthetic.strata"); }
+
+// The events of one type in a JSONL stream (strata-run --events jsonl).
+inline std::vector<QJsonObject> events(const QString& jsonl, const char* type) {
+  std::vector<QJsonObject> out;
+  for (auto& line : jsonl.split('\n', Qt::SkipEmptyParts)) {
+    auto o = QJsonDocument::fromJson(line.toUtf8()).object();
+    if (o["type"].toString() == type) out.push_back(o);
+  }
+  return out;
+}
+
+// What to show when a run went wrong: its events other than steps, and stderr.
+inline QString story(const Result& r) {
+  QString out;
+  for (auto& line : r.out.split('\n', Qt::SkipEmptyParts))
+    if (!line.contains("\"type\":\"step\"")) out += line.left(300) + "\n";
+  return out + r.err.right(1500);
 }
 
 }  // namespace strata

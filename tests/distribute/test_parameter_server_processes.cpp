@@ -18,27 +18,8 @@ using namespace strata;
 
 namespace {
 
-QString tiny() { return QStringLiteral(STRATA_SOURCE_DIR "/resources/examples/tiny-synthetic.strata"); }
-
-std::vector<QJsonObject> events(const QString& jsonl, const char* type) {
-  std::vector<QJsonObject> out;
-  for (auto& line : jsonl.split('\n', Qt::SkipEmptyParts)) {
-    auto o = QJsonDocument::fromJson(line.toUtf8()).object();
-    if (o["type"].toString() == type) out.push_back(o);
-  }
-  return out;
-}
-
 // The worker ranks must be able to die without mpirun ending the job.
 QStringList ps_launch(int ranks) { return mpirun_args(ranks) + QStringList{"--enable-recovery"}; }
-
-// What to show when a run went wrong: its events other than steps, and stderr.
-QString story(const Result& r) {
-  QString out;
-  for (auto& line : r.out.split('\n', Qt::SkipEmptyParts))
-    if (!line.contains("\"type\":\"step\"")) out += line.left(300) + "\n";
-  return out + r.err.right(1500);
-}
 
 }  // namespace
 

@@ -956,8 +956,14 @@ void DashboardTest::parameterServerMpirunArguments() {
   QCOMPARE(after("--events"), QString("jsonl"));
   QCOMPARE(after("--run-dir"), QString("/r"));
   QCOMPARE(after("/bin/strata-run"), QString("/r/project.strata"));
+  // A host that drops off the network is found within half the collective
+  // timeout (300 s by default): first probe after 75 s idle, 5 more 15 s apart.
+  QCOMPARE(after("oob_tcp_keepalive_time"), QString("75"));
+  QCOMPARE(after("oob_tcp_keepalive_intvl"), QString("15"));
+  QCOMPARE(after("oob_tcp_keepalive_probes"), QString("5"));
   // mpirun's own options come before the program, strata-run's after it.
   QVERIFY(args.indexOf("--enable-recovery") < args.indexOf("/bin/strata-run"));
+  QVERIFY(args.indexOf("oob_tcp_keepalive_time") < args.indexOf("/bin/strata-run"));
   QVERIFY(args.indexOf("--servers") > args.indexOf("/bin/strata-run"));
   ps.staleness = -1;  // unbounded
   ps.servers = 2;

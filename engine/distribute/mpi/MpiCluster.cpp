@@ -2,6 +2,7 @@
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <thread>
@@ -65,12 +66,25 @@ void MpiCluster::wait(void* request, const std::string& what) {
     if (std::chrono::steady_clock::now() > deadline) {
       char msg[512];
       std::snprintf(msg, sizeof msg,
-                    "rank %d (%s): no answer from the other workers within %.0f s during %s; a rank has died or hangs",
-                    rank_, host_.c_str(), timeout_, what.c_str());
+                    "rank %d (%s): no answer within %.0f s during %s from the other ranks (on %s): a host is "
+                    "unreachable, or a rank has died or hangs",
+                    rank_, host_.c_str(), timeout_, what.c_str(), peer_hosts().c_str());
       abort(1, msg);
     }
     if (std::chrono::steady_clock::now() > spin_until) std::this_thread::sleep_for(std::chrono::microseconds(50));
   }
+}
+
+std::string MpiCluster::peer_hosts() const {
+  // A collective does not say which peer it waits for, so name every host
+  // the other ranks run on (with two hosts: the one that went away).
+  std::vector<std::string> seen;
+  for (int r = 0; r < size_; ++r)
+    if (r != rank_ && std::find(seen.begin(), seen.end(), hosts_[static_cast<size_t>(r)]) == seen.end())
+      seen.push_back(hosts_[static_cast<size_t>(r)]);
+  std::string out;
+  for (const auto& h : seen) out += (out.empty() ? "" : ", ") + h;
+  return out;
 }
 
 void MpiCluster::all_reduce_sum(std::span<float> data) {

@@ -28,6 +28,8 @@ public:
 private:
   // Polls a request until done or the deadline; on timeout aborts naming `what`.
   void wait(void* request, const std::string& what);
+  // The hosts of the other ranks, for a timeout's message.
+  std::string peer_hosts() const;
 
   int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1;
   std::string host_;
