@@ -57,7 +57,20 @@ ChartView::ChartView(const QString& title, const QString& y_label, QWidget* pare
   QFont legend_font = font();
   legend_font.setPointSizeF(legend_font.pointSizeF() * 0.85);
   plot_->legend->setFont(legend_font);
-  plot_->legend->setBrush(QColor(255, 255, 255, 200));
+  // The legend gets its own row between the title and the plot, as in W&B:
+  // inside the plot it covered data and sat under the crosshair, which then
+  // took the clicks meant for its entries.
+  plot_->axisRect()->insetLayout()->take(plot_->legend);
+  plot_->plotLayout()->insertRow(1);
+  plot_->plotLayout()->addElement(1, 0, plot_->legend);
+  plot_->plotLayout()->setRowStretchFactor(1, 0.001);
+  plot_->legend->setFillOrder(QCPLegend::foColumnsFirst);
+  plot_->legend->setWrap(4);
+  plot_->legend->setBorderPen(Qt::NoPen);
+  plot_->legend->setBrush(Qt::NoBrush);
+  plot_->legend->setMargins(QMargins(4, 0, 4, 0));
+  plot_->xAxis->setRange(0, 1);
+  plot_->yAxis->setRange(0, 1);
   // The reduced loss lives on its own layer so overlays added later never
   // cover it; the crosshair lives on the buffered "overlay" layer so moving
   // it repaints only that layer, not a million points.
@@ -83,6 +96,11 @@ ChartView::ChartView(const QString& title, const QString& y_label, QWidget* pare
   cross_text_->setVisible(false);
 
   connect(plot_, &QCustomPlot::mouseMove, this, &ChartView::onMouseMove);
+  connect(plot_, &QCustomPlot::beforeReplot, this, &ChartView::fitTickCounts);
+  plot_->installEventFilter(this);  // the pointer leaving the plot hides the readout
+  // Whatever moves the x axis (new data, zoom, pan, another axis mode) moves
+  // the data under a resting pointer: read it out again.
+  connect(plot_->xAxis, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), this, [this] { updateReadout(); });
   connect(plot_, &QCustomPlot::mouseWheel, this, [this] { user_view_ = true; });
   connect(plot_, &QCustomPlot::mouseDoubleClick, this, [this] { resetView(); });
   connect(plot_, &QCustomPlot::legendClick, this, &ChartView::onLegendClick);
@@ -131,6 +149,11 @@ void ChartView::clear() {
   series_.clear();
   clearMarkers();
   user_view_ = false;
+  // Until the pointer moves again, nothing is read out of the empty chart.
+  pointer_ = QPoint(-1, -1);
+  hideReadout();
+  fitAxes();
+  plot_->replot(QCustomPlot::rpQueuedReplot);
 }
 
 void ChartView::clearMarkers() {
@@ -191,16 +214,68 @@ void ChartView::flush() {
     if (s.style.points && s.plotted <= kMaxMarkedPoints && n > kMaxMarkedPoints) s.raw->setScatterStyle(QCPScatterStyle());
     s.plotted = n;
   }
-  if (!user_view_) {
-    plot_->rescaleAxes(true);
-    if (!log_) {
-      const QCPRange r = plot_->yAxis->range();
-      const double pad = std::max(r.size() * 0.05, 1e-9);
-      plot_->yAxis->setRange(r.lower - pad, r.upper + pad);
-    }
-  }
+  if (!user_view_) fitAxes();
   plot_->replot(QCustomPlot::rpQueuedReplot);
 }
+
+void ChartView::fitAxes() {
+  // QCustomPlot's own rescale invents ranges where there is nothing to fit:
+  // +-1e13 for a chart with no points yet, a sliver (936-940) around a
+  // single point. The x axis starts at 0 (a run's beginning) and reaches the
+  // last point or marker, so a divergence marker past the last finite loss
+  // stays in view; the y axis spans the visible finite values.
+  const auto mode = static_cast<int>(mode_);
+  double x_lo = 0, x_hi = -HUGE_VAL, y_lo = HUGE_VAL, y_hi = -HUGE_VAL;
+  const auto take_y = [&](double v) {
+    if (!std::isfinite(v) || (log_ && v <= 0)) return;
+    y_lo = std::min(y_lo, v);
+    y_hi = std::max(y_hi, v);
+  };
+  for (const auto& sp : series_) {
+    const Series& s = *sp;
+    if (!s.visible) continue;
+    for (size_t i = 0; i < s.plotted; ++i) {
+      x_lo = std::min(x_lo, s.x[mode][i]);
+      x_hi = std::max(x_hi, s.x[mode][i]);
+      take_y(s.y[i]);
+      if (i < s.smoothed.size()) take_y(s.smoothed[i]);
+    }
+  }
+  for (const auto& m : markers_) {
+    x_lo = std::min(x_lo, xOf(m->x));
+    x_hi = std::max(x_hi, xOf(m->x));
+  }
+  if (!(x_hi > x_lo)) x_hi = x_lo + 1;
+  plot_->xAxis->setRange(x_lo, x_hi);
+  if (y_lo > y_hi) {
+    y_lo = log_ ? 0.1 : 0;  // nothing to show yet
+    y_hi = 1;
+  } else if (log_) {
+    y_lo /= 1.2;
+    y_hi *= 1.2;
+  } else {
+    const double pad = std::max((y_hi - y_lo) * 0.05, std::max(std::abs(y_hi) * 0.05, 1e-6));
+    y_lo -= pad;
+    y_hi += pad;
+  }
+  plot_->yAxis->setRange(y_lo, y_hi);
+}
+
+void ChartView::fitTickCounts() {
+  // About one tick label per 100 px across and 40 px up of the plot area
+  // (as laid out by the last replot; before the first, the widget less its
+  // title, legend and labels), so labels never run into each other however
+  // small the chart is.
+  const QRect area = plot_->axisRect()->rect();
+  const int w = area.width() > 0 ? area.width() : plot_->width() - 60;
+  const int h = area.height() > 0 ? area.height() : plot_->height() - 80;
+  for (auto [axis, count] : {std::pair{plot_->xAxis, w / 100}, std::pair{plot_->yAxis, h / 40}}) {
+    axis->ticker()->setTickCount(std::max(1, count));
+    // Exactly as many as fit; the default "readability" steps may add more.
+    axis->ticker()->setTickStepStrategy(QCPAxisTicker::tssMeetTickCount);
+  }
+}
+
 
 void ChartView::rebuild() {
   for (auto& s : series_) {
@@ -267,6 +342,7 @@ void ChartView::setLogScale(bool on) {
     plot_->yAxis->setScaleType(QCPAxis::stLinear);
     plot_->yAxis->setTicker(QSharedPointer<QCPAxisTicker>::create());
   }
+  fitTickCounts();
   user_view_ = false;
   flush();
 }
@@ -360,6 +436,13 @@ QString ChartView::readoutAt(double x) const {
     const Series& s = *sp;
     if (!s.visible || s.plotted == 0) continue;
     const auto& xs = s.x[static_cast<int>(mode_)];
+    // Nothing to read before a series starts or after it ends (an overlaid
+    // run that stopped earlier): within half a point's spacing of its ends,
+    // or 1% of the axis for a single point.
+    const double first = xs[0], last = xs[s.plotted - 1];
+    const double slack = std::max(s.plotted > 1 ? (last - first) / static_cast<double>(s.plotted - 1) / 2 : 0.0,
+                                  plot_->xAxis->range().size() * 0.01);
+    if (x < first - slack || x > last + slack) continue;
     const auto end = xs.begin() + static_cast<std::ptrdiff_t>(s.plotted);
     auto it = std::lower_bound(xs.begin(), end, x);
     if (it == end) --it;
@@ -374,16 +457,41 @@ QString ChartView::readoutAt(double x) const {
 
 void ChartView::onMouseMove(QMouseEvent* event) {
   if (event->buttons() & Qt::LeftButton) user_view_ = true;  // dragging pans
-  const double x = plot_->xAxis->pixelToCoord(event->pos().x());
-  const bool inside = plot_->axisRect()->rect().contains(event->pos());
-  cross_line_->setVisible(inside);
-  cross_text_->setVisible(inside);
-  if (inside) {
-    cross_line_->point1->setCoords(x, 0);
-    cross_line_->point2->setCoords(x, 1);
-    cross_text_->setText(readoutAt(x));
+  pointer_ = event->pos();
+  updateReadout();
+}
+
+void ChartView::updateReadout() {
+  if (pointer_.x() < 0 || !plot_->axisRect()->rect().contains(pointer_)) {
+    hideReadout();
+    return;
   }
+  const double x = plot_->xAxis->pixelToCoord(pointer_.x());
+  cross_line_->point1->setCoords(x, 0);
+  cross_line_->point2->setCoords(x, 1);
+  cross_text_->setText(readoutAt(x));
+  cross_line_->setVisible(true);
+  cross_text_->setVisible(true);
   plot_->layer("overlay")->replot();
+}
+
+void ChartView::hideReadout() {
+  if (!cross_line_->visible() && !cross_text_->visible()) return;
+  cross_line_->setVisible(false);
+  cross_text_->setVisible(false);
+  plot_->layer("overlay")->replot();
+}
+
+bool ChartView::readoutVisible() const { return cross_line_->visible() && cross_text_->visible(); }
+
+QString ChartView::readoutText() const { return cross_text_->text(); }
+
+bool ChartView::eventFilter(QObject* watched, QEvent* event) {
+  if (watched == plot_ && event->type() == QEvent::Leave) {
+    pointer_ = QPoint(-1, -1);
+    hideReadout();
+  }
+  return QWidget::eventFilter(watched, event);
 }
 
 void ChartView::onLegendClick(QCPLegend*, QCPAbstractLegendItem* item, QMouseEvent*) {
@@ -402,16 +510,28 @@ namespace {
 QSize export_size(const QWidget* plot, const QWidget* view) {
   return plot->isVisible() ? plot->size() : QSize(std::max(view->width(), 640), std::max(view->height(), 400));
 }
+
+// An exported image shows the data, never where the pointer happened to be.
+template <typename Save>
+bool without_readout(QCPLayerable* line, QCPLayerable* text, Save save) {
+  const bool line_shown = line->visible(), text_shown = text->visible();
+  line->setVisible(false);
+  text->setVisible(false);
+  const bool ok = save();
+  line->setVisible(line_shown);
+  text->setVisible(text_shown);
+  return ok;
+}
 }  // namespace
 
 bool ChartView::exportPng(const QString& path) {
   const QSize s = export_size(plot_, this);
-  return plot_->savePng(path, s.width(), s.height(), 1.0);
+  return without_readout(cross_line_, cross_text_, [&] { return plot_->savePng(path, s.width(), s.height(), 1.0); });
 }
 
 bool ChartView::exportPdf(const QString& path) {
   const QSize s = export_size(plot_, this);
-  return plot_->savePdf(path, s.width(), s.height());
+  return without_readout(cross_line_, cross_text_, [&] { return plot_->savePdf(path, s.width(), s.height()); });
 }
 
 bool ChartView::exportCsv(const QString& path) const {

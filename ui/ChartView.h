@@ -94,6 +94,12 @@ public:
   QString readoutAt(double x) const;
   QCustomPlot* plot() const { return plot_; }
   bool followingData() const { return !user_view_; }
+  // Whether the crosshair and its readout are showing, and their text.
+  bool readoutVisible() const;
+  QString readoutText() const;
+
+protected:
+  bool eventFilter(QObject* watched, QEvent* event) override;
 
 private:
   struct Series;
@@ -102,6 +108,13 @@ private:
   void rebuild();
   void placeMarker(Marker& m);
   void onMouseMove(QMouseEvent* event);
+  // Places the crosshair at the pointer's last position, or hides it when
+  // the pointer is not over the plot area.
+  void updateReadout();
+  void hideReadout();
+  // The ranges that show every visible point and marker (when following).
+  void fitAxes();
+  void fitTickCounts();
   void onLegendClick(QCPLegend* legend, QCPAbstractLegendItem* item, QMouseEvent* event);
   void showContextMenu(const QPoint& pos);
   void exportWithDialog(const QString& kind);
@@ -117,6 +130,7 @@ private:
   double smoothing_ = 0.0;
   bool log_ = false;
   bool user_view_ = false;  // the user zoomed or panned: stop following data
+  QPoint pointer_{-1, -1};  // over the plot, in its pixels; (-1, -1): elsewhere
 };
 
 }  // namespace strata::ui

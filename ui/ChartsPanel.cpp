@@ -41,11 +41,14 @@ ChartsPanel::ChartsPanel(QWidget* parent)
   x_mode_->addItems({tr("Step"), tr("Epoch"), tr("Wall time")});
   smoothing_ = new QSlider(Qt::Horizontal, this);
   smoothing_->setObjectName("smoothing");
-  smoothing_->setRange(0, 99);
+  // Thousandths, as TensorBoard's slider: arrow keys move 0.005, the groove 0.05.
+  smoothing_->setRange(0, 999);
+  smoothing_->setSingleStep(5);
+  smoothing_->setPageStep(50);
   smoothing_->setMaximumWidth(160);
   smoothing_->setToolTip(tr("Exponential moving average with bias correction, as TensorBoard draws it; "
                             "the raw series stays faint behind"));
-  smoothing_label_ = new QLabel(tr("0.00"), this);
+  smoothing_label_ = new QLabel(tr("0.000"), this);
   log_ = new QCheckBox(tr("Log scale"), this);
   log_->setObjectName("logScale");
   auto* reset = new QPushButton(tr("Reset view"), this);
@@ -95,7 +98,7 @@ ChartsPanel::ChartsPanel(QWidget* parent)
   layout->addWidget(split, 1);
 
   connect(x_mode_, &QComboBox::currentIndexChanged, this, [this](int i) { setXMode(static_cast<XAxisMode>(i)); });
-  connect(smoothing_, &QSlider::valueChanged, this, [this](int v) { setSmoothing(v / 100.0); });
+  connect(smoothing_, &QSlider::valueChanged, this, [this](int v) { setSmoothing(v / 1000.0); });
   connect(log_, &QCheckBox::toggled, this, &ChartsPanel::setLogScale);
   connect(reset, &QPushButton::clicked, this, &ChartsPanel::resetViews);
 }
@@ -156,13 +159,19 @@ void ChartsPanel::beginRun(const RunStartedEvent& e) {
   ChartView::Style epoch_style;
   epoch_style.points = true;
   epoch_style.smoothable = false;
-  epoch_style.color = QColor(214, 39, 40);
+  epoch_style.color = validation_color();
   epoch_style.pen = Qt::DashLine;
+  epoch_style.width = 2.0;
+  // Above the reduced loss (added after it on the same top layer): the two
+  // lie close together, and validation is what the eye looks for.
+  epoch_style.on_top = true;
   val_loss_ = loss_->addSeries(tr("validation loss"), epoch_style);
-  epoch_style.color = QColor(31, 119, 180);
+  epoch_style.on_top = false;
+  epoch_style.width = 1.5;
+  epoch_style.color = series_color(0);
   epoch_style.pen = Qt::SolidLine;
   train_acc_ = accuracy_->addSeries(tr("train accuracy"), epoch_style);
-  epoch_style.color = QColor(214, 39, 40);
+  epoch_style.color = validation_color();
   val_acc_ = accuracy_->addSeries(tr("validation accuracy"), epoch_style);
   ChartView::Style speed;
   speed.color = QColor(44, 160, 44);
@@ -226,10 +235,13 @@ void ChartsPanel::addEvents(const std::vector<Event>& batch) {
 }
 
 void ChartsPanel::addOverlay(const RunSeries& run, const QString& label) {
-  const QColor color = series_color(static_cast<size_t>(3 + overlays_++)).darker(110);
+  // Overlaid runs: their own colours (from the end of the palette, away
+  // from the live replicas' first ones) and dash-dot lines, never the
+  // validation series' red dashes.
+  const QColor color = series_color(static_cast<size_t>(7 - overlays_++ % 5)).darker(115);
   ChartView::Style s;
   s.color = color;
-  s.pen = Qt::DashLine;
+  s.pen = Qt::DashDotLine;
   s.width = 1.6;
   const int loss = loss_->addSeries(label + " · loss", s);
   loss_->appendMany(loss, run.step, run.epoch_pos, run.time, run.loss);
@@ -263,9 +275,9 @@ void ChartsPanel::setXMode(XAxisMode mode) {
 }
 
 void ChartsPanel::setSmoothing(double weight) {
-  const int v = static_cast<int>(std::lround(weight * 100));
+  const int v = static_cast<int>(std::lround(weight * 1000));
   if (smoothing_->value() != v) smoothing_->setValue(v);
-  smoothing_label_->setText(QString::number(weight, 'f', 2));
+  smoothing_label_->setText(QString::number(weight, 'f', 3));
   for (auto* c : {loss_, throughput_, workers_, ps_->serverChart()}) c->setSmoothing(weight);
 }
 

@@ -48,6 +48,8 @@ public:
   ChartView* accuracyChart() const { return accuracy_; }
   ChartView* throughputChart() const { return throughput_; }
   ChartView* workerChart() const { return workers_; }
+  // Every chart, the parameter-server ones included.
+  std::vector<ChartView*> charts() const;
   ChartView* stalenessChart() const;
   ChartView* serverUpdatesChart() const;
   ParameterServerCharts* parameterServerCharts() const { return ps_; }
@@ -61,7 +63,6 @@ private:
   void addWorkerSeries();
   // "replica r", or "worker r" in a parameter-server run (one replica a worker).
   QString replicaSeriesName(size_t r) const;
-  std::vector<ChartView*> charts() const;
 
   ChartView *loss_, *accuracy_, *throughput_, *workers_;
   ParameterServerCharts* ps_;  // after loss_: it draws on the loss chart

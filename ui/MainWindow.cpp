@@ -169,7 +169,9 @@ RunConfig MainWindow::currentConfig() const { return editor_->config(); }
 void MainWindow::setDocument(const RunConfig& config, const QString& path) {
   path_ = path;
   name_ = QString::fromStdString(config.name);
+  // Another project: nothing of the previous one's charts, ranges or log stays.
   charts_->clearAll();
+  log_->clear();
   status_->reset();
   editor_->setConfig(config);
   history_->setProject(path);

@@ -4,6 +4,9 @@
 // charts fed from a run folder (overlay and resume prelude).
 #include <QTemporaryDir>
 #include <QApplication>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QSlider>
 #include <QTest>
 #include <cmath>
 #include <fstream>
@@ -28,6 +31,11 @@ private Q_SLOTS:
   void chartAppendsAndSwitchesAxis();
   void chartLogScaleAndReadout();
   void legendClickHidesSeries();
+  void readoutFollowsThePointer();
+  void legendClickWithCrosshairUnderPointer();
+  void axesFitTheData();
+  void ticksNeverOverlap();
+  void seriesStylesNeverMislead();
   void chartExports();
   void runSeriesFromEvents();
   void runHistoryListsRuns();
@@ -138,6 +146,251 @@ void ChartsTest::legendClickHidesSeries() {
   QTest::qWait(QApplication::doubleClickInterval() + 50);  // two clicks, not a double-click
   QTest::mouseClick(chart.plot(), Qt::LeftButton, Qt::NoModifier, centre);
   QVERIFY(chart.seriesVisible(a));
+}
+
+namespace {
+// A chart in a window with room beside it, shown and laid out, so the
+// pointer can enter and leave it through Qt's own enter/leave handling.
+struct HoverWindow {
+  QWidget window;
+  ChartView* chart;
+  QLabel* beside;
+  HoverWindow() : chart(new ChartView("Loss", "loss")), beside(new QLabel("beside")) {
+    auto* layout = new QHBoxLayout(&window);
+    layout->addWidget(chart, 1);
+    layout->addWidget(beside);
+    window.resize(800, 420);
+    window.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&window));
+  }
+  // The pixel of the plot area at data x, halfway up.
+  QPoint at(double x) const {
+    QCPAxisRect* r = chart->plot()->axisRect();
+    return {int(std::lround(chart->plot()->xAxis->coordToPixel(x))), r->rect().center().y()};
+  }
+  void settle() {
+    chart->plot()->replot();
+    QApplication::processEvents();
+  }
+};
+}  // namespace
+
+// The hover readout: appears over the plot area, follows the x axis when it
+// changes under a resting pointer, never reads a series past its end,
+// disappears when the pointer leaves and when the chart is cleared, and is
+// never in an exported image.
+void ChartsTest::readoutFollowsThePointer() {
+  HoverWindow w;
+  ChartView& c = *w.chart;
+  const int live = c.addSeries("loss (reduced)", {});
+  const int old = c.addSeries("run 1: loss", {});
+  for (int i = 1; i <= 100; ++i) c.append(live, XPoint{double(i), 0, 0}, 1000.0 + i);
+  for (int i = 1; i <= 50; ++i) c.append(old, XPoint{double(i), 0, 0}, 2000.0 + i);
+  c.flush();
+  w.settle();
+
+  QTest::mouseMove(c.plot(), w.at(30));
+  QTRY_VERIFY(c.readoutVisible());
+  QVERIFY2(c.readoutText().contains("loss (reduced): 1030") && c.readoutText().contains("run 1: loss: 2030"),
+           qPrintable(c.readoutText()));
+  // Past the overlaid run's end only the live run reads out.
+  QTest::mouseMove(c.plot(), w.at(90));
+  QVERIFY2(c.readoutText().contains("loss (reduced): 1090") && !c.readoutText().contains("run 1"),
+           qPrintable(c.readoutText()));
+
+  // More data rescales x under the resting pointer: the readout says what
+  // is under it now, not what was.
+  const QString before = c.readoutText();
+  for (int i = 101; i <= 300; ++i) c.append(live, XPoint{double(i), 0, 0}, 1000.0 + i);
+  c.flush();
+  w.settle();
+  QVERIFY2(c.readoutText() != before, qPrintable(c.readoutText()));
+  QVERIFY2(c.readoutText().contains("loss (reduced): " + QString::number(1000 + 270)), qPrintable(c.readoutText()));
+
+  // Never in an exported image: the export with the pointer over the plot
+  // equals the one without.
+  QTemporaryDir dir;
+  QVERIFY(c.exportPng(dir.filePath("hover.png")));
+  QVERIFY(c.readoutVisible());  // still showing on screen
+  QTest::mouseMove(w.beside, w.beside->rect().center());
+  QTRY_VERIFY(!c.readoutVisible());  // left the chart: gone
+  QVERIFY(c.exportPng(dir.filePath("plain.png")));
+  QCOMPARE(QImage(dir.filePath("hover.png")), QImage(dir.filePath("plain.png")));
+
+  // Back over the plot, then the chart is cleared (New/Open): gone, and the
+  // axes no longer show the old run's range.
+  QTest::mouseMove(c.plot(), w.at(100));
+  QTRY_VERIFY(c.readoutVisible());
+  c.clear();
+  QVERIFY(!c.readoutVisible());
+  QCOMPARE(c.plot()->xAxis->range(), QCPRange(0, 1));
+  QCOMPARE(c.plot()->yAxis->range(), QCPRange(0, 1));
+}
+
+// The crosshair follows the pointer to the legend; a click there must reach
+// the legend entry (it once hit the crosshair line). The pointer moves over
+// the data first, as a person's does.
+void ChartsTest::legendClickWithCrosshairUnderPointer() {
+  HoverWindow w;
+  ChartView& c = *w.chart;
+  const int a = c.addSeries("replica 0", {});
+  const int b = c.addSeries("replica 1", {});
+  for (int i = 1; i <= 20; ++i) {
+    c.append(a, XPoint{double(i), 0, 0}, 1.0 / i);
+    c.append(b, XPoint{double(i), 0, 0}, 2.0 / i);
+  }
+  c.flush();
+  w.settle();
+  // The legend never covers the data: it sits outside the plot area.
+  QVERIFY(!c.plot()->legend->outerRect().intersects(c.plot()->axisRect()->rect()));
+  for (int series : {a, b}) {
+    const QPoint entry = c.plot()->legend->item(series)->rect().center();
+    QTest::mouseMove(c.plot(), w.at(10));
+    QTRY_VERIFY(c.readoutVisible());
+    QTest::mouseMove(c.plot(), QPoint(entry.x(), w.at(10).y()));  // crosshair right below the entry
+    QTest::mouseMove(c.plot(), entry);
+    QTest::mouseClick(c.plot(), Qt::LeftButton, Qt::NoModifier, entry);
+    QVERIFY2(!c.seriesVisible(series), qPrintable(QString("series %1").arg(series)));
+    w.settle();
+    QTest::qWait(QApplication::doubleClickInterval() + 50);  // two clicks, not a double-click
+    QTest::mouseMove(c.plot(), w.at(12));
+    QTest::mouseMove(c.plot(), c.plot()->legend->item(series)->rect().center());
+    QTest::mouseClick(c.plot(), Qt::LeftButton, Qt::NoModifier, c.plot()->legend->item(series)->rect().center());
+    QVERIFY(c.seriesVisible(series));
+    QTest::qWait(QApplication::doubleClickInterval() + 50);
+  }
+}
+
+// Axes that fit what there is: nothing yet, a single per-epoch point, a
+// divergence marker past the last finite value.
+void ChartsTest::axesFitTheData() {
+  ChartView c("Accuracy", "accuracy");
+  c.resize(600, 400);
+  const int acc = c.addSeries("val_accuracy", {Qt::black, 1.5, Qt::SolidLine, true, false, false});
+  c.flush();
+  QCOMPARE(c.plot()->yAxis->range(), QCPRange(0, 1));  // no +-1e13 before the first epoch ends
+  QCOMPARE(c.plot()->xAxis->range(), QCPRange(0, 1));
+  c.append(acc, XPoint{938, 1, 10}, 0.85);
+  c.flush();
+  // One epoch of 938 steps: the axis spans the run from its start, not 936-940.
+  QCOMPARE(c.plot()->xAxis->range().lower, 0.0);
+  QCOMPARE(c.plot()->xAxis->range().upper, 938.0);
+  QVERIFY(c.plot()->yAxis->range().contains(0.85) && c.plot()->yAxis->range().size() < 0.2);
+
+  ChartView loss("Loss", "loss");
+  loss.resize(600, 400);
+  const int l = loss.addSeries("loss (reduced)", {});
+  for (int i = 1; i <= 100; ++i) loss.append(l, XPoint{double(i), 0, 0}, 1.0 / i);
+  for (int i = 101; i <= 120; ++i) loss.append(l, XPoint{double(i), 0, 0}, std::nan(""));
+  loss.addMarker(XPoint{120, 0, 0}, "loss NaN at step 120");
+  loss.flush();
+  QVERIFY2(loss.plot()->xAxis->range().contains(120), qPrintable(QString::number(loss.plot()->xAxis->range().upper)));
+  QVERIFY(loss.plot()->yAxis->range().upper < 1.2);  // NaNs are gaps, not range
+}
+
+// However small the chart and large the numbers, neighbouring tick labels
+// keep a gap between them.
+void ChartsTest::ticksNeverOverlap() {
+  for (const QSize size : {QSize(240, 160), QSize(400, 260), QSize(900, 500)}) {
+    for (const double last : {50.0, 9380.0, 1.2e6}) {
+      ChartView c("Loss", "loss");
+      c.resize(size);
+      c.show();
+      QVERIFY(QTest::qWaitForWindowExposed(&c));
+      const int s = c.addSeries("loss (reduced)", {});
+      for (int i = 0; i <= 100; ++i) c.append(s, XPoint{last * i / 100, 0, 0}, 1e-4 * (1 + i));
+      c.flush();
+      c.plot()->replot();
+      QCPAxis* x = c.plot()->xAxis;
+      const QFontMetrics fm(x->tickLabelFont());
+      const QVector<double> ticks = x->tickVector();
+      const QVector<QString> labels = x->tickVectorLabels();
+      QVERIFY(ticks.size() >= 2);
+      for (qsizetype i = 1; i < ticks.size(); ++i) {
+        const double gap = x->coordToPixel(ticks[i]) - x->coordToPixel(ticks[i - 1]);
+        const double need = (fm.horizontalAdvance(labels[i]) + fm.horizontalAdvance(labels[i - 1])) / 2.0 + 4;
+        QVERIFY2(gap >= need, qPrintable(QString("%1x%2, up to %3: %4 and %5 are %6 px apart")
+                                             .arg(size.width()).arg(size.height()).arg(last)
+                                             .arg(labels[i - 1], labels[i]).arg(gap)));
+      }
+      QCPAxis* y = c.plot()->yAxis;
+      const QVector<double> yt = y->tickVector();
+      for (qsizetype i = 1; i < yt.size(); ++i)
+        QVERIFY(std::abs(y->coordToPixel(yt[i]) - y->coordToPixel(yt[i - 1])) >= fm.height() + 2);
+    }
+  }
+}
+
+// Validation loss is drawn above the reduced loss; no replica and no
+// overlaid run looks like a validation series; the smoothing slider moves in
+// fine steps from the keyboard.
+void ChartsTest::seriesStylesNeverMislead() {
+  ChartsPanel panel;
+  panel.resize(1000, 700);
+  panel.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&panel));
+  RunStartedEvent started;
+  started.replicas = 8;
+  started.steps_per_epoch = 10;
+  started.epochs = 2;
+  started.strategy = "mirrored";
+  std::vector<Event> events{started};
+  RunSeries old;
+  old.add(started);
+  for (int i = 1; i <= 20; ++i) {
+    StepEvent st;
+    st.step = i;
+    st.epoch = 1 + (i - 1) / 10;
+    st.epoch_step = 1 + (i - 1) % 10;
+    st.loss = 1.0 / i;
+    st.replica_losses.assign(8, 1.0 / i);
+    events.push_back(st);
+    old.add(st);
+    if (i % 10 == 0) {
+      EpochEvent ep;
+      ep.epoch = i / 10;
+      ep.val_loss = 1.0 / i;
+      ep.val_accuracy = 0.5;
+      events.push_back(ep);
+      old.add(ep);
+    }
+  }
+  panel.addEvents(events);
+  for (const char* label : {"run A", "run B", "run C"}) panel.addOverlay(old, label);
+
+  ChartView* loss = panel.lossChart();
+  const int reduced = loss->seriesIndex("loss (reduced)"), val = loss->seriesIndex("validation loss");
+  QVERIFY(loss->seriesStyle(val).on_top && val > reduced);
+  QCPLayer* top = loss->plot()->layer("top");
+  qsizetype reduced_at = -1, val_at = -1;
+  for (qsizetype i = 0; i < top->children().size(); ++i) {
+    auto* g = qobject_cast<QCPGraph*>(top->children()[i]);
+    if (g && g->name() == "loss (reduced)" && reduced_at < 0) reduced_at = i;
+    if (g && g->name() == "validation loss" && val_at < 0) val_at = i;
+  }
+  QVERIFY2(reduced_at >= 0 && val_at > reduced_at, "validation loss is painted after (above) the reduced loss");
+  const ChartView::Style validation = loss->seriesStyle(val);
+  for (ChartView* chart : {loss, panel.accuracyChart()})
+    for (int i = 0; i < chart->seriesCount(); ++i) {
+      const QString name = chart->seriesName(i);
+      if (name.startsWith("validation")) continue;
+      const ChartView::Style st = chart->seriesStyle(i);
+      QVERIFY2(st.color != validation.color, qPrintable(name + " has the validation colour"));
+      if (name.startsWith("run ")) QVERIFY2(st.pen != validation.pen, qPrintable(name + " is dashed like validation"));
+    }
+  // Per-epoch series are never smoothed.
+  QVERIFY(!loss->seriesStyle(val).smoothable);
+  QVERIFY(!panel.accuracyChart()->seriesStyle(panel.accuracyChart()->seriesIndex("train accuracy")).smoothable);
+
+  auto* slider = panel.findChild<QSlider*>("smoothing");
+  QVERIFY(slider);
+  slider->setFocus();
+  QTest::keyClick(slider, Qt::Key_Right);
+  QTest::keyClick(slider, Qt::Key_Right);
+  QCOMPARE(slider->value(), 10);  // 0.010: two small steps, not two tenths
+  bool shows = false;
+  for (auto* l : panel.findChildren<QLabel*>()) shows |= l->text() == "0.010";
+  QVERIFY(shows);
 }
 
 void ChartsTest::chartExports() {
@@ -287,7 +540,7 @@ void ChartsTest::parameterServerRunFromFolder() {
   const int o = staleness->seriesIndex("old · staleness");
   QVERIFY(o >= 0);
   QCOMPARE(staleness->seriesValues(o), run.staleness);
-  QCOMPARE(staleness->seriesStyle(o).pen, Qt::DashLine);
+  QCOMPARE(staleness->seriesStyle(o).pen, Qt::DashDotLine);  // the overlay style
   QVERIFY(panel.parameterServerCharts()->isVisibleTo(&panel));
   panel.removeOverlay("old");
   QCOMPARE(staleness->seriesIndex("old · staleness"), -1);

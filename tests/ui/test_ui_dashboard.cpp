@@ -19,6 +19,7 @@
 #include <QTest>
 #include <algorithm>
 #include <cmath>
+#include <qcustomplot.h>
 
 #include "ChartsPanel.h"
 #include "ConfigEditor.h"
@@ -96,6 +97,7 @@ private Q_SLOTS:
   void invalidFileShowsDialog();
   void badDatasetShowsDialog();
   void divergenceIsMarked();
+  void newAndOpenStartClean();
   void resumeStoppedRun();
   void evaluationViewAndExport();
   void multiWorkerRun();
@@ -436,6 +438,53 @@ void DashboardTest::divergenceIsMarked() {
   QVERIFY(win.w.statusPanel()->statusText().contains("NaN"));
   QCOMPARE(win.presenter->titles.value(0), QString("Training diverged"));
   QVERIFY(win.w.logPanel()->toPlainText().contains("loss became NaN"));
+  // The marker sits where the loss became NaN, inside the visible range.
+  QVERIFY(loss->plot()->xAxis->range().contains(4));
+}
+
+// New (Ctrl+N, from the keyboard) and Open leave nothing of the previous
+// run: no series, no markers, no readout, axes back to their empty range,
+// an empty log.
+void DashboardTest::newAndOpenStartClean() {
+  Window win;
+  win.w.show();
+  QVERIFY(QTest::qWaitForWindowActive(&win.w));
+  for (const bool by_keyboard : {true, false}) {
+    QVERIFY(win.w.openProject(project_));
+    RunStartedEvent started;
+    started.strategy = "mirrored";
+    started.replicas = 2;
+    started.steps_per_epoch = 10;
+    started.epochs = 1;
+    std::vector<Event> batch{started};
+    for (int i = 1; i <= 10; ++i) {
+      StepEvent st;
+      st.step = st.epoch_step = i;
+      st.epoch = 1;
+      st.replica_losses = {1000.0 + i, 1000.0 + i};
+      st.loss = 1000.0 + i;
+      batch.push_back(st);
+    }
+    batch.push_back(LogEvent{"info", "a line of the old run", 0.5});
+    Q_EMIT win.w.runController()->bridge()->events(batch);
+    ChartView* loss = win.w.charts()->lossChart();
+    QTRY_VERIFY(loss->pointCount(loss->seriesIndex("loss (reduced)")) == 10);
+    loss->addMarker(XPoint{7, 0, 0}, "old marker");
+    QVERIFY(loss->plot()->yAxis->range().contains(1005));
+    QTest::mouseMove(loss->plot(), loss->plot()->axisRect()->rect().center());
+    QTRY_VERIFY(loss->readoutVisible());
+    QVERIFY(win.w.logPanel()->toPlainText().contains("a line of the old run"));
+    if (by_keyboard) QTest::keyClick(&win.w, Qt::Key_N, Qt::ControlModifier);
+    else QVERIFY(win.w.openProject(project_));
+    for (ChartView* chart : win.w.charts()->charts()) {
+      QCOMPARE(chart->seriesCount(), 0);
+      QCOMPARE(chart->markerCount(), 0);
+      QVERIFY(!chart->readoutVisible());
+      QCOMPARE(chart->plot()->yAxis->range(), QCPRange(0, 1));
+      QCOMPARE(chart->plot()->xAxis->range(), QCPRange(0, 1));
+    }
+    QVERIFY2(win.w.logPanel()->toPlainText().isEmpty(), qPrintable(win.w.logPanel()->toPlainText()));
+  }
 }
 
 QString DashboardTest::copyProject(const QString& name) {
