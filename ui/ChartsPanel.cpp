@@ -25,14 +25,14 @@ ChartsPanel::ChartsPanel(QWidget* parent)
       loss_(new ChartView(tr("Loss"), tr("loss"))),
       accuracy_(new ChartView(tr("Accuracy"), tr("accuracy"))),
       throughput_(new ChartView(tr("Throughput"), tr("samples/s"))),
-      workers_(new ChartView(tr("Worker step time"), tr("compute s/step"))),
+      workers_(new ChartView(tr("Step time"), tr("compute s/step"))),
       ps_(new ParameterServerCharts(loss_)) {
   loss_->setObjectName("lossChart");
   accuracy_->setObjectName("accuracyChart");
   throughput_->setObjectName("throughputChart");
   workers_->setObjectName("workerChart");
-  workers_->setToolTip(tr("Seconds each worker process spent computing per step (not waiting in collectives): "
-                          "a straggler is the highest line"));
+  workers_->setToolTip(tr("Seconds each replica (or, across processes, each worker) spent computing per step, "
+                          "not waiting in collectives: a straggler is the highest line"));
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(0, 0, 0, 0);
   auto* bar = new QHBoxLayout;
@@ -126,7 +126,8 @@ void ChartsPanel::clearAll() {
   ps_->clear();
   live_ = RunSeries{};
   replica_series_.clear();
-  worker_series_.clear();
+  worker_times_.clear();
+  replica_times_.clear();
   prelude_.clear();
   reduced_ = val_loss_ = train_acc_ = val_acc_ = speed_ = -1;
   overlays_ = 0;
@@ -140,7 +141,9 @@ void ChartsPanel::beginRun(const RunStartedEvent& e) {
   for (const char* prefix : {"train accuracy", "validation accuracy"}) accuracy_->removeSeries(tr(prefix));
   throughput_->removeSeries(tr("samples/s"));
   workers_->clear();  // never overlaid: only the live run's workers
-  worker_series_.clear();
+  worker_times_.clear();
+  replica_times_.clear();
+  times_per_replica_ = e.servers == 0 && e.replicas > std::max(1, e.workers);
   live_ = RunSeries{};
   live_.label = "live";
   live_.add(e);  // first: the series names depend on the strategy
@@ -168,15 +171,19 @@ void ChartsPanel::beginRun(const RunStartedEvent& e) {
   val_loss_ = loss_->addSeries(tr("validation loss"), epoch_style);
   epoch_style.on_top = false;
   epoch_style.width = 1.5;
-  epoch_style.color = series_color(0);
+  // Training accuracy per step, smoothed like the loss; validation per epoch.
+  ChartView::Style train_acc;
+  train_acc.color = series_color(0);
+  train_acc.width = 1.2;
+  train_acc_ = accuracy_->addSeries(tr("train accuracy"), train_acc);
   epoch_style.pen = Qt::SolidLine;
-  train_acc_ = accuracy_->addSeries(tr("train accuracy"), epoch_style);
   epoch_style.color = validation_color();
   val_acc_ = accuracy_->addSeries(tr("validation accuracy"), epoch_style);
   ChartView::Style speed;
   speed.color = QColor(44, 160, 44);
   speed_ = throughput_->addSeries(tr("samples/s"), speed);
-  for (int w = 0; w < std::max(1, e.workers); ++w) addWorkerSeries();
+  for (size_t i = 0; i < static_cast<size_t>(times_per_replica_ ? e.replicas : std::max(1, e.workers)); ++i)
+    times_per_replica_ ? replicaTimeSeries(i) : workerTimeSeries(i);
   ps_->beginRun(e);
   flushAll();
 }
@@ -187,10 +194,15 @@ void ChartsPanel::addStep(const StepEvent& s) {
   for (size_t r = 0; r < replica_series_.size() && r < s.replica_losses.size(); ++r)
     if (ps_->drawsWorker(r)) loss_->append(replica_series_[r], x, s.replica_losses[r]);
   loss_->append(reduced_, x, s.loss);
+  if (std::isfinite(s.accuracy)) accuracy_->append(train_acc_, x, s.accuracy);
   throughput_->append(speed_, x, s.samples_per_sec);
-  while (worker_series_.size() < s.worker_step_times.size()) addWorkerSeries();
-  for (size_t w = 0; w < s.worker_step_times.size(); ++w)
-    if (ps_->drawsWorker(w)) workers_->append(worker_series_[w], x, s.worker_step_times[w]);
+  if (times_per_replica_ && !s.replica_step_times.empty()) {
+    for (size_t r = 0; r < s.replica_step_times.size(); ++r) workers_->append(replicaTimeSeries(r), x, s.replica_step_times[r]);
+  } else {
+    // Across processes, or a step replayed as one graph (replicas not timed apart).
+    for (size_t w = 0; w < s.worker_step_times.size(); ++w)
+      if (ps_->drawsWorker(w)) workers_->append(workerTimeSeries(w), x, s.worker_step_times[w]);
+  }
   if (!std::isfinite(s.loss) && live_.diverged_at == live_.step.size() - 1) {
     const QString what = std::isnan(s.loss) ? "NaN" : "Inf";
     loss_->addMarker(x, tr("loss %1 at step %2: diverged").arg(what).arg(s.step));
@@ -200,16 +212,22 @@ void ChartsPanel::addStep(const StepEvent& s) {
 void ChartsPanel::addEpoch(const EpochEvent& e) {
   const double per_epoch = live_.started ? static_cast<double>(live_.started->steps_per_epoch) : 0.0;
   const XPoint x{e.epoch * per_epoch, static_cast<double>(e.epoch), e.time};
-  accuracy_->append(train_acc_, x, e.accuracy);
   if (e.val_accuracy) accuracy_->append(val_acc_, x, *e.val_accuracy);
   if (e.val_loss) loss_->append(val_loss_, x, *e.val_loss);
 }
 
-void ChartsPanel::addWorkerSeries() {
+int ChartsPanel::workerTimeSeries(size_t w) { return timeSeries(worker_times_, w, QStringLiteral("worker %1").arg(w)); }
+
+int ChartsPanel::replicaTimeSeries(size_t r) { return timeSeries(replica_times_, r, QStringLiteral("replica %1").arg(r)); }
+
+int ChartsPanel::timeSeries(std::vector<int>& cache, size_t i, const QString& name) {
+  if (i < cache.size() && cache[i] >= 0) return cache[i];
+  if (cache.size() <= i) cache.resize(i + 1, -1);
   ChartView::Style s;
-  s.color = series_color(worker_series_.size());
+  s.color = series_color(i);
   s.width = 1.2;
-  worker_series_.push_back(workers_->addSeries(QStringLiteral("worker %1").arg(worker_series_.size()), s));
+  cache[i] = workers_->addSeries(name, s);
+  return cache[i];
 }
 
 void ChartsPanel::addEventToLive(const Event& ev) {
@@ -278,7 +296,9 @@ void ChartsPanel::setSmoothing(double weight) {
   const int v = static_cast<int>(std::lround(weight * 1000));
   if (smoothing_->value() != v) smoothing_->setValue(v);
   smoothing_label_->setText(QString::number(weight, 'f', 3));
-  for (auto* c : {loss_, throughput_, workers_, ps_->serverChart()}) c->setSmoothing(weight);
+  // The accuracy chart too: its per-step training accuracy (validation
+  // points are per epoch and never smoothed).
+  for (auto* c : {loss_, accuracy_, throughput_, workers_, ps_->serverChart()}) c->setSmoothing(weight);
 }
 
 void ChartsPanel::setLogScale(bool on) {

@@ -60,7 +60,10 @@ private:
   void addEpoch(const EpochEvent& e);
   void flushAll();
   void addEventToLive(const Event& ev);
-  void addWorkerSeries();
+  // The step-time chart's series for worker w or replica r, made on first use.
+  int workerTimeSeries(size_t w);
+  int replicaTimeSeries(size_t r);
+  int timeSeries(std::vector<int>& cache, size_t i, const QString& name);
   // "replica r", or "worker r" in a parameter-server run (one replica a worker).
   QString replicaSeriesName(size_t r) const;
 
@@ -72,7 +75,10 @@ private:
   QCheckBox* log_;
   RunSeries live_;
   std::vector<int> replica_series_;
-  std::vector<int> worker_series_;
+  std::vector<int> worker_times_, replica_times_;
+  // In-process replicas (more than one per worker): the step-time chart
+  // shows each replica, so a slow one among a worker's shows too.
+  bool times_per_replica_ = false;
   std::vector<Event> prelude_;
   int reduced_ = -1, val_loss_ = -1, train_acc_ = -1, val_acc_ = -1, speed_ = -1;
   int overlays_ = 0;

@@ -51,6 +51,7 @@ void RunSeries::add(const Event& event) {
     epoch_pos.push_back(epoch_position(*s));
     time.push_back(s->time);
     loss.push_back(s->loss);
+    accuracy.push_back(s->accuracy);
     lr.push_back(s->lr);
     samples_per_sec.push_back(s->samples_per_sec);
     for (size_t r = 0; r < replica_loss.size(); ++r) {

@@ -14,7 +14,7 @@ struct RunSeries {
   std::string label;  // shown in legends ("live", run folder name)
   std::optional<RunStartedEvent> started;
   // Per step, all the same length.
-  std::vector<double> step, epoch_pos, time, loss, lr, samples_per_sec;
+  std::vector<double> step, epoch_pos, time, loss, accuracy, lr, samples_per_sec;
   std::vector<std::vector<double>> replica_loss;  // [replica][step]
   std::vector<EpochEvent> epochs;
   std::optional<FinishedEvent> finished;

@@ -86,9 +86,11 @@ Json event_to_json(const Event& event) {
           for (double l : e.replica_losses) losses.push_back(number(l));
           j["replica_losses"] = losses;
           j["loss"] = number(e.loss);
+          if (!std::isnan(e.accuracy)) j["accuracy"] = e.accuracy;
           j["lr"] = e.lr;
           j["samples_per_sec"] = e.samples_per_sec;
           j["worker_step_times"] = e.worker_step_times;
+          if (!e.replica_step_times.empty()) j["replica_step_times"] = e.replica_step_times;
           if (e.staleness) {
             j["staleness"] = *e.staleness;
             j["worker_steps"] = e.worker_steps;
@@ -176,9 +178,11 @@ Event event_from_json(const Json& j) {
           e.replica_losses.push_back(read_number(wrap, "v"));
         }
       e.loss = read_number(j, "loss");
+      if (j.contains("accuracy")) e.accuracy = read_number(j, "accuracy");
       e.lr = read_number(j, "lr");
       e.samples_per_sec = read_number(j, "samples_per_sec");
       e.worker_step_times = get_or<std::vector<double>>(j, "worker_step_times", {});
+      e.replica_step_times = get_or<std::vector<double>>(j, "replica_step_times", {});
       if (j.contains("staleness") && !j["staleness"].is_null()) e.staleness = j["staleness"].get<int>();
       e.worker_steps = get_or<std::vector<int64_t>>(j, "worker_steps", {});
       e.lost_workers = get_or<std::vector<int>>(j, "lost_workers", {});

@@ -3,6 +3,7 @@
 // The same events feed the dashboard in-process, print as JSON Lines from
 // `strata-run --events jsonl`, and are stored in every run folder.
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <variant>
@@ -42,11 +43,18 @@ struct StepEvent {
   // Each replica's mean loss over its own examples, in replica order.
   std::vector<double> replica_losses;
   double loss = 0;  // reduced: mean over the global batch
+  // Training accuracy over the step's global batch (NaN in streams written
+  // before it existed).
+  double accuracy = std::numeric_limits<double>::quiet_NaN();
   double lr = 0;
   double samples_per_sec = 0;
   // Per worker process (rank order): seconds of the step spent computing,
   // i.e. not waiting in collectives. A straggler has the largest value.
   std::vector<double> worker_step_times;
+  // Per replica (rank-major), the same measure: a slow replica among a
+  // worker's own shows here. Empty when the step ran as one captured graph
+  // (its replicas' work is not timed apart).
+  std::vector<double> replica_step_times;
   // parameter_server only. A step is one global batch (a round) whose slices
   // are all applied. staleness: the largest over its slices of how many
   // earlier rounds were missing from the weights a worker read (<= the

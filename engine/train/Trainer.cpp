@@ -155,9 +155,14 @@ void Trainer::enqueue_step(ReplicaContext& ctx, const Batch& in, Tensor& stats) 
 }
 
 Trainer::StepResult Trainer::train_step(ReplicaContext& ctx, const Batch& in) {
+  const double t0 = monotonic_seconds(), c0 = ctx.collective_seconds();
   Tensor stats = step_stats(ctx.device());
   enqueue_step(ctx, in, stats);
-  return step_result(stats, in);
+  StepResult r = step_result(stats, in);
+  // The step less the waits for the other replicas: equal-speed replicas
+  // show equal times, a slow one a larger time.
+  r.compute_seconds = (monotonic_seconds() - t0) - (ctx.collective_seconds() - c0);
+  return r;
 }
 
 Trainer::StepResult Trainer::step_result(const Tensor& stats, const Batch& in) const {
@@ -348,6 +353,7 @@ bool Trainer::record_step(StepEvent& ev, TrainingPosition& pos, int64_t batch, i
   ev.epoch_step = pos.epoch_step;
   pos.epoch_correct += correct;
   pos.epoch_seen += batch;
+  if (batch > 0) ev.accuracy = static_cast<double>(correct) / static_cast<double>(batch);
   ep.samples += batch;
   pos.epoch_loss_sum += ev.loss * static_cast<double>(batch);
   ev.time = elapsed();
@@ -385,6 +391,7 @@ void Trainer::run_epoch_sync(TrainingPosition& pos, int64_t steps_per_epoch, Dis
     std::vector<double> mine;
     for (auto& r : results) mine.push_back(r.scaled_loss);
     for (auto& r : results) mine.push_back(r.local_loss);
+    for (auto& r : results) mine.push_back(r.compute_seconds);
     int64_t local_correct = 0, local_examples = 0;
     for (auto& r : results) {
       local_correct += r.correct;
@@ -402,11 +409,12 @@ void Trainer::run_epoch_sync(TrainingPosition& pos, int64_t steps_per_epoch, Dis
       for (int r = 0; r < L; ++r) {
         ev.loss += v[r];
         ev.replica_losses.push_back(v[L + r]);
+        if (!std::isnan(v[2 * L + r])) ev.replica_step_times.push_back(v[2 * L + r]);
       }
-      correct += static_cast<int64_t>(v[2 * L]);
-      batch += static_cast<int64_t>(v[2 * L + 1]);
-      ev.worker_step_times.push_back(v[2 * L + 2]);
-      any_stop = any_stop || v[2 * L + 3] != 0.0;
+      correct += static_cast<int64_t>(v[3 * L]);
+      batch += static_cast<int64_t>(v[3 * L + 1]);
+      ev.worker_step_times.push_back(v[3 * L + 2]);
+      any_stop = any_stop || v[3 * L + 3] != 0.0;
     }
     ep.stopping = any_stop;
     if (!record_step(ev, pos, batch, correct, ep, fin)) return;

@@ -1,4 +1,5 @@
 #pragma once
+#include <limits>
 #include <atomic>
 #include <functional>
 #include <map>
@@ -72,6 +73,9 @@ private:
     double scaled_loss = 0;  // this replica's share of the global mean
     double local_loss = 0;   // mean over this replica's own examples
     int64_t correct = 0, examples = 0;
+    // Seconds this replica spent on the step, less its waits in collectives
+    // (NaN for a replayed graph, whose replicas are not timed apart).
+    double compute_seconds = std::numeric_limits<double>::quiet_NaN();
   };
   // One epoch's running figures for throughput and the stop decision.
   struct EpochProgress {

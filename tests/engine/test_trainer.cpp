@@ -105,6 +105,41 @@ private slots:
     QVERIFY(std::fabs(v.loss - *epochs.back().val_loss) < 1e-9);
   }
 
+  // Each step reports its training accuracy (the epoch's is their
+  // batch-weighted mean) and each replica's compute time; a replica made
+  // three times slower shows the largest time at every step.
+  void step_accuracy_and_replica_times() {
+    RecordingSink sink;
+    RunConfig config = synthetic_config(2);
+    config.strategy.name = "mirrored";
+    config.strategy.devices = {"cpu:0", "cpu:1", "cpu:2"};
+    config.strategy.straggler = 1;
+    config.strategy.slowdown = 3;
+    Trainer trainer(config, sink);
+    trainer.prepare();
+    QCOMPARE(QString::fromStdString(trainer.run().status), QString("completed"));
+    const auto steps = sink.all<StepEvent>();
+    const auto epochs = sink.all<EpochEvent>();
+    QCOMPARE(steps.size(), size_t{32});
+    for (int e = 0; e < 2; ++e) {
+      double sum = 0;
+      for (int i = 0; i < 16; ++i) sum += steps[static_cast<size_t>(16 * e + i)].accuracy;
+      QVERIFY2(std::fabs(sum / 16 - epochs[static_cast<size_t>(e)].accuracy) < 1e-12,  // equal batches of 50
+               qPrintable(QString("epoch %1: mean of steps %2, epoch %3").arg(e + 1).arg(sum / 16).arg(epochs[size_t(e)].accuracy)));
+    }
+    double total[3] = {0, 0, 0};
+    for (const auto& s : steps) {
+      QVERIFY(s.accuracy >= 0 && s.accuracy <= 1);
+      QCOMPARE(s.replica_step_times.size(), size_t{3});
+      QCOMPARE(s.worker_step_times.size(), size_t{1});
+      for (int r = 0; r < 3; ++r) total[r] += s.replica_step_times[size_t(r)];
+    }
+    // The other replicas wait in the all-reduce for it; that wait is not
+    // their compute time. (Totals: one step of a tiny model is noise.)
+    QVERIFY2(total[1] > 1.5 * std::max(total[0], total[2]),
+             qPrintable(QString("replica seconds %1 %2 %3").arg(total[0]).arg(total[1]).arg(total[2])));
+  }
+
   void max_steps_and_validation_split() {
     RecordingSink sink;
     RunConfig config = synthetic_config(2);

@@ -45,7 +45,7 @@ up)
   done
   "$wire" strata-h1 wire strata-h2 wire "$@" >/tmp/strata-netns-wire.out 2>&1 &
   echo $! >/tmp/strata-netns-wire.pid
-  for _ in $(seq 50); do
+  for _ in $(seq 150); do
     grep -q ready /tmp/strata-netns-wire.out 2>/dev/null && break
     sleep 0.1
   done

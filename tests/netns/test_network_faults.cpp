@@ -64,6 +64,7 @@ class TestNetworkFaults : public QObject {
   Q_OBJECT
 
   qint64 wire_pid_ = 0;
+  QString up_error_;  // hosts.sh's stderr when up() failed
   QTemporaryDir dir_;
 
   // Brings the two hosts up, the wire between them with `wire_options`.
@@ -72,6 +73,7 @@ class TestNetworkFaults : public QObject {
     p.start(kHostsScript, QStringList{"up", kWire} + wire_options);
     p.waitForFinished(30000);
     wire_pid_ = p.readAllStandardOutput().trimmed().toLongLong();
+    up_error_ = p.readAllStandardError();
     return p.exitCode() == 0 && wire_pid_ > 0;
   }
   void down() { QProcess::execute(kHostsScript, {"down"}); }
@@ -127,10 +129,10 @@ class TestNetworkFaults : public QObject {
   // The same run without a fault and through a slow, lossy link.
   void same_result_through_delay_and_loss(const std::string& strategy, const QString& hosts, int processes) {
     const QString proj = project(strategy, 2);
-    QVERIFY(up());
+    QVERIFY2(up(), qPrintable(up_error_));
     const Run clean = run_to_end(proj, hosts, processes);
     QVERIFY2(clean.finished() && clean.finished()->status == "completed", qPrintable(clean.text()));
-    QVERIFY(up({"--delay-ms", "15", "--loss", "0.02"}));
+    QVERIFY2(up({"--delay-ms", "15", "--loss", "0.02"}), qPrintable(up_error_));
     QElapsedTimer t;
     t.start();
     const Run slow = run_to_end(proj, hosts, processes);
@@ -170,7 +172,7 @@ private slots:
   void multi_worker_link_cut_fails_naming_host_then_resumes() {
     const QString proj = project("multi_worker_mirrored", 12);
     const QString run_dir = dir_.filePath("mw-run");
-    QVERIFY(up());
+    QVERIFY2(up(), qPrintable(up_error_));
     ProcessBridge bridge;
     Run run;
     start(bridge, run, proj, "strata-h1,strata-h2", 2, run_dir);
@@ -206,7 +208,7 @@ private slots:
   // MPI keeps waiting for the lost host, is ended by the bridge.
   void parameter_server_link_cut_loses_far_worker() {
     const QString proj = project("parameter_server", 200, 2);
-    QVERIFY(up());
+    QVERIFY2(up(), qPrintable(up_error_));
     ProcessBridge bridge;
     Run run;
     start(bridge, run, proj, "strata-h1:2,strata-h2:1", 2);

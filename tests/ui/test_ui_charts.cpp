@@ -36,6 +36,7 @@ private Q_SLOTS:
   void axesFitTheData();
   void ticksNeverOverlap();
   void seriesStylesNeverMislead();
+  void perStepAccuracyAndReplicaTimes();
   void chartExports();
   void runSeriesFromEvents();
   void runHistoryListsRuns();
@@ -378,9 +379,11 @@ void ChartsTest::seriesStylesNeverMislead() {
       QVERIFY2(st.color != validation.color, qPrintable(name + " has the validation colour"));
       if (name.startsWith("run ")) QVERIFY2(st.pen != validation.pen, qPrintable(name + " is dashed like validation"));
     }
-  // Per-epoch series are never smoothed.
+  // Per-epoch series are never smoothed; training accuracy, per step, is.
+  ChartView* acc = panel.accuracyChart();
   QVERIFY(!loss->seriesStyle(val).smoothable);
-  QVERIFY(!panel.accuracyChart()->seriesStyle(panel.accuracyChart()->seriesIndex("train accuracy")).smoothable);
+  QVERIFY(!acc->seriesStyle(acc->seriesIndex("validation accuracy")).smoothable);
+  QVERIFY(acc->seriesStyle(acc->seriesIndex("train accuracy")).smoothable);
 
   auto* slider = panel.findChild<QSlider*>("smoothing");
   QVERIFY(slider);
@@ -391,6 +394,52 @@ void ChartsTest::seriesStylesNeverMislead() {
   bool shows = false;
   for (auto* l : panel.findChildren<QLabel*>()) shows |= l->text() == "0.010";
   QVERIFY(shows);
+}
+
+// Training accuracy arrives with every step and is drawn per step; an
+// in-process Mirrored run's step-time chart has a line per replica (a slow
+// replica shows there), a run across processes one per worker.
+void ChartsTest::perStepAccuracyAndReplicaTimes() {
+  for (const bool across_processes : {false, true}) {
+    ChartsPanel panel;
+    RunStartedEvent started;
+    started.strategy = across_processes ? "multi_worker_mirrored" : "mirrored";
+    started.replicas = across_processes ? 2 : 3;
+    started.workers = across_processes ? 2 : 1;
+    started.steps_per_epoch = 10;
+    std::vector<Event> events{started};
+    for (int i = 1; i <= 10; ++i) {
+      StepEvent st;
+      st.step = st.epoch_step = i;
+      st.epoch = 1;
+      st.loss = 1.0 / i;
+      st.accuracy = 0.05 * i;
+      st.replica_losses.assign(size_t(started.replicas), st.loss);
+      st.worker_step_times.assign(size_t(started.workers), 0.01);
+      st.replica_step_times = {0.01, 0.03, 0.01};
+      if (across_processes) st.replica_step_times = {0.01, 0.01};
+      events.push_back(st);
+    }
+    EpochEvent ep;
+    ep.epoch = 1;
+    ep.accuracy = 0.275;
+    ep.val_accuracy = 0.3;
+    events.push_back(ep);
+    panel.addEvents(events);
+    ChartView* acc = panel.accuracyChart();
+    const int train = acc->seriesIndex("train accuracy");
+    QCOMPARE(acc->pointCount(train), 10);
+    QCOMPARE(acc->seriesValues(train).back(), 0.5);
+    QCOMPARE(acc->pointCount(acc->seriesIndex("validation accuracy")), 1);
+    ChartView* times = panel.workerChart();
+    if (across_processes) {
+      QCOMPARE(times->seriesCount(), 2);
+      QCOMPARE(times->pointCount(times->seriesIndex("worker 1")), 10);
+    } else {
+      QCOMPARE(times->seriesCount(), 3);
+      QCOMPARE(times->seriesValues(times->seriesIndex("replica 1")).front(), 0.03);
+    }
+  }
 }
 
 void ChartsTest::chartExports() {
