@@ -3,6 +3,7 @@
 // 130 stopped by Ctrl-C (after finishing the current step).
 #include <atomic>
 #include <csignal>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -60,6 +61,8 @@ void usage(std::FILE* out) {
                "       strata-run --list-devices\n\n"
                "options:\n"
                "  --epochs N            train N epochs (overrides the project)\n"
+               "  --learning-rate X     the optimizer's learning rate (overrides the project)\n"
+               "  --seed N              the seed of initial weights, shuffling and dropout (overrides the project)\n"
                "  --events text|jsonl   text progress (default) or JSON Lines events on stdout\n"
                "  --run-dir DIR         write the run folder here (default: PROJECT.runs/<time>)\n"
                "  --no-run-dir          do not write a run folder\n"
@@ -83,7 +86,8 @@ void usage(std::FILE* out) {
                "  --evaluate CKPT       test loss, accuracy, per-class accuracy, confusion matrix of a\n"
                "                        checkpoint, run folder or .safetensors file (JSON with --events jsonl)\n"
                "  --export-weights CKPT OUT.safetensors   write a checkpoint's weights as one file\n"
-               "  --list-devices        print the devices this machine has and exit\n\n"
+               "  --list-devices        print the devices this machine has and exit\n"
+               "  --version             print the version and exit\n\n"
                "exit codes: 0 completed, 1 training failed, 2 bad input, 130 stopped by Ctrl-C\n");
 }
 
@@ -116,6 +120,17 @@ int to_int(const std::string& flag, const std::string& v) {
     throw bad_input(flag + ": expected an integer, got '" + v + "'");
   }
 }
+double to_double(const std::string& flag, const std::string& v) {
+  try {
+    size_t pos = 0;
+    const double x = std::stod(v, &pos);
+    if (pos != v.size()) throw 0;
+    return x;
+  } catch (...) {
+    throw bad_input(flag + ": expected a number, got '" + v + "'");
+  }
+}
+
 // "I@N" with I >= 0 and N >= 1 (which worker or server fails, and when).
 std::pair<int, int64_t> index_at(const std::string& flag, const std::string& v, const char* form) {
   const auto at = v.find('@');
@@ -139,6 +154,8 @@ int main(int argc, char** argv) {
   int fail_worker = -1, fail_server = -1;
   int64_t fail_step = 0, fail_update = 0;
   double slowdown = 2.0;
+  std::optional<double> learning_rate;
+  std::optional<uint64_t> seed;
   try {
     for (int i = 1; i < argc; ++i) {
       std::string a = argv[i];
@@ -149,6 +166,18 @@ int main(int argc, char** argv) {
       if (a == "-h" || a == "--help") {
         usage(stdout);
         return 0;
+      } else if (a == "--version") {
+        std::printf("strata-run %s\n", STRATA_VERSION);
+        return 0;
+      } else if (a == "--learning-rate") {
+        learning_rate = to_double(a, value());
+        if (!(*learning_rate > 0) || !std::isfinite(*learning_rate))
+          throw bad_input(std::string("--learning-rate: must be a positive number, got ") + argv[i]);
+      } else if (a == "--seed") {
+        const std::string v = value();
+        if (v.empty() || v.find_first_not_of("0123456789") != std::string::npos || v.size() > 19)
+          throw bad_input("--seed: expected a whole number from 0 to 10^19, got '" + v + "'");
+        seed = std::stoull(v);
       } else if (a == "--list-devices") {
         print_devices();
         return 0;
@@ -230,6 +259,8 @@ int main(int argc, char** argv) {
 
     RunConfig config = load_project(project_path);
     if (epochs > 0) config.training.epochs = epochs;
+    if (learning_rate) config.training.optimizer.learning_rate = static_cast<float>(*learning_rate);
+    if (seed) config.training.seed = *seed;
     if (!strategy.empty()) config.strategy.name = strategy;
     if (devices) {
       config.strategy.devices.clear();

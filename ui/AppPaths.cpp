@@ -18,6 +18,15 @@ QString findExampleProject(const QString& name) {
   return {};
 }
 
+QString findDashboardGuide() {
+  const QString app_dir = QCoreApplication::applicationDirPath();
+  for (const QString& c : {app_dir + "/../share/doc/strata/docs/dashboard.md",
+                           QStringLiteral(STRATA_INSTALL_DOCDIR) + "/docs/dashboard.md",
+                           QStringLiteral(STRATA_SOURCE_DOCS) + "/dashboard.md"})
+    if (QFileInfo::exists(c)) return QFileInfo(c).absoluteFilePath();
+  return {};
+}
+
 QString strataVersion() { return QStringLiteral(STRATA_VERSION); }
 
 }  // namespace strata::ui

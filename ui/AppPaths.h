@@ -8,5 +8,8 @@ namespace strata::ui {
 // source tree when run from a build folder. Empty if none has `name`.
 QString findExampleProject(const QString& name);
 QString strataVersion();
+// The dashboard's guide (docs/dashboard.md), looked for the same way:
+// installed under <prefix>/share/doc/strata/docs, or the source tree.
+QString findDashboardGuide();
 
 }  // namespace strata::ui

@@ -2,6 +2,7 @@
 
 #include <QFile>
 #include <QFileDialog>
+#include <QFileInfo>
 #include <QMenu>
 #include <QTextStream>
 #include <QVBoxLayout>
@@ -557,6 +558,8 @@ void ChartView::exportWithDialog(const QString& kind) {
   const QString filter = kind == "png" ? tr("PNG image (*.png)") : kind == "pdf" ? tr("PDF (*.pdf)") : tr("CSV (*.csv)");
   QString path = QFileDialog::getSaveFileName(this, tr("Export %1").arg(title_), title_ + "." + kind, filter);
   if (path.isEmpty()) return;
+  // The file is what its name says: a PDF is never written as "loss.csv".
+  if (QFileInfo(path).suffix().compare(kind, Qt::CaseInsensitive) != 0) path += "." + kind;
   if (kind == "png") exportPng(path);
   else if (kind == "pdf") exportPdf(path);
   else exportCsv(path);

@@ -73,6 +73,8 @@ public:
   bool exportPng(const QString& path);
   bool exportPdf(const QString& path);
   bool exportCsv(const QString& path) const;
+  // Asks where (a save dialog filtered to the kind: png, pdf or csv), then exports.
+  void exportWithDialog(const QString& kind);
 
   int seriesCount() const { return static_cast<int>(series_.size()); }
   int seriesIndex(const QString& name) const;  // -1 if absent
@@ -117,7 +119,6 @@ private:
   void fitTickCounts();
   void onLegendClick(QCPLegend* legend, QCPAbstractLegendItem* item, QMouseEvent* event);
   void showContextMenu(const QPoint& pos);
-  void exportWithDialog(const QString& kind);
   double xOf(const XPoint& p) const;
 
   QString title_;

@@ -4,7 +4,6 @@
 
 #include <QCheckBox>
 #include <QComboBox>
-#include <QFileDialog>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QMenu>
@@ -60,13 +59,7 @@ ChartsPanel::ChartsPanel(QWidget* parent)
   for (ChartView* chart : charts()) {
     for (const QString kind : {"png", "pdf", "csv"}) {
       const QString title = chart->objectName().chopped(5);  // lossChart -> loss
-      menu->addAction(tr("%1 chart as %2…").arg(title, kind.toUpper()), this, [this, chart, kind, title] {
-        const QString path = QFileDialog::getSaveFileName(this, tr("Export"), title + "." + kind);
-        if (path.isEmpty()) return;
-        if (kind == "png") chart->exportPng(path);
-        else if (kind == "pdf") chart->exportPdf(path);
-        else chart->exportCsv(path);
-      });
+      menu->addAction(tr("%1 chart as %2…").arg(title, kind.toUpper()), chart, [chart, kind] { chart->exportWithDialog(kind); });
     }
     menu->addSeparator();
   }

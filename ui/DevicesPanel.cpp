@@ -1,5 +1,7 @@
 #include "DevicesPanel.h"
 
+#include "Wording.h"
+
 #include <QLabel>
 #include <QListWidget>
 #include <QVBoxLayout>
@@ -130,9 +132,9 @@ void DevicesPanel::updateSummary() {
     return;
   }
   // A parameter-server run has a worker per device (each a replica).
-  QString text = (strategy_ == "parameter_server" ? tr("%n worker(s): %1", nullptr, static_cast<int>(n))
-                                                  : tr("%n replica(s): %1", nullptr, static_cast<int>(n)))
-                     .arg(selected.join(", "));
+  QString text = (strategy_ == "parameter_server" ? counted(n, tr("worker"), tr("workers"))
+                                                  : counted(n, tr("replica"), tr("replicas"))) +
+                 ": " + selected.join(", ");
   if (global_batch_ > 0) {
     if (global_batch_ < n) {
       text += tr("<br><span style='color:#b00'>Global batch %1 is smaller than the replica count.</span>").arg(global_batch_);

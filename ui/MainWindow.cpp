@@ -2,6 +2,7 @@
 
 #include <QApplication>
 #include <QCloseEvent>
+#include <QDesktopServices>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QMenuBar>
@@ -10,7 +11,9 @@
 #include <QStatusBar>
 #include <QTabWidget>
 #include <QToolBar>
+#include <QUrl>
 
+#include "AppPaths.h"
 #include "ChartsPanel.h"
 #include "CheckpointEvaluation.h"
 #include "ConfigEditor.h"
@@ -132,6 +135,17 @@ void MainWindow::buildActions() {
   QMenu* view = menuBar()->addMenu(tr("&View"));
   view->addAction(tr("Reset chart views"), charts_, &ChartsPanel::resetViews);
   QMenu* help = menuBar()->addMenu(tr("&Help"));
+  // The guide that ships with the program (docs/dashboard.md), opened in
+  // the desktop's viewer for Markdown files.
+  const QString guide = findDashboardGuide();
+  QAction* docs = help->addAction(tr("&Documentation"), QKeySequence::HelpContents, this, [this, guide] {
+    if (guide.isEmpty() || !QDesktopServices::openUrl(QUrl::fromLocalFile(guide)))
+      presenter_->error(this, tr("Documentation"),
+                        guide.isEmpty() ? tr("The guides are not installed (share/doc/strata/docs).")
+                                        : tr("No program here opens %1.").arg(guide));
+  });
+  docs->setObjectName("documentationAction");
+  docs->setStatusTip(guide.isEmpty() ? tr("The guides are not installed") : guide);
   help->addAction(tr("&About Strata"), this, [this] {
     QMessageBox::about(this, tr("About Strata"),
                        tr("<b>Strata %1</b><br>Distributed neural-network training with TensorFlow-style "

@@ -1,5 +1,7 @@
 #include "StatusPanel.h"
 
+#include "Wording.h"
+
 #include <QHeaderView>
 #include <QLabel>
 #include <QProgressBar>
@@ -62,13 +64,15 @@ void StatusPanel::reset() {
 
 void StatusPanel::onStarted(const RunStartedEvent& e) {
   epochs_ = e.epochs;
+  last_epoch_ = 1;
+  last_step_ = 0;
   steps_per_epoch_ = e.steps_per_epoch;
   total_steps_ = e.steps_per_epoch * e.epochs;
   QStringList devices;
   for (const auto& d : e.devices) devices << QString::fromStdString(d);
-  run_line_->setText(tr("<b>%1</b> on %2 replica(s) [%3] · global batch %4 · %5 steps/epoch · %6 parameters · %7 · all-reduce: %8")
+  run_line_->setText(tr("<b>%1</b> on %2 [%3] · global batch %4 · %5 steps/epoch · %6 parameters · %7 · all-reduce: %8")
                          .arg(QString::fromStdString(e.strategy))
-                         .arg(e.replicas)
+                         .arg(counted(e.replicas, tr("replica"), tr("replicas")))
                          .arg(devices.join(", "))
                          .arg(e.global_batch)
                          .arg(e.steps_per_epoch)
@@ -79,12 +83,13 @@ void StatusPanel::onStarted(const RunStartedEvent& e) {
   // replicas are spread over them, in rank order.
   QStringList hosts;
   for (size_t r = 0; r < e.hosts.size(); ++r) hosts << tr("%1 (rank %2)").arg(QString::fromStdString(e.hosts[r])).arg(r);
-  QString workers = tr("%n worker process(es)", nullptr, e.workers) + (hosts.isEmpty() ? QString() : ": " + hosts.join(", "));
+  QString workers = counted(e.workers, tr("worker process"), tr("worker processes")) +
+                    (hosts.isEmpty() ? QString() : ": " + hosts.join(", "));
   // A parameter-server run's workers are its replicas (threads of this
   // process); what it adds is where the variables live and the bound.
   if (e.servers > 0)
-    workers += tr(" · %n parameter server(s), staleness %1", nullptr, e.servers)
-                   .arg(e.staleness_bound ? tr("≤ %1").arg(*e.staleness_bound) : tr("unbounded"));
+    workers += " · " + counted(e.servers, tr("parameter server"), tr("parameter servers")) +
+               tr(", staleness %1").arg(e.staleness_bound ? tr("≤ %1").arg(*e.staleness_bound) : tr("unbounded"));
   workers_->setText(workers);
   workers_->setToolTip(QString::fromStdString(e.shards).replace("; ", "\n"));
   progress_->setRange(0, static_cast<int>(std::max<int64_t>(1, total_steps_)));
@@ -95,6 +100,8 @@ void StatusPanel::onStarted(const RunStartedEvent& e) {
 }
 
 void StatusPanel::onStep(const StepEvent& e) {
+  last_epoch_ = e.epoch;
+  last_step_ = e.step;
   progress_->setValue(static_cast<int>(std::min<int64_t>(e.step, total_steps_)));
   // Time per step so far, excluding pauses (the engine's clock skips them).
   const double eta = e.step > 0 ? (static_cast<double>(total_steps_ - e.step)) * e.time / static_cast<double>(e.step) : NAN;
@@ -133,8 +140,14 @@ void StatusPanel::setPaused(bool paused) {
 
 void StatusPanel::onFinished(const FinishedEvent& e) {
   const QString msg = QString::fromStdString(e.message);
+  // The run is over: no estimate of time left, and the bar says where it
+  // ended, as the message does.
+  progress_->setFormat(tr("epoch %1/%2 · step %3/%4").arg(last_epoch_).arg(epochs_).arg(last_step_).arg(total_steps_));
   if (e.status == "completed") {
-    status_->setText(tr("Completed: %1 (%2 steps, %3)").arg(msg).arg(e.steps).arg(duration(e.time)));
+    status_->setText(tr("Completed %1 (%2, %3)")
+                         .arg(counted(e.epochs_completed, tr("epoch"), tr("epochs")))
+                         .arg(counted(e.steps, tr("step"), tr("steps")))
+                         .arg(duration(e.time)));
     status_->setStyleSheet("color: #060;");
     progress_->setValue(progress_->maximum());
   } else if (e.status == "stopped") {

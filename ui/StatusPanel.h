@@ -37,6 +37,8 @@ private:
   QTableWidget* devices_;
   int64_t total_steps_ = 0;
   int epochs_ = 0;
+  int last_epoch_ = 0;     // of the last step event
+  int64_t last_step_ = 0;
   int64_t steps_per_epoch_ = 0;
 };
 

@@ -1,5 +1,6 @@
 #include "project/ProjectFile.h"
 
+#include "core/ShortestDecimal.h"
 
 #include <cerrno>
 #include <cstring>
@@ -310,14 +311,15 @@ Json project_to_json(const RunConfig& c) {
   j["model"] = Json{{"layers", c.layers}};
   const auto& t = c.training;
   const auto& o = t.optimizer;
-  Json opt{{"type", o.type}, {"learning_rate", o.learning_rate}};
+  // Floats as the decimals they were written as, without widening noise.
+  Json opt{{"type", o.type}, {"learning_rate", shortest_decimal(o.learning_rate)}};
   if (o.type == "sgd") {
-    opt["momentum"] = o.momentum;
+    opt["momentum"] = shortest_decimal(o.momentum);
     opt["nesterov"] = o.nesterov;
   } else {
-    opt["beta_1"] = o.beta_1;
-    opt["beta_2"] = o.beta_2;
-    opt["epsilon"] = o.epsilon;
+    opt["beta_1"] = shortest_decimal(o.beta_1);
+    opt["beta_2"] = shortest_decimal(o.beta_2);
+    opt["epsilon"] = shortest_decimal(o.epsilon);
   }
   j["training"] = Json{{"epochs", t.epochs},
                        {"batch_size", t.batch_size},

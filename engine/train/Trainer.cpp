@@ -1,5 +1,7 @@
 #include "train/Trainer.h"
 
+#include "core/ShortestDecimal.h"
+
 #include <cmath>
 #include <thread>
 
@@ -357,7 +359,7 @@ bool Trainer::record_step(StepEvent& ev, TrainingPosition& pos, int64_t batch, i
   ep.samples += batch;
   pos.epoch_loss_sum += ev.loss * static_cast<double>(batch);
   ev.time = elapsed();
-  ev.lr = optimizer_->learning_rate();
+  ev.lr = shortest_decimal(optimizer_->learning_rate());  // 0.001, not 0.0010000000474974513
   ev.samples_per_sec = static_cast<double>(ep.samples) / std::max(1e-9, ev.time - ep.start);
   sink_.emit(ev);
   if (device_stats_)
@@ -457,7 +459,8 @@ void Trainer::fail_on_error(FinishedEvent& fin, const std::function<void()>& bod
 }
 
 FinishedEvent Trainer::finish_run(FinishedEvent fin, const TrainingPosition& pos) {
-  if (fin.status == "completed") fin.message = "completed " + std::to_string(fin.epochs_completed) + " epochs";
+  if (fin.status == "completed")
+    fin.message = "completed " + std::to_string(fin.epochs_completed) + (fin.epochs_completed == 1 ? " epoch" : " epochs");
   fin.steps = pos.step;
   fin.time = elapsed();
   if (fin.status == "failed") sink_.emit(LogEvent{"error", fin.message, fin.time});

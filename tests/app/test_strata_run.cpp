@@ -10,6 +10,7 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QProcess>
+#include <QRegularExpression>
 #include <QTemporaryDir>
 
 namespace {
@@ -262,6 +263,30 @@ private slots:
     expect_bad_input({kTiny, "--no-run-dir", "--devices", "cpu:0,cpu:0"}, {"one_device"});
     expect_bad_input({kTiny, "--no-run-dir", "--devices", "tpu:1"}, {"tpu:1"});
     expect_bad_input({kTiny, "--no-run-dir", "--devices", ""}, {});
+  }
+
+  // --version; --learning-rate and --seed override the project (the run
+  // with another seed starts from other weights; the learning rate is the
+  // one every step reports).
+  void version_learning_rate_and_seed() {
+    Result v = run({"--version"});
+    QCOMPARE(v.exit_code, 0);
+    QVERIFY2(QRegularExpression("^strata-run \\d+\\.\\d+\\.\\d+\n$").match(v.out).hasMatch(), qPrintable(v.out));
+    const QStringList base{kTiny, "--no-run-dir", "--events", "jsonl", "--epochs", "1", "--max-steps", "1"};
+    const auto first_step = [](const Result& r) {
+      for (const QString& line : r.out.split('\n'))
+        if (line.contains("\"type\":\"step\"")) return QJsonDocument::fromJson(line.toUtf8()).object();
+      return QJsonObject{};
+    };
+    const QJsonObject plain = first_step(run(base));
+    const QJsonObject lr = first_step(run(base + QStringList{"--learning-rate", "0.25"}));
+    QCOMPARE(lr["lr"].toDouble(), 0.25);
+    QCOMPARE(lr["loss"].toDouble(), plain["loss"].toDouble());  // same seed, same first loss
+    const QJsonObject seeded = first_step(run(base + QStringList{"--seed", "12345"}));
+    QVERIFY(!seeded.isEmpty() && seeded["loss"].toDouble() != plain["loss"].toDouble());
+    expect_bad_input({kTiny, "--no-run-dir", "--learning-rate", "0"}, {"--learning-rate", "positive"});
+    expect_bad_input({kTiny, "--no-run-dir", "--learning-rate", "fast"}, {"--learning-rate", "fast"});
+    expect_bad_input({kTiny, "--no-run-dir", "--seed", "-1"}, {"--seed", "-1"});
   }
 
   void bad_options() {

@@ -285,6 +285,10 @@ private slots:
     QVERIFY2(ja == jb, qPrintable(QString::fromStdString(ja.dump() + "\n  vs\n" + jb.dump())));
     // And the saved file is itself what project_to_json says, and validates.
     QCOMPARE(json::parse(read_text(saved)), ja);
+    // Floats are saved as the decimals they were written as (no 0.0010000000474974513).
+    const std::string text = read_text(saved);
+    QVERIFY2(text.find("00000000") == std::string::npos && text.find("99999999") == std::string::npos,
+             text.c_str());
     QVERIFY(validate_project(ja).empty());
     // Paths stay as written (relative to the project), not resolved.
     if (source == "idx") QCOMPARE(QString::fromStdString(b.dataset.train_images), QString("imgs/train-images.gz"));
@@ -401,7 +405,7 @@ private slots:
       rd.emit(ep);
       FinishedEvent f;
       f.status = "completed";
-      f.message = "completed 1 epochs";
+      f.message = "completed 1 epoch";
       f.steps = 1;
       f.epochs_completed = 1;
       rd.emit(f);

@@ -72,7 +72,7 @@ private slots:
         QVERIFY(std::isfinite(s->loss));
         QCOMPARE(s->replica_losses.size(), size_t(1));
         QVERIFY(std::fabs(s->replica_losses[0] - s->loss) < 1e-5 * std::max(1.0, s->loss));
-        QCOMPARE(s->lr, double(0.01f));
+        QCOMPARE(s->lr, 0.01);  // the decimal, not the widened float
       } else if (auto* ep = std::get_if<EpochEvent>(&e)) {
         QCOMPARE(ep->epoch, epoch);
         QCOMPARE(epoch_step, started.steps_per_epoch);

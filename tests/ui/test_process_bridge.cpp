@@ -27,7 +27,7 @@ private slots:
     });
     const QString script = R"(trap '' INT
 echo '{"type":"run_started","project":"p","strategy":"parameter_server","replicas":1,"epochs":1}'
-echo '{"type":"finished","status":"completed","message":"completed 1 epochs","epochs_completed":1,"steps":3,"time":0.1}'
+echo '{"type":"finished","status":"completed","message":"completed 1 epoch","epochs_completed":1,"steps":3,"time":0.1}'
 exec sleep 600)";
     QElapsedTimer clock;
     clock.start();

@@ -98,6 +98,7 @@ private Q_SLOTS:
   void badDatasetShowsDialog();
   void divergenceIsMarked();
   void newAndOpenStartClean();
+  void wordingAndHelp();
   void resumeStoppedRun();
   void evaluationViewAndExport();
   void multiWorkerRun();
@@ -442,6 +443,54 @@ void DashboardTest::divergenceIsMarked() {
   QVERIFY(loss->plot()->xAxis->range().contains(4));
 }
 
+// Counts read as English ("1 worker process", "3 epochs", never "(es)"),
+// a finished run's bar drops its ETA, and Help (F1) points at the guide.
+void DashboardTest::wordingAndHelp() {
+  Window win;
+  QVERIFY(win.w.openProject(project_));
+  RunStartedEvent started;
+  started.strategy = "mirrored";
+  started.replicas = 2;
+  started.workers = 1;
+  started.steps_per_epoch = 4;
+  started.epochs = 3;
+  std::vector<Event> batch{started};
+  for (int i = 1; i <= 12; ++i) {
+    StepEvent st;
+    st.step = i;
+    st.epoch = 1 + (i - 1) / 4;
+    st.epoch_step = 1 + (i - 1) % 4;
+    st.time = 0.1 * i;
+    st.loss = 1.0 / i;
+    st.replica_losses = {st.loss, st.loss};
+    batch.push_back(st);
+  }
+  FinishedEvent f;
+  f.status = "completed";
+  f.message = "completed 3 epochs";
+  f.epochs_completed = 3;
+  f.steps = 12;
+  f.time = 1.2;
+  batch.push_back(f);
+  Q_EMIT win.w.runController()->bridge()->events(batch);
+  StatusPanel* status = win.w.statusPanel();
+  QTRY_VERIFY(status->statusText().startsWith("Completed"));
+  QVERIFY2(status->statusText().startsWith("Completed 3 epochs (12 steps"), qPrintable(status->statusText()));
+  QVERIFY2(status->workersText().startsWith("1 worker process"), qPrintable(status->workersText()));
+  for (const QString& text : {status->statusText(), status->workersText(), status->progressText()})
+    QVERIFY2(!text.contains("(s)") && !text.contains("(es)"), qPrintable(text));
+  QVERIFY2(!status->progressText().contains("ETA"), qPrintable(status->progressText()));
+  QVERIFY2(status->progressText().contains("epoch 3/3") && status->progressText().contains("step 12/12"),
+           qPrintable(status->progressText()));
+  for (auto* label : win.w.findChildren<QLabel*>())
+    QVERIFY2(!label->text().contains("replica(s)") && !label->text().contains("(es)"), qPrintable(label->text()));
+
+  auto* docs = win.w.findChild<QAction*>("documentationAction");
+  QVERIFY(docs);
+  QCOMPARE(docs->shortcut(), QKeySequence(QKeySequence::HelpContents));
+  QVERIFY2(docs->statusTip().endsWith("dashboard.md") && QFileInfo::exists(docs->statusTip()), qPrintable(docs->statusTip()));
+}
+
 // New (Ctrl+N, from the keyboard) and Open leave nothing of the previous
 // run: no series, no markers, no readout, axes back to their empty range,
 // an empty log.
@@ -758,7 +807,7 @@ void DashboardTest::parameterServerRunFillsCharts() {
   QCOMPARE(live.started->staleness_bound, std::optional<int>(2));
   QCOMPARE(int(live.step.size()), steps);
   QVERIFY(charts->parameterServerCharts()->isVisibleTo(charts));
-  QVERIFY2(win.w.statusPanel()->workersText().contains("2 parameter server(s), staleness ≤ 2"),
+  QVERIFY2(win.w.statusPanel()->workersText().contains("2 parameter servers, staleness ≤ 2"),
            qPrintable(win.w.statusPanel()->workersText()));
 
   // Staleness: one point a step, never above the bound, the bound drawn beside.
