@@ -94,6 +94,11 @@ EvaluationView::EvaluationView(QWidget* parent)
     const QString error = export_watch_.result();
     const QString path = export_watch_.property("path").toString();
     setBusy(false, {});
+    // The "Exporting to …" line gives way to the evaluation's summary and
+    // what became of the export.
+    const QString done = error.isEmpty() ? tr("Weights exported to %1.").arg(path) : tr("Export failed: %1").arg(error);
+    showResult();
+    summary_->setText((result_ ? summary_->text() + "<br>" : QString()) + done.toHtmlEscaped());
     if (!error.isEmpty() && presenter_) presenter_->error(this, tr("Cannot export weights"), error);
     Q_EMIT exported(path, error);
   });
@@ -175,6 +180,8 @@ void EvaluationView::exportWeightsTo(const QString& path) {
     }
   }));
 }
+
+QString EvaluationView::summaryText() const { return summary_->text(); }
 
 bool EvaluationView::busy() const { return eval_watch_.isRunning() || export_watch_.isRunning(); }
 int EvaluationView::checkpointCount() const { return static_cast<int>(checkpoints_.size()); }

@@ -44,6 +44,8 @@ public:
   // The grid cell of sample i is marked wrong (red).
   bool sampleMarkedWrong(int i) const;
   QString errorText() const;
+  // The line above the tables: the evaluation's figures, or what is going on.
+  QString summaryText() const;
 
 signals:
   void evaluated();

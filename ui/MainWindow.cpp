@@ -222,15 +222,18 @@ bool MainWindow::newProject() {
 }
 
 bool MainWindow::openProject(const QString& path) {
-  if (run_->running() || !maybeSave()) return false;
+  if (run_->running()) return false;
+  // The file is read first: one that cannot be opened costs the user no
+  // "save changes?" question, and the project in the window stays.
   RunConfig config;
   try {
     config = load_project(path.toStdString());
   } catch (const std::exception& e) {
     // The window keeps the project it had; the file is not touched.
-    presenter_->error(this, tr("Cannot open project"), tr("%1\n\n%2").arg(path, QString::fromStdString(e.what())));
+    presenter_->error(this, tr("Cannot open project"), QString::fromStdString(e.what()));
     return false;
   }
+  if (!maybeSave()) return false;
   setDocument(config, QFileInfo(path).absoluteFilePath());
   recent_->add(path);
   return true;

@@ -377,7 +377,10 @@ RunConfig load_project(const std::string& path) {
   } catch (const nlohmann::json::exception& e) {
     // Syntax errors, and numbers out of range (1e400) which the parser
     // reports as out_of_range rather than parse_error.
-    throw bad_input(path + ": not valid JSON: " + e.what());
+    // Without the library's "[json.exception.parse_error.101] " tag.
+    std::string why = e.what();
+    if (why.starts_with("[json.exception.")) why.erase(0, why.find("] ") + 2);
+    throw bad_input(path + ": not a Strata project: not valid JSON (" + why + ")");
   }
   try {
     return project_from_json(j, fs::path(path).parent_path().string());

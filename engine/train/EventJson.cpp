@@ -1,6 +1,7 @@
 #include "train/EventJson.h"
 
 #include <cmath>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "core/Error.h"
@@ -41,9 +42,40 @@ std::optional<double> read_optional(const Json& j, const char* key) {
 }
 
 template <typename T>
+struct element {
+  using type = T;
+};
+template <typename T>
+struct element<std::vector<T>> {
+  using type = T;
+};
+
+// Integer fields must hold whole numbers their type can represent: the JSON
+// library converts 3e19 to a 64-bit integer by a cast whose result is
+// undefined (a fuzzer found it). Arrays are checked element by element.
+template <typename I>
+void check_whole(const Json& v, const char* key) {
+  if (v.is_array()) {
+    for (const auto& x : v) check_whole<I>(x, key);
+    return;
+  }
+  if (!v.is_number()) return;  // the library's own type error, reported as bad input
+  const double d = v.get<double>();
+  const bool fits = v.is_number_float() ? std::floor(d) == d && d >= static_cast<double>(std::numeric_limits<I>::min()) &&
+                                              d < static_cast<double>(std::numeric_limits<I>::max())
+                    : v.is_number_unsigned() ? v.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<I>::max())
+                                             : v.get<int64_t>() >= static_cast<int64_t>(std::numeric_limits<I>::min()) &&
+                                                   v.get<int64_t>() <= static_cast<int64_t>(std::numeric_limits<I>::max());
+  if (!fits) throw bad_input(std::string("event field '") + key + "': " + v.dump() + " is not a whole number in range");
+}
+
+template <typename T>
 T get_or(const Json& j, const char* key, T fallback) {
   auto it = j.find(key);
-  return it == j.end() || it->is_null() ? fallback : it->get<T>();
+  if (it == j.end() || it->is_null()) return fallback;
+  if constexpr (std::is_integral_v<typename element<T>::type> && !std::is_same_v<typename element<T>::type, bool>)
+    check_whole<typename element<T>::type>(*it, key);
+  return it->get<T>();
 }
 
 Json opt(const std::optional<double>& v) { return v ? number(*v) : Json(nullptr); }
@@ -162,7 +194,7 @@ Event event_from_json(const Json& j) {
       e.workers = get_or<int>(j, "workers", 1);
       e.hosts = get_or<std::vector<std::string>>(j, "hosts", {});
       e.servers = get_or<int>(j, "servers", 0);
-      if (j.contains("staleness_bound") && !j["staleness_bound"].is_null()) e.staleness_bound = j["staleness_bound"].get<int>();
+      if (j.contains("staleness_bound") && !j["staleness_bound"].is_null()) e.staleness_bound = get_or<int>(j, "staleness_bound", 0);
       e.shards = get_or<std::string>(j, "shards", "");
       return e;
     }
@@ -183,7 +215,7 @@ Event event_from_json(const Json& j) {
       e.samples_per_sec = read_number(j, "samples_per_sec");
       e.worker_step_times = get_or<std::vector<double>>(j, "worker_step_times", {});
       e.replica_step_times = get_or<std::vector<double>>(j, "replica_step_times", {});
-      if (j.contains("staleness") && !j["staleness"].is_null()) e.staleness = j["staleness"].get<int>();
+      if (j.contains("staleness") && !j["staleness"].is_null()) e.staleness = get_or<int>(j, "staleness", 0);
       e.worker_steps = get_or<std::vector<int64_t>>(j, "worker_steps", {});
       e.lost_workers = get_or<std::vector<int>>(j, "lost_workers", {});
       e.server_updates_per_sec = get_or<std::vector<double>>(j, "server_updates_per_sec", {});
@@ -208,8 +240,8 @@ Event event_from_json(const Json& j) {
           DeviceStat s;
           s.device = get_or<std::string>(d, "device", "");
           s.utilization = read_optional(d, "utilization");
-          if (d.contains("memory_used") && !d["memory_used"].is_null()) s.memory_used = d["memory_used"].get<int64_t>();
-          if (d.contains("memory_total") && !d["memory_total"].is_null()) s.memory_total = d["memory_total"].get<int64_t>();
+          if (d.contains("memory_used") && !d["memory_used"].is_null()) s.memory_used = get_or<int64_t>(d, "memory_used", 0);
+          if (d.contains("memory_total") && !d["memory_total"].is_null()) s.memory_total = get_or<int64_t>(d, "memory_total", 0);
           e.devices.push_back(s);
         }
       return e;

@@ -568,6 +568,15 @@ private slots:
     STRATA_EXPECT_ERROR(event_from_jsonl("not json"), ErrorKind::BadInput, "not JSON");
     STRATA_EXPECT_ERROR(event_from_jsonl("{}"), ErrorKind::BadInput, "type");
     STRATA_EXPECT_ERROR(event_from_jsonl(R"({"type": "teleport"})"), ErrorKind::BadInput, "unknown type 'teleport'");
+    // Integer fields take whole numbers their type holds; anything else is
+    // bad input, never an out-of-range conversion (a fuzzer's finding).
+    STRATA_EXPECT_ERROR(event_from_jsonl(R"({"type": "step", "step": 2.99739e19})"), ErrorKind::BadInput, "'step'");
+    STRATA_EXPECT_ERROR(event_from_jsonl(R"({"type": "step", "step": 1.5})"), ErrorKind::BadInput, "'step'");
+    STRATA_EXPECT_ERROR(event_from_jsonl(R"({"type": "run_started", "replicas": 4294967296})"), ErrorKind::BadInput,
+                        "'replicas'");
+    STRATA_EXPECT_ERROR(event_from_jsonl(R"({"type": "step", "worker_steps": [1, -1e300]})"), ErrorKind::BadInput,
+                        "'worker_steps'");
+    QCOMPARE(std::get<StepEvent>(event_from_jsonl(R"({"type": "step", "step": 3.0})")).step, int64_t{3});
     STRATA_EXPECT_ERROR(event_from_jsonl(R"({"type": "step", "loss": "lots"})"), ErrorKind::BadInput, "loss");
     STRATA_EXPECT_ERROR(event_from_jsonl(R"({"type": "step", "step": "one"})"), ErrorKind::BadInput, "step");
   }

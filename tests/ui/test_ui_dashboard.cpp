@@ -380,7 +380,15 @@ void DashboardTest::invalidFileShowsDialog() {
   QVERIFY(junk.open(QIODevice::WriteOnly));
   junk.write("this is not json");
   junk.close();
+  // With unsaved changes: a file that is no project asks nothing about
+  // saving, and says what is wrong without the JSON library's tags.
+  win.editor()->trainingPanel()->epochsBox()->setValue(9);
+  QVERIFY(win.w.isModified());
+  const int asked = win.presenter->asked;
   QVERIFY(!win.w.openProject(junk.fileName()));
+  QCOMPARE(win.presenter->asked, asked);
+  QVERIFY2(win.presenter->errors.last().contains("not a Strata project") && !win.presenter->errors.last().contains("[json."),
+           qPrintable(win.presenter->errors.last()));
   QVERIFY(!win.w.openProject(tmp_.filePath("missing.strata")));
   QCOMPARE(win.presenter->errors.size(), 3);
 }
@@ -659,6 +667,9 @@ void DashboardTest::evaluationViewAndExport() {
   QTest::mouseClick(view->findChild<QPushButton*>("exportWeights"), Qt::LeftButton);
   QTRY_COMPARE_WITH_TIMEOUT(spy.count(), 1, 60000);
   QVERIFY2(spy.at(0).at(1).toString().isEmpty(), qPrintable(spy.at(0).at(1).toString()));
+  // The status says it is done, not "Exporting to …" for ever.
+  QVERIFY2(!view->summaryText().contains("Exporting") && view->summaryText().contains("Weights exported to"),
+           qPrintable(view->summaryText()));
   const SafeTensorsFile file = read_safetensors(out.toStdString());
   int64_t params = 0;
   for (const auto& [name, t] : file.tensors) params += t.numel();
