@@ -1,5 +1,6 @@
 #include "ModelPanel.h"
 
+#include <algorithm>
 #include <QComboBox>
 #include <QHBoxLayout>
 #include <QHeaderView>
@@ -55,7 +56,9 @@ ModelPanel::ModelPanel(QWidget* parent)
   layout->addWidget(problems_);
 
   connect(add, &QPushButton::clicked, this, [this] {
-    const int row = table_->currentRow() < 0 ? table_->rowCount() : table_->currentRow() + 1;
+    // After the selected layer; with none selected, before the output layer
+    // (a new hidden layer, the usual wish), not after it.
+    const int row = table_->currentRow() >= 0 ? table_->currentRow() + 1 : std::max(0, table_->rowCount() - 1);
     addLayer(defaults_for("dense"), row);
   });
   connect(remove, &QPushButton::clicked, this, [this] { removeLayer(table_->currentRow()); });

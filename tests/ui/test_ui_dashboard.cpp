@@ -225,6 +225,24 @@ void DashboardTest::modelEditorChecksShapes() {
   model->removeLayer(0);
   QCOMPARE(model->layerCount(), 2);
   QVERIFY(win.w.isModified());
+  // The Add button, clicked: after the selected layer; with none selected,
+  // before the output layer.
+  auto* add = [&] {
+    for (auto* b : model->findChildren<QPushButton*>())
+      if (b->text() == "Add") return b;
+    return static_cast<QPushButton*>(nullptr);
+  }();
+  QVERIFY(add);
+  auto* table = model->findChild<QTableWidget*>();
+  QVERIFY(table);
+  table->setCurrentCell(-1, -1);
+  QTest::mouseClick(add, Qt::LeftButton);
+  QCOMPARE(model->layerCount(), 3);
+  QCOMPARE(model->layers()[2]["units"].get<int>(), 3);  // the output layer stays last
+  table->setCurrentCell(0, 0);
+  QTest::mouseClick(add, Qt::LeftButton);
+  QCOMPARE(model->layerCount(), 4);
+  QCOMPARE(table->currentRow(), 1);  // the new one, right after the selected
 }
 
 void DashboardTest::mirroredRunFillsCharts() {
