@@ -21,6 +21,10 @@ export ASAN_OPTIONS="detect_leaks=1:halt_on_error=1"
 export LSAN_OPTIONS="suppressions=$PWD/tests/sanitizers/lsan.supp:print_suppressions=0"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 status=0
+# Findings of this run only: inputs kept from earlier runs (already fixed,
+# and in the corpus) must not count again.
+stamp=$(mktemp)
+trap 'rm -f "$stamp"' EXIT
 for t in "${targets[@]}"; do
   work="build-fuzz/corpus/$t" findings="build-fuzz/findings/$t"
   mkdir -p "$work" "$findings"
@@ -31,7 +35,7 @@ for t in "${targets[@]}"; do
   execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$')
   rate=$(grep -o 'stat::average_exec_per_sec: *[0-9]*' "$log" | grep -o '[0-9]*$')
   cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | grep -o '[0-9]*')
-  found=$(find "$findings" -type f | wc -l)
+  found=$(find "$findings" -type f -newer "$stamp" | wc -l)
   printf '%-18s %8s s  %10s execs  %7s exec/s  %6s edges  %s findings (exit %s)\n' "$t" "$seconds" "${execs:-?}" \
     "${rate:-?}" "${cov:-?}" "$found" "$rc"
   [ "$rc" -ne 0 ] || [ "$found" -ne 0 ] && status=1
