@@ -77,6 +77,30 @@ struct Window {
   ConfigEditor* editor() { return w.configEditor(); }
 };
 
+// A two-replica Mirrored run's events as the engine emits them: run_started,
+// then `epochs` epochs of `per_epoch` steps, each with `loss(step)` for both
+// replicas and the reduced loss.
+std::vector<Event> mirrored_run(int epochs, int per_epoch, double (*loss)(int)) {
+  RunStartedEvent started;
+  started.strategy = "mirrored";
+  started.replicas = 2;
+  started.workers = 1;
+  started.steps_per_epoch = per_epoch;
+  started.epochs = epochs;
+  std::vector<Event> batch{started};
+  for (int i = 1; i <= epochs * per_epoch; ++i) {
+    StepEvent st;
+    st.step = i;
+    st.epoch = 1 + (i - 1) / per_epoch;
+    st.epoch_step = 1 + (i - 1) % per_epoch;
+    st.time = 0.1 * i;
+    st.loss = loss(i);
+    st.replica_losses = {st.loss, st.loss};
+    batch.push_back(st);
+  }
+  return batch;
+}
+
 void check_device(QListWidget* list, const QString& device, bool on) {
   for (int i = 0; i < list->count(); ++i)
     if (list->item(i)->data(Qt::UserRole).toString() == device) list->item(i)->setCheckState(on ? Qt::Checked : Qt::Unchecked);
@@ -474,23 +498,7 @@ void DashboardTest::divergenceIsMarked() {
 void DashboardTest::wordingAndHelp() {
   Window win;
   QVERIFY(win.w.openProject(project_));
-  RunStartedEvent started;
-  started.strategy = "mirrored";
-  started.replicas = 2;
-  started.workers = 1;
-  started.steps_per_epoch = 4;
-  started.epochs = 3;
-  std::vector<Event> batch{started};
-  for (int i = 1; i <= 12; ++i) {
-    StepEvent st;
-    st.step = i;
-    st.epoch = 1 + (i - 1) / 4;
-    st.epoch_step = 1 + (i - 1) % 4;
-    st.time = 0.1 * i;
-    st.loss = 1.0 / i;
-    st.replica_losses = {st.loss, st.loss};
-    batch.push_back(st);
-  }
+  std::vector<Event> batch = mirrored_run(3, 4, [](int i) { return 1.0 / i; });
   FinishedEvent f;
   f.status = "completed";
   f.message = "completed 3 epochs";
@@ -526,20 +534,7 @@ void DashboardTest::newAndOpenStartClean() {
   QVERIFY(QTest::qWaitForWindowActive(&win.w));
   for (const bool by_keyboard : {true, false}) {
     QVERIFY(win.w.openProject(project_));
-    RunStartedEvent started;
-    started.strategy = "mirrored";
-    started.replicas = 2;
-    started.steps_per_epoch = 10;
-    started.epochs = 1;
-    std::vector<Event> batch{started};
-    for (int i = 1; i <= 10; ++i) {
-      StepEvent st;
-      st.step = st.epoch_step = i;
-      st.epoch = 1;
-      st.replica_losses = {1000.0 + i, 1000.0 + i};
-      st.loss = 1000.0 + i;
-      batch.push_back(st);
-    }
+    std::vector<Event> batch = mirrored_run(1, 10, [](int i) { return 1000.0 + i; });
     batch.push_back(LogEvent{"info", "a line of the old run", 0.5});
     Q_EMIT win.w.runController()->bridge()->events(batch);
     ChartView* loss = win.w.charts()->lossChart();
