@@ -23,6 +23,17 @@ struct ChartView::Series {
   EmaSmoother ema;
   size_t plotted = 0;
   bool visible = true;
+  // The extent of the plotted points on the current x axis (finite values,
+  // positive ones on a log scale), grown as points are plotted, so fitting
+  // the axes at every flush costs nothing per point.
+  double x_lo = HUGE_VAL, x_hi = -HUGE_VAL, y_lo = HUGE_VAL, y_hi = -HUGE_VAL;
+  void extend(double x, double y, bool log) {
+    x_lo = std::min(x_lo, x);
+    x_hi = std::max(x_hi, x);
+    if (!std::isfinite(y) || (log && y <= 0)) return;
+    y_lo = std::min(y_lo, y);
+    y_hi = std::max(y_hi, y);
+  }
 };
 
 struct ChartView::Marker {
@@ -201,10 +212,12 @@ void ChartView::flush() {
       // An infinite value would blow the axis range up; it becomes a gap and
       // the divergence marker says what happened.
       values[k] = std::isfinite(s.y[i]) ? s.y[i] : qQNaN();
+      s.extend(xs[i], s.y[i], log_);
       if (smooth_this) {
         const double v = s.ema.push(s.y[i]);
         s.smoothed.push_back(v);
         smooth[k] = std::isfinite(v) ? v : qQNaN();
+        s.extend(xs[i], v, log_);
       }
     }
     s.raw->addData(keys, values, true);
@@ -225,22 +238,14 @@ void ChartView::fitAxes() {
   // single point. The x axis starts at 0 (a run's beginning) and reaches the
   // last point or marker, so a divergence marker past the last finite loss
   // stays in view; the y axis spans the visible finite values.
-  const auto mode = static_cast<int>(mode_);
   double x_lo = 0, x_hi = -HUGE_VAL, y_lo = HUGE_VAL, y_hi = -HUGE_VAL;
-  const auto take_y = [&](double v) {
-    if (!std::isfinite(v) || (log_ && v <= 0)) return;
-    y_lo = std::min(y_lo, v);
-    y_hi = std::max(y_hi, v);
-  };
   for (const auto& sp : series_) {
     const Series& s = *sp;
     if (!s.visible) continue;
-    for (size_t i = 0; i < s.plotted; ++i) {
-      x_lo = std::min(x_lo, s.x[mode][i]);
-      x_hi = std::max(x_hi, s.x[mode][i]);
-      take_y(s.y[i]);
-      if (i < s.smoothed.size()) take_y(s.smoothed[i]);
-    }
+    x_lo = std::min(x_lo, s.x_lo);
+    x_hi = std::max(x_hi, s.x_hi);
+    y_lo = std::min(y_lo, s.y_lo);
+    y_hi = std::max(y_hi, s.y_hi);
   }
   for (const auto& m : markers_) {
     x_lo = std::min(x_lo, xOf(m->x));
@@ -277,7 +282,6 @@ void ChartView::fitTickCounts() {
   }
 }
 
-
 void ChartView::rebuild() {
   for (auto& s : series_) {
     s->raw->data()->clear();
@@ -285,6 +289,8 @@ void ChartView::rebuild() {
     s->smoothed.clear();
     s->ema = EmaSmoother(smoothing_);
     s->plotted = 0;
+    s->x_lo = s->y_lo = HUGE_VAL;
+    s->x_hi = s->y_hi = -HUGE_VAL;
     applyPens(*s);
   }
   for (auto& m : markers_) placeMarker(*m);
@@ -345,7 +351,7 @@ void ChartView::setLogScale(bool on) {
   }
   fitTickCounts();
   user_view_ = false;
-  flush();
+  rebuild();  // the extents: a log axis takes only positive values
 }
 
 void ChartView::resetView() {
