@@ -67,10 +67,8 @@ private slots:
     auto r = run("mpirun", ps_launch(4) + with_rank_status(status.path(),
                                                            {bin("app/strata-run"), tiny(), "--strategy", "parameter_server",
                                                             "--servers", "2", "--staleness", "2", "--fail-worker", "1@10",
-                                                            // Generous: a busy CI machine must not make a live worker
-                                                            // look dead. With 8 s, four ranks on two loaded cores (a
-                                                            // fuzzer beside the suite) once lost worker 0 too.
-                                                            "--collective-timeout", "20", "--no-run-dir", "--events",
+                                                            // Generous: a busy CI machine must not make a live worker look dead.
+                                                            "--collective-timeout", "8", "--no-run-dir", "--events",
                                                             "jsonl", "--epochs", "3"}));
     // The servers and the surviving worker end cleanly; the killed worker's
     // shell reports its SIGKILL (128 + 9).

@@ -46,9 +46,13 @@ public:
       MPI_Send(msg, 2, MPI_INT64_T, s, kPull, MPI_COMM_WORLD);
     }
     // A bounded pull may wait for the slowest worker: that is the bound
-    // working, so the deadline is the full timeout.
-    if (int late = wait(reqs); late >= 0)
-      throw runtime_error(timeout_message(late / 2, "weights for round " + std::to_string(round)));
+    // working. That worker may itself have died, which the chief learns only
+    // after the timeout and only then lets this pull go ahead; with the same
+    // deadline here, this worker gave up in the same instant (all ranks then
+    // failed, "all workers were lost"). So a pull waits twice the timeout
+    // before it calls a server dead.
+    if (int late = wait(reqs, 2 * o_.timeout); late >= 0)
+      throw runtime_error(timeout_message(late / 2, 2 * o_.timeout, "weights for round " + std::to_string(round)));
     std::vector<int64_t> versions;
     int64_t mark = INT64_MAX;
     for (int s = 0; s < S; ++s) {
@@ -86,10 +90,10 @@ public:
       sends.emplace_back();
       MPI_Isend(p.data(), static_cast<int>(p.size()), MPI_FLOAT, s, kGradient, MPI_COMM_WORLD, &sends.back());
     }
-    if (int late = wait(sends); late >= 0)
-      throw runtime_error(timeout_message(late / 2, "the gradients of round " + std::to_string(m.round)));
-    if (int late = wait(recvs); late >= 0)
-      throw runtime_error(timeout_message(late, "the gradients of round " + std::to_string(m.round)));
+    if (int late = wait(sends, o_.timeout); late >= 0)
+      throw runtime_error(timeout_message(late / 2, o_.timeout, "the gradients of round " + std::to_string(m.round)));
+    if (int late = wait(recvs, o_.timeout); late >= 0)
+      throw runtime_error(timeout_message(late, o_.timeout, "the gradients of round " + std::to_string(m.round)));
     return *std::max_element(acks.begin(), acks.end());
   }
 
@@ -99,7 +103,7 @@ public:
     std::vector<MPI_Request> r(1);
     MPI_Irecv(go, 2, MPI_INT64_T, 0, kGo, MPI_COMM_WORLD, &r[0]);
     MPI_Send(msg, 2, MPI_INT64_T, 0, kEpoch, MPI_COMM_WORLD);
-    if (wait(r) >= 0) throw runtime_error(timeout_message(0, "the end of epoch " + std::to_string(epoch)));
+    if (wait(r, o_.timeout) >= 0) throw runtime_error(timeout_message(0, o_.timeout, "the end of epoch " + std::to_string(epoch)));
     if (go[1] > 0) skip_mpi_finalize();  // MPI_Finalize would wait for the dead
     return go[0] != 0;
   }
@@ -113,14 +117,14 @@ private:
   // While it waits (for a bounded pull, a slow server, the chief's
   // evaluation) the worker tells the chief it is alive, so only a dead or
   // hung worker goes silent.
-  int wait(std::vector<MPI_Request>& reqs) {
+  int wait(std::vector<MPI_Request>& reqs, double timeout) {
     const int64_t me = worker_;
-    return wait_all(reqs, o_.timeout, [&] { MPI_Send(&me, 1, MPI_INT64_T, 0, kAlive, MPI_COMM_WORLD); },
+    return wait_all(reqs, timeout, [&] { MPI_Send(&me, 1, MPI_INT64_T, 0, kAlive, MPI_COMM_WORLD); },
                     std::max(0.05, o_.timeout / 4));
   }
 
-  std::string timeout_message(int server, const std::string& what) const {
-    return "parameter server " + who(c_, server) + " did not answer within " + std::to_string(static_cast<int>(o_.timeout)) +
+  std::string timeout_message(int server, double seconds, const std::string& what) const {
+    return "parameter server " + who(c_, server) + " did not answer within " + std::to_string(static_cast<int>(seconds)) +
            " s (" + what + "); a server has died or hangs";
   }
 
