@@ -1,9 +1,14 @@
 #include "EvaluationView.h"
 
+#include <algorithm>
+
 #include <QComboBox>
 #include <QFileInfo>
+#include <QGuiApplication>
 #include <QHBoxLayout>
 #include <QHeaderView>
+#include <QScreen>
+#include <QShortcut>
 #include <QLabel>
 #include <QPushButton>
 #include <QSplitter>
@@ -78,7 +83,16 @@ EvaluationView::EvaluationView(QWidget* parent)
   right_layout->addWidget(new QLabel(tr("<b>Test samples</b>: predicted (true); wrong ones in red"), right));
   right_layout->addWidget(samples_);
   layout->addWidget(split, 1);
-  resize(1100, 700);
+  // Room for the matrix, the per-class table and four rows of samples, as
+  // far as the screen allows.
+  const QRect screen = QGuiApplication::primaryScreen() ? QGuiApplication::primaryScreen()->availableGeometry() : QRect();
+  resize(screen.isValid() ? QSize(std::min(1320, screen.width()), std::min(900, screen.height())) : QSize(1320, 900));
+  // Closes like any document window: the platform's Close keys (each of
+  // them; one QKeySequence holds only the first), Ctrl+W, Esc.
+  QList<QKeySequence> keys = QKeySequence::keyBindings(QKeySequence::Close);
+  for (const QKeySequence& k : {QKeySequence(Qt::CTRL | Qt::Key_W), QKeySequence(Qt::Key_Escape)})
+    if (!keys.contains(k)) keys << k;
+  for (const QKeySequence& k : keys) new QShortcut(k, this, this, &QWidget::close);
 
   connect(picker_, &QComboBox::currentIndexChanged, this, [this](int i) {
     if (!filling_ && i >= 0) evaluateCheckpoint(i);
@@ -223,10 +237,16 @@ void EvaluationView::showResult() {
   for (const auto& c : result_->class_names) names << QString::fromStdString(c);
   confusion_->setRowCount(n);
   confusion_->setColumnCount(n);
-  confusion_->setVerticalHeaderLabels(names);
-  QStringList columns;
-  for (int c = 0; c < n; ++c) columns << QString::number(c);
-  confusion_->setHorizontalHeaderLabels(columns);
+  // Rows "3 · Dress", columns "3" (hover: "Dress"): the numbers tie each
+  // predicted column to its true-class row without names too wide for columns.
+  for (int c = 0; c < n; ++c) {
+    const QString name = c < names.size() ? names[c] : QString();
+    confusion_->setVerticalHeaderItem(c, new QTableWidgetItem(name.isEmpty() ? QString::number(c)
+                                                                              : QStringLiteral("%1 · %2").arg(c).arg(name)));
+    auto* column = new QTableWidgetItem(QString::number(c));
+    column->setToolTip(tr("predicted %1").arg(name));
+    confusion_->setHorizontalHeaderItem(c, column);
+  }
   // Heat map: each cell's shade is its share of the row (the true class), so
   // a weak class reads as well as a strong one.
   for (int r = 0; r < n; ++r) {

@@ -638,6 +638,11 @@ void DashboardTest::evaluationViewAndExport() {
   for (int r = 0; r < 4; ++r)
     for (int c = 0; c < 4; ++c) sum += table->item(r, c)->text().toLongLong();
   QCOMPARE(sum, e.examples);
+  // Rows and columns numbered alike: row "1 · <name>", column "1" (its tooltip names the class).
+  const QString name1 = QString::fromStdString(view->result()->class_names[1]);
+  QCOMPARE(table->verticalHeaderItem(1)->text(), "1 · " + name1);
+  QCOMPARE(table->horizontalHeaderItem(1)->text(), QString("1"));
+  QVERIFY(table->horizontalHeaderItem(1)->toolTip().contains(name1));
   // Every sample cell says predicted (true); wrong ones, and only those, red.
   const auto& samples = view->result()->samples;
   QCOMPARE(int(samples.size()), 32);
@@ -687,6 +692,11 @@ void DashboardTest::evaluationViewAndExport() {
   int64_t params = 0;
   for (const auto& [name, t] : file.tensors) params += t.numel();
   QCOMPARE(params, int64_t(16 * 32 + 32 + 32 * 4 + 4));
+  // The window closes from the keyboard like any document window.
+  view->activateWindow();
+  QVERIFY(QTest::qWaitForWindowActive(view));
+  QTest::keyClick(view, Qt::Key_W, Qt::ControlModifier);
+  QTRY_VERIFY(!view->isVisible());
 }
 
 void DashboardTest::configureMultiWorker(Window& win, const QString& project, int epochs) {
