@@ -89,7 +89,10 @@ MainWindow::MainWindow(QWidget* parent)
   buildActions();
   resize(1440, 900);
 
-  connect(editor_, &ConfigEditor::edited, this, [this] { setModified(true); });
+  connect(editor_, &ConfigEditor::edited, this, [this] {
+    name_ = QString::fromStdString(editor_->config().name);  // the title follows the name field
+    setModified(true);
+  });
   connect(run_, &RunController::runningChanged, this, [this](bool running) {
     editor_->setLocked(running);
     history_->setRunning(running);

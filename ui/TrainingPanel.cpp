@@ -7,6 +7,7 @@
 #include <QFormLayout>
 #include <QLabel>
 #include <QLineEdit>
+#include <QRegularExpressionValidator>
 #include <QSpinBox>
 
 namespace strata::ui {
@@ -37,6 +38,10 @@ TrainingPanel::TrainingPanel(QWidget* parent) : QWidget(parent) {
   optimizer_->addItem("Adam", "adam");
   optimizer_->addItem("SGD", "sgd");
   lr_ = number_edit(this, "learningRate");
+  // The project's name: the window title, run history and exported files.
+  name_ = new QLineEdit(this);
+  name_->setObjectName("projectName");
+  form->addRow(tr("Project name"), name_);
   form->addRow(new QLabel(tr("<b>Training</b>"), this));
   form->addRow(tr("Epochs"), epochs_);
   form->addRow(tr("Global batch"), batch_);
@@ -71,7 +76,9 @@ TrainingPanel::TrainingPanel(QWidget* parent) : QWidget(parent) {
   adam->addRow(tr("ε"), epsilon_);
   form->addRow(adam_rows_);
 
-  seed_ = spin(this, 0, 2147483647, "seed");
+  seed_ = new QLineEdit(this);
+  seed_->setObjectName("seed");
+  seed_->setValidator(new QRegularExpressionValidator(QRegularExpression("[0-9]{1,19}"), seed_));
   threads_ = spin(this, 0, 1024, "threads");
   threads_->setSpecialValueText(tr("all cores"));
   max_steps_ = spin(this, 0, 1 << 30, "maxSteps");
@@ -90,10 +97,10 @@ TrainingPanel::TrainingPanel(QWidget* parent) : QWidget(parent) {
   auto changed = [this] {
     if (!loading_) Q_EMIT edited();
   };
-  for (auto* s : {epochs_, batch_, seed_, threads_, max_steps_, prefetch_})
+  for (auto* s : {epochs_, batch_, threads_, max_steps_, prefetch_})
     connect(s, &QSpinBox::valueChanged, this, changed);
   for (auto* d : {momentum_, beta1_, beta2_}) connect(d, &QDoubleSpinBox::valueChanged, this, changed);
-  for (auto* e : {lr_, epsilon_}) connect(e, &QLineEdit::textEdited, this, changed);
+  for (auto* e : {lr_, epsilon_, name_, seed_}) connect(e, &QLineEdit::textEdited, this, changed);
   for (auto* c : {nesterov_, shuffle_, drop_remainder_}) connect(c, &QCheckBox::toggled, this, changed);
   connect(optimizer_, &QComboBox::currentIndexChanged, this, [this, changed] {
     updateOptimizerRows();
@@ -113,6 +120,7 @@ void TrainingPanel::setConfig(const RunConfig& config) {
   loading_ = true;
   loaded_ = config;
   const TrainingConfig& t = config.training;
+  name_->setText(QString::fromStdString(config.name));
   epochs_->setValue(t.epochs);
   batch_->setValue(static_cast<int>(t.batch_size));
   const int idx = optimizer_->findData(QString::fromStdString(t.optimizer.type));
@@ -123,7 +131,7 @@ void TrainingPanel::setConfig(const RunConfig& config) {
   beta1_->setValue(t.optimizer.beta_1);
   beta2_->setValue(t.optimizer.beta_2);
   epsilon_->setText(QString::number(t.optimizer.epsilon, 'g', 6));
-  seed_->setValue(static_cast<int>(t.seed));
+  seed_->setText(QString::number(t.seed));
   threads_->setValue(t.threads);
   max_steps_->setValue(static_cast<int>(t.max_steps_per_epoch));
   prefetch_->setValue(t.prefetch);
@@ -135,6 +143,9 @@ void TrainingPanel::setConfig(const RunConfig& config) {
 }
 
 void TrainingPanel::applyTo(RunConfig& config) const {
+  // An emptied name field keeps the name the project had.
+  const QString name = name_->text().trimmed();
+  config.name = name.isEmpty() ? loaded_.name : name.toStdString();
   TrainingConfig& t = config.training;
   t.loss = loaded_.training.loss;
   t.from_logits = loaded_.training.from_logits;
@@ -150,7 +161,8 @@ void TrainingPanel::applyTo(RunConfig& config) const {
   t.optimizer.beta_2 = static_cast<float>(beta2_->value());
   const float eps = epsilon_->text().toFloat(&ok);
   t.optimizer.epsilon = ok ? eps : loaded_.training.optimizer.epsilon;
-  t.seed = static_cast<uint64_t>(seed_->value());
+  const qulonglong seed = seed_->text().toULongLong(&ok);
+  t.seed = ok ? seed : loaded_.training.seed;
   t.threads = threads_->value();
   t.max_steps_per_epoch = max_steps_->value();
   t.prefetch = prefetch_->value();

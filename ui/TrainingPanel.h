@@ -27,6 +27,8 @@ public:
   QSpinBox* maxStepsBox() const { return max_steps_; }
   QComboBox* optimizerBox() const { return optimizer_; }
   QLineEdit* learningRateEdit() const { return lr_; }
+  QLineEdit* nameEdit() const { return name_; }
+  QLineEdit* seedEdit() const { return seed_; }
 
 signals:
   void globalBatchChanged(qint64 batch);
@@ -35,9 +37,13 @@ signals:
 private:
   void updateOptimizerRows();
 
-  QSpinBox *epochs_, *batch_, *seed_, *threads_, *max_steps_, *prefetch_;
+  QSpinBox *epochs_, *batch_, *threads_, *max_steps_, *prefetch_;
+  // Text: a seed is 64-bit and a spin box holds 31 bits, so a project's
+  // seed 123456789012 came back truncated and was saved so.
+  QLineEdit* seed_;
   QComboBox* optimizer_;
   QLineEdit* lr_;  // text, so 1e-4 and 0.0003 both read naturally
+  QLineEdit* name_;
   QDoubleSpinBox *momentum_, *beta1_, *beta2_;
   QLineEdit* epsilon_;
   QCheckBox *nesterov_, *shuffle_, *drop_remainder_;

@@ -383,8 +383,20 @@ void DashboardTest::saveAndReopen() {
 void DashboardTest::askBeforeDiscarding() {
   Window win;
   QVERIFY(win.w.openProject(project_));
+  // The project's name is a field (typed, as a person does); the title follows.
+  QLineEdit* name = win.editor()->trainingPanel()->nameEdit();
+  name->selectAll();
+  QTest::keyClicks(name, "Renamed run");
+  QCOMPARE(QString::fromStdString(win.w.currentConfig().name), QString("Renamed run"));
+  QVERIFY2(win.w.windowTitle().startsWith("Renamed run"), qPrintable(win.w.windowTitle()));
+  QVERIFY(win.w.isModified());
   win.editor()->trainingPanel()->epochsBox()->setValue(9);
   QVERIFY(win.w.isModified());
+  // A 64-bit seed survives the panel (a spin box once cut it to 31 bits).
+  QLineEdit* seed = win.editor()->trainingPanel()->seedEdit();
+  seed->selectAll();
+  QTest::keyClicks(seed, "123456789012");
+  QCOMPARE(win.w.currentConfig().training.seed, uint64_t{123456789012});
   win.presenter->answer = MessagePresenter::Choice::Cancel;
   QVERIFY(!win.w.newProject());
   QCOMPARE(win.presenter->asked, 1);
