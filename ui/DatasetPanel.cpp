@@ -48,6 +48,7 @@ QWidget* DatasetPanel::pathRow(QLineEdit*& edit, const QString& filter, bool dir
     Q_EMIT edited();
   });
   connect(edit, &QLineEdit::textEdited, this, [this] { Q_EMIT edited(); });
+  connect(edit, &QLineEdit::textChanged, this, &DatasetPanel::sourceChanged);  // typed or chosen
   return row;
 }
 
@@ -72,7 +73,9 @@ DatasetPanel::DatasetPanel(QWidget* parent) : QWidget(parent) {
     auto* f = new QFormLayout(page);
     f->addRow(tr("Folder"), pathRow(fashion_dir_, {}, true));
     fashion_dir_->setPlaceholderText(tr("automatic (%1)").arg(QString::fromLatin1(kFashionMnistDefaultDir)));
+    fashion_dir_->setObjectName("fashionFolder");
     fashion_status_ = new QLabel(page);
+    fashion_status_->setObjectName("fashionStatus");
     fashion_status_->setWordWrap(true);
     f->addRow(fashion_status_);
     pages_->addWidget(page);
@@ -129,6 +132,7 @@ DatasetPanel::DatasetPanel(QWidget* parent) : QWidget(parent) {
   auto* refresh = new QPushButton(tr("Load preview"), preview_box);
   refresh->setObjectName("previewButton");
   info_ = new QLabel(tr("No preview loaded."), preview_box);
+  info_->setObjectName("previewInfo");
   info_->setWordWrap(true);
   info_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   samples_box_ = new QWidget(preview_box);
@@ -147,11 +151,13 @@ DatasetPanel::DatasetPanel(QWidget* parent) : QWidget(parent) {
   connect(refresh, &QPushButton::clicked, this, &DatasetPanel::refreshPreview);
   connect(kind_, &QComboBox::currentIndexChanged, this, [this] {
     onKindChanged();
+    sourceChanged();
     if (!loading_) Q_EMIT edited();
   });
   auto changed = [this] {
     if (loading_) return;
     announceKnownShape();
+    sourceChanged();
     Q_EMIT edited();
   };
   for (auto* s : {label_column_, syn_examples_, syn_features_, syn_classes_}) connect(s, &QSpinBox::valueChanged, this, changed);
@@ -166,6 +172,24 @@ DatasetPanel::~DatasetPanel() {
   // The loader reads only its own copy of the config, but its result would
   // land in a deleted panel: wait for it.
   watcher_.waitForFinished();
+}
+
+void DatasetPanel::sourceChanged() {
+  if (kind_->currentData() == "fashion_mnist") onKindChanged();  // the "found" line
+  if (loading_) return;
+  ++generation_;
+  clearPreview();
+  info_->setText(tr("The data settings changed: <b>Load preview</b> shows the data they give."));
+}
+
+void DatasetPanel::clearPreview() {
+  while (auto* item = samples_->takeAt(0)) {
+    delete item->widget();
+    delete item;
+  }
+  balance_->clearPlottables();
+  balance_->replot();
+  preview_rows_ = -1;
 }
 
 void DatasetPanel::onKindChanged() {
@@ -246,8 +270,9 @@ void DatasetPanel::refreshPreview() {
   info_->setText(tr("Loading…"));
   const std::string base = base_dir_;
   const uint64_t seed = seed_;
-  watcher_.setFuture(QtConcurrent::run([c, base, seed]() -> Preview {
+  watcher_.setFuture(QtConcurrent::run([c, base, seed, generation = generation_]() -> Preview {
     Preview p;
+    p.generation = generation;
     try {
       p.data = load_data(c.dataset, seed, base);
     } catch (const std::exception& e) {
@@ -264,12 +289,9 @@ void DatasetPanel::showPreview() {
     refreshPreview();
     return;
   }
+  if (p.generation != generation_) return;  // loaded with settings since changed
   preview_error_ = p.error;
-  while (auto* item = samples_->takeAt(0)) {
-    delete item->widget();
-    delete item;
-  }
-  balance_->clearPlottables();
+  clearPreview();
   if (!p.error.isEmpty()) {
     preview_rows_ = -1;
     info_->setText(tr("<span style='color:#b00'>%1</span>").arg(p.error.toHtmlEscaped()));

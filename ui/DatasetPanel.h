@@ -47,9 +47,14 @@ private:
   struct Preview {
     LoadedData data;
     QString error;
+    int generation = 0;  // of the settings it was loaded with
   };
   QWidget* pathRow(QLineEdit*& edit, const QString& filter, bool directory);
   void onKindChanged();
+  // The source or its reading changed: the "found" line follows, and the
+  // preview of the old settings goes (a load in flight is ignored).
+  void sourceChanged();
+  void clearPreview();
   void showPreview();
   void announceKnownShape();
 
@@ -67,6 +72,7 @@ private:
   QCustomPlot* balance_;
   QFutureWatcher<Preview> watcher_;
   bool pending_ = false;
+  int generation_ = 0;  // bumped by every source change
   bool loading_ = false;
   std::string base_dir_;
   uint64_t seed_ = 42;

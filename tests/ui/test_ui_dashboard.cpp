@@ -123,6 +123,7 @@ private Q_SLOTS:
   void divergenceIsMarked();
   void newAndOpenStartClean();
   void wordingAndHelp();
+  void datasetPreviewNeverStale();
   void resumeStoppedRun();
   void evaluationViewAndExport();
   void multiWorkerRun();
@@ -535,6 +536,37 @@ void DashboardTest::wordingAndHelp() {
   QVERIFY(docs);
   QCOMPARE(docs->shortcut(), QKeySequence(QKeySequence::HelpContents));
   QVERIFY2(docs->statusTip().endsWith("dashboard.md") && QFileInfo::exists(docs->statusTip()), qPrintable(docs->statusTip()));
+}
+
+// The dataset tab never shows what the settings no longer say: the preview
+// of the old source goes when the source changes, and the Fashion-MNIST
+// "found" line follows the folder as it is typed.
+void DashboardTest::datasetPreviewNeverStale() {
+  Window win;
+  QVERIFY(win.w.openProject(project_));
+  DatasetPanel* data = win.editor()->datasetPanel();
+  QTRY_COMPARE_WITH_TIMEOUT(data->previewRows(), qint64(800), 30000);
+  auto* info = data->findChild<QLabel*>("previewInfo");
+  QVERIFY(info && info->text().contains("800 training rows"));
+  QComboBox* kind = data->kindBox();
+  kind->setCurrentIndex(kind->findData("fashion_mnist"));
+  QCOMPARE(data->previewRows(), qint64(-1));
+  QVERIFY2(!info->text().contains("800 training rows") && info->text().contains("changed"), qPrintable(info->text()));
+  auto* folder = data->findChild<QLineEdit*>("fashionFolder");
+  auto* status = data->findChild<QLabel*>("fashionStatus");
+  QVERIFY(folder && status);
+  folder->setFocus();
+  QTest::keyClicks(folder, "/nowhere/fashion");
+  QVERIFY2(status->text().contains("Not found in /nowhere/fashion"), qPrintable(status->text()));
+  // A load started before a change is not shown after it.
+  kind->setCurrentIndex(kind->findData("synthetic"));
+  data->refreshPreview();
+  auto* examples = data->findChild<QSpinBox*>("syntheticExamples");
+  examples->setValue(500);
+  QTest::qWait(1500);
+  QCOMPARE(data->previewRows(), qint64(-1));
+  data->refreshPreview();
+  QTRY_COMPARE_WITH_TIMEOUT(data->previewRows(), qint64(400), 30000);
 }
 
 // New (Ctrl+N, from the keyboard) and Open leave nothing of the previous
