@@ -82,7 +82,19 @@ QString ModelPanel::settingsText(const nlohmann::json& spec) {
 
 nlohmann::json ModelPanel::parseSettings(const QString& type, const QString& text) {
   nlohmann::json spec = {{"type", type.toStdString()}};
-  for (const QString& part : text.split(',', Qt::SkipEmptyParts)) {
+  // Commas inside brackets belong to a value (kernel_size=[5,5]).
+  QStringList parts;
+  int depth = 0, start = 0;
+  for (int i = 0; i <= text.size(); ++i) {
+    const QChar c = i < text.size() ? text[i] : QChar(',');
+    if (c == '[') ++depth;
+    else if (c == ']') depth = std::max(0, depth - 1);
+    else if (c == ',' && depth == 0) {
+      parts << text.mid(start, i - start);
+      start = i + 1;
+    }
+  }
+  for (const QString& part : parts) {
     const int eq = part.indexOf('=');
     const QString key = part.left(eq).trimmed();
     if (key.isEmpty()) continue;

@@ -250,6 +250,11 @@ void DashboardTest::modelEditorChecksShapes() {
   model->removeLayer(0);
   QCOMPARE(model->layerCount(), 2);
   QVERIFY(win.w.isModified());
+  // Settings round-trip through their text, arrays included (the comma in
+  // kernel_size=[5,5] once split the value in two).
+  const nlohmann::json conv = {{"type", "conv2d"}, {"filters", 32}, {"kernel_size", {5, 5}}, {"padding", "same"}};
+  QCOMPARE(ModelPanel::settingsText(conv), QString("filters=32, kernel_size=[5,5], padding=same"));
+  QVERIFY(ModelPanel::parseSettings("conv2d", ModelPanel::settingsText(conv)) == conv);
   // The Add button, clicked: after the selected layer; with none selected,
   // before the output layer.
   auto* add = [&] {
