@@ -175,7 +175,7 @@ DatasetPanel::~DatasetPanel() {
 }
 
 void DatasetPanel::sourceChanged() {
-  if (kind_->currentData() == "fashion_mnist") onKindChanged();  // the "found" line
+  updateFashionStatus();
   if (loading_) return;
   ++generation_;
   clearPreview();
@@ -194,14 +194,17 @@ void DatasetPanel::clearPreview() {
 
 void DatasetPanel::onKindChanged() {
   pages_->setCurrentIndex(kind_->currentIndex());
-  if (kind_->currentData() == "fashion_mnist") {
-    const std::string dir = fashion_mnist_dir(fashion_dir_->text().toStdString());
-    const bool found = std::filesystem::exists(dir + "/train-images-idx3-ubyte.gz");
-    fashion_status_->setText(found ? tr("Found in %1").arg(QString::fromStdString(dir))
-                                   : tr("<span style='color:#b00'>Not found in %1: install the Debian package "
-                                        "dataset-fashion-mnist or choose the folder.</span>").arg(QString::fromStdString(dir)));
-  }
+  updateFashionStatus();
   announceKnownShape();
+}
+
+void DatasetPanel::updateFashionStatus() {
+  if (kind_->currentData() != "fashion_mnist") return;
+  const std::string dir = fashion_mnist_dir(fashion_dir_->text().toStdString());
+  const bool found = std::filesystem::exists(dir + "/train-images-idx3-ubyte.gz");
+  fashion_status_->setText(found ? tr("Found in %1").arg(QString::fromStdString(dir))
+                                 : tr("<span style='color:#b00'>Not found in %1: install the Debian package "
+                                      "dataset-fashion-mnist or choose the folder.</span>").arg(QString::fromStdString(dir)));
 }
 
 void DatasetPanel::announceKnownShape() {

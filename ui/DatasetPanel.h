@@ -51,6 +51,8 @@ private:
   };
   QWidget* pathRow(QLineEdit*& edit, const QString& filter, bool directory);
   void onKindChanged();
+  // The Fashion-MNIST "found" line, for the folder as it reads now.
+  void updateFashionStatus();
   // The source or its reading changed: the "found" line follows, and the
   // preview of the old settings goes (a load in flight is ignored).
   void sourceChanged();

@@ -63,6 +63,11 @@ QList<pid_t> children_of(qint64 pid) {
 }
 }  // namespace
 
+bool ProcessBridge::stillRunning(pid_t mpirun) const {
+  // A timer armed for one run must not act on the next one's process.
+  return process_.state() != QProcess::NotRunning && static_cast<pid_t>(process_.processId()) == mpirun;
+}
+
 void ProcessBridge::stop() {
   if (process_.state() == QProcess::NotRunning || stop_requested_) return;
   stop_requested_ = true;
@@ -80,7 +85,7 @@ void ProcessBridge::stop() {
   for (pid_t rank : ranks) ::kill(rank, SIGTERM);
   const int grace_ms = ranks.isEmpty() ? 0 : 60000;
   QTimer::singleShot(grace_ms, this, [this, mpirun] {
-    if (process_.state() != QProcess::NotRunning && static_cast<pid_t>(process_.processId()) == mpirun) ::kill(mpirun, SIGINT);
+    if (stillRunning(mpirun)) ::kill(mpirun, SIGINT);
   });
 }
 
@@ -114,20 +119,17 @@ void ProcessBridge::endLingeringMpirun() {
   // forcibly" path), then SIGKILL, so the dashboard never shows a finished
   // run as running.
   const auto mpirun = static_cast<pid_t>(process_.processId());
-  const auto still_ours = [this, mpirun] {
-    return process_.state() != QProcess::NotRunning && static_cast<pid_t>(process_.processId()) == mpirun;
-  };
-  QTimer::singleShot(exit_grace_ms_, this, [this, mpirun, still_ours] {
-    if (!still_ours()) return;
+  QTimer::singleShot(exit_grace_ms_, this, [this, mpirun] {
+    if (!stillRunning(mpirun)) return;
     Q_EMIT logLine("warning", tr("mpirun has not exited %1 s after the run finished (a host it can no longer "
                                  "reach?); ending it")
                                   .arg(exit_grace_ms_ / 1000.0));
     ::kill(mpirun, SIGINT);
-    QTimer::singleShot(1000, this, [mpirun, still_ours] {
-      if (still_ours()) ::kill(mpirun, SIGINT);
+    QTimer::singleShot(1000, this, [this, mpirun] {
+      if (stillRunning(mpirun)) ::kill(mpirun, SIGINT);
     });
-    QTimer::singleShot(5000, this, [this, still_ours] {
-      if (still_ours()) process_.kill();
+    QTimer::singleShot(5000, this, [this, mpirun] {
+      if (stillRunning(mpirun)) process_.kill();
     });
   });
 }

@@ -2,6 +2,7 @@
 #include <QObject>
 #include <QProcess>
 #include <QTimer>
+#include <sys/types.h>
 #include <vector>
 
 #include "train/Events.h"
@@ -46,6 +47,7 @@ private:
   void drain();
   void onExited(int code, QProcess::ExitStatus status);
   void endLingeringMpirun();
+  bool stillRunning(pid_t mpirun) const;
 
   QProcess process_;
   QTimer timer_;

@@ -94,9 +94,13 @@ void StatusPanel::onStarted(const RunStartedEvent& e) {
   workers_->setToolTip(QString::fromStdString(e.shards).replace("; ", "\n"));
   progress_->setRange(0, static_cast<int>(std::max<int64_t>(1, total_steps_)));
   progress_->setValue(0);
-  progress_->setFormat(tr("epoch 1/%1 · step 0/%2").arg(epochs_).arg(total_steps_));
+  progress_->setFormat(positionText());
   status_->setText(tr("Running…"));
   status_->setStyleSheet({});
+}
+
+QString StatusPanel::positionText() const {
+  return tr("epoch %1/%2 · step %3/%4").arg(last_epoch_).arg(epochs_).arg(last_step_).arg(total_steps_);
 }
 
 void StatusPanel::onStep(const StepEvent& e) {
@@ -105,12 +109,7 @@ void StatusPanel::onStep(const StepEvent& e) {
   progress_->setValue(static_cast<int>(std::min<int64_t>(e.step, total_steps_)));
   // Time per step so far, excluding pauses (the engine's clock skips them).
   const double eta = e.step > 0 ? (static_cast<double>(total_steps_ - e.step)) * e.time / static_cast<double>(e.step) : NAN;
-  progress_->setFormat(tr("epoch %1/%2 · step %3/%4 · ETA %5")
-                           .arg(e.epoch)
-                           .arg(epochs_)
-                           .arg(e.step)
-                           .arg(total_steps_)
-                           .arg(duration(eta)));
+  progress_->setFormat(positionText() + tr(" · ETA %1").arg(duration(eta)));
   speed_->setText(tr("%1 samples/s · loss %2 · lr %3 · elapsed %4")
                       .arg(e.samples_per_sec, 0, 'f', 0)
                       .arg(e.loss, 0, 'g', 5)
@@ -142,7 +141,7 @@ void StatusPanel::onFinished(const FinishedEvent& e) {
   const QString msg = QString::fromStdString(e.message);
   // The run is over: no estimate of time left, and the bar says where it
   // ended, as the message does.
-  progress_->setFormat(tr("epoch %1/%2 · step %3/%4").arg(last_epoch_).arg(epochs_).arg(last_step_).arg(total_steps_));
+  progress_->setFormat(positionText());
   if (e.status == "completed") {
     status_->setText(tr("Completed %1 (%2, %3)")
                          .arg(counted(e.epochs_completed, tr("epoch"), tr("epochs")))

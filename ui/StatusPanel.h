@@ -29,6 +29,8 @@ public:
   QString workersText() const;
 
 private:
+  // "epoch 3/12 · step 250/1000": where the run is (the last step event).
+  QString positionText() const;
   QLabel* run_line_;
   QLabel* workers_;
   QProgressBar* progress_;

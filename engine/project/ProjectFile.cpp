@@ -1,11 +1,11 @@
 #include "project/ProjectFile.h"
 
+#include "core/JsonInteger.h"
 #include "core/ShortestDecimal.h"
 
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <limits>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <zlib.h>
@@ -52,11 +52,7 @@ public:
     } else if constexpr (std::is_integral_v<T>) {
       if (!v.is_number_integer()) return fail(key, "must be an integer", v);
       // Range-checked before narrowing: 4294967297 must not become 1.
-      if (v.is_number_unsigned() ? v.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<T>::max())
-                                 : (v.get<int64_t>() < static_cast<int64_t>(std::numeric_limits<T>::min()) ||
-                                    (v.get<int64_t>() >= 0 && static_cast<uint64_t>(v.get<int64_t>()) >
-                                                                  static_cast<uint64_t>(std::numeric_limits<T>::max()))))
-        return fail(key, "is out of range", v);
+      if (!json_integer_fits<T>(v, false)) return fail(key, "is out of range", v);
       out = v.get<T>();
     } else if constexpr (std::is_floating_point_v<T>) {
       if (!v.is_number()) return fail(key, "must be a number", v);

@@ -1,10 +1,10 @@
 #include "train/EventJson.h"
 
 #include <cmath>
-#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "core/Error.h"
+#include "core/JsonInteger.h"
 
 namespace strata {
 
@@ -50,23 +50,18 @@ struct element<std::vector<T>> {
   using type = T;
 };
 
-// Integer fields must hold whole numbers their type can represent: the JSON
-// library converts 3e19 to a 64-bit integer by a cast whose result is
-// undefined (a fuzzer found it). Arrays are checked element by element.
+// Integer fields must hold whole numbers their type can represent (a
+// fuzzer found 3e19 reaching an undefined cast). Arrays are checked element
+// by element; a non-number is left to the library's type error, reported as
+// bad input.
 template <typename I>
 void check_whole(const Json& v, const char* key) {
   if (v.is_array()) {
     for (const auto& x : v) check_whole<I>(x, key);
     return;
   }
-  if (!v.is_number()) return;  // the library's own type error, reported as bad input
-  const double d = v.get<double>();
-  const bool fits = v.is_number_float() ? std::floor(d) == d && d >= static_cast<double>(std::numeric_limits<I>::min()) &&
-                                              d < static_cast<double>(std::numeric_limits<I>::max())
-                    : v.is_number_unsigned() ? v.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<I>::max())
-                                             : v.get<int64_t>() >= static_cast<int64_t>(std::numeric_limits<I>::min()) &&
-                                                   v.get<int64_t>() <= static_cast<int64_t>(std::numeric_limits<I>::max());
-  if (!fits) throw bad_input(std::string("event field '") + key + "': " + v.dump() + " is not a whole number in range");
+  if (v.is_number() && !json_integer_fits<I>(v, true))
+    throw bad_input(std::string("event field '") + key + "': " + v.dump() + " is not a whole number in range");
 }
 
 template <typename T>
