@@ -89,6 +89,28 @@ private slots:
     QVERIFY(events(r.out, "epoch").back()["val_accuracy"].toDouble() > 0.9);
   }
 
+  // Worker 1 (rank 3) dies at its last slice of epoch 1 (16 rounds), after
+  // worker 0 has finished the epoch and waits for the chief's go-ahead. The
+  // chief declares it lost after the timeout; the rounds it left unfinished
+  // count as done, the epoch closes, and the run completes on worker 0.
+  // (Before: the epoch closed before the loss was counted, "epoch 1 ended
+  // after 15 of 16 steps", and worker 0 gave up in the same instant.)
+  void worker_lost_in_last_round_of_epoch() {
+    QTemporaryDir status;
+    auto r = run("mpirun", ps_launch(4) + with_rank_status(status.path(),
+                                                           {bin("app/strata-run"), tiny(), "--strategy", "parameter_server",
+                                                            "--servers", "2", "--staleness", "2", "--fail-worker", "1@16",
+                                                            "--collective-timeout", "4", "--no-run-dir", "--events",
+                                                            "jsonl", "--epochs", "2"}));
+    const auto codes = rank_statuses(status.path(), 4);
+    QVERIFY2(codes == (std::vector<int>{0, 0, 0, 137}), qPrintable(statuses_text(codes) + story(r)));
+    QCOMPARE(events(r.out, "run_started")[0]["steps_per_epoch"].toInt(), 16);
+    const auto fin = events(r.out, "finished");
+    QVERIFY2(fin.size() == 1 && fin[0]["status"].toString() == "completed", qPrintable(story(r)));
+    QCOMPARE(static_cast<int>(events(r.out, "step").size()), 32);
+    QCOMPARE(static_cast<int>(events(r.out, "epoch").size()), 2);
+  }
+
   // Server 1 fails at its 40th update (in epoch 2): the run fails naming it,
   // and --resume continues from the epoch-1 checkpoint to the end.
   void failed_server_fails_run_and_resumes() {

@@ -205,14 +205,9 @@ private slots:
   // Parameter server with a staleness bound: the worker behind the cut is
   // declared lost within the collective timeout, by its host's name, and
   // the run completes on the worker that is left; the launcher, which Open
-  // MPI keeps waiting for the lost host, is ended by the bridge.
-  //
-  // Open MPI 4.1.4 under --enable-recovery does not always allow that: in
-  // three of about twelve runs here, mpirun ended the whole job (its
-  // "unable to reliably start one or more daemons" text, no finished event
-  // from rank 0), at the moment the lost worker was declared or one timeout
-  // later. That outcome is accepted as what it is, a failed run that ended
-  // within twice the timeout, never a hang.
+  // MPI keeps waiting for the lost host, is ended by the bridge. (A cut in
+  // the last rounds of an epoch once failed the run: the chief closed the
+  // epoch before it counted the loss; see test_parameter_server_processes.)
   void parameter_server_link_cut_loses_far_worker() {
     const QString proj = project("parameter_server", 200, 2);
     QVERIFY2(up(), qPrintable(up_error_));
@@ -239,22 +234,13 @@ private slots:
     ended_after = since_cut.elapsed() / 1000.0;
     qInfo("parameter_server: link cut after epoch 2; far worker declared lost %.1f s later; run %s after %.1f s",
           lost_after, run.finished() ? run.finished()->status.c_str() : "?", ended_after);
-    QVERIFY2(run.finished(), qPrintable(run.text()));
-    // A lost-worker warning, whenever one came, names the host behind the cut.
-    if (lost_after >= 0) {
-      bool named = false;
-      for (auto& e : run.events)
-        if (auto* l = std::get_if<LogEvent>(&e))
-          named |= l->message.find("(strata-h2)") != std::string::npos && l->message.find("lost") != std::string::npos;
-      QVERIFY2(named, qPrintable(run.text()));
-    }
-    if (run.finished()->status != "completed") {
-      // mpirun ended the job itself (see above): failed, no hang.
-      QVERIFY2(run.finished()->status == "failed", qPrintable(run.text()));
-      QVERIFY2(ended_after < 2 * kTimeout + 5, qPrintable(QString::number(ended_after)));
-      QVERIFY2(run.text().contains("daemon"), qPrintable(run.text()));
-      return;
-    }
+    QVERIFY2(run.finished() && run.finished()->status == "completed", qPrintable(run.text()));
+    // The warning names the host behind the cut.
+    bool named = false;
+    for (auto& e : run.events)
+      if (auto* l = std::get_if<LogEvent>(&e))
+        named |= l->message.find("(strata-h2)") != std::string::npos && l->message.find("lost") != std::string::npos;
+    QVERIFY2(named, qPrintable(run.text()));
     for (const QString& l : run.log)
       if (l.contains("has not exited")) qInfo("  %s", qPrintable(l));
     QVERIFY2(lost_after < kTimeout + 5, qPrintable(QString::number(lost_after)));

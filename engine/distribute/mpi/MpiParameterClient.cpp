@@ -103,7 +103,11 @@ public:
     std::vector<MPI_Request> r(1);
     MPI_Irecv(go, 2, MPI_INT64_T, 0, kGo, MPI_COMM_WORLD, &r[0]);
     MPI_Send(msg, 2, MPI_INT64_T, 0, kEpoch, MPI_COMM_WORLD);
-    if (wait(r, o_.timeout) >= 0) throw runtime_error(timeout_message(0, o_.timeout, "the end of epoch " + std::to_string(epoch)));
+    // The epoch closes when every live worker is done; a worker that died
+    // in its last rounds is declared lost only after the timeout, so, as for
+    // a bounded pull, wait twice the timeout before calling the chief dead.
+    if (wait(r, 2 * o_.timeout) >= 0)
+      throw runtime_error(timeout_message(0, 2 * o_.timeout, "the end of epoch " + std::to_string(epoch)));
     if (go[1] > 0) skip_mpi_finalize();  // MPI_Finalize would wait for the dead
     return go[0] != 0;
   }

@@ -257,8 +257,12 @@ private:
       std::snprintf(why, sizeof why, "%s sent nothing for %.0f s (the process died or hangs)", who(c_, rank_of(w)).c_str(),
                     now - heard_[i]);
       for (int s = 1; s < o_.servers; ++s) sends_.send(std::vector<int64_t>{w}, MPI_INT64_T, s, kLost);
-      mark_lost(w);
+      // The observer hears of the loss first: marking it lost may close the
+      // epoch, and the chief must by then count the rounds the lost worker
+      // left unfinished as complete (otherwise it sees "epoch ended after
+      // 15 of 16 steps" and fails the run).
       if (observer_) observer_->worker_lost(w, why);
+      mark_lost(w);
     }
   }
 
