@@ -108,6 +108,15 @@ ChartView::ChartView(const QString& title, const QString& y_label, QWidget* pare
   cross_text_->setVisible(false);
 
   connect(plot_, &QCustomPlot::mouseMove, this, &ChartView::onMouseMove);
+  // QCustomPlot emits mousePress before it looks for what lies under the
+  // pointer. A press can come without a move to its spot first (a real X
+  // server delivers the warped pointer's motion late); the crosshair, still
+  // where the last move left it, would then take a click meant for a legend
+  // entry. Moving it to the press first lets the click reach the legend.
+  connect(plot_, &QCustomPlot::mousePress, this, [this](QMouseEvent* event) {
+    pointer_ = event->pos();
+    updateReadout();
+  });
   connect(plot_, &QCustomPlot::beforeReplot, this, &ChartView::fitTickCounts);
   plot_->installEventFilter(this);  // the pointer leaving the plot hides the readout
   // Whatever moves the x axis (new data, zoom, pan, another axis mode) moves

@@ -580,6 +580,7 @@ void DashboardTest::datasetPreviewNeverStale() {
 void DashboardTest::newAndOpenStartClean() {
   Window win;
   win.w.show();
+  win.w.activateWindow();  // what a window manager does; a bare X server does not
   QVERIFY(QTest::qWaitForWindowActive(&win.w));
   for (const bool by_keyboard : {true, false}) {
     QVERIFY(win.w.openProject(project_));
