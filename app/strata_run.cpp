@@ -7,10 +7,12 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <thread>
 #include <tuple>
+#include <vector>
 
 #include "ConsoleReporter.h"
 #include "EvaluateCommand.h"
@@ -62,6 +64,12 @@ void usage(std::FILE* out) {
                "options:\n"
                "  --epochs N            train N epochs (overrides the project)\n"
                "  --learning-rate X     the optimizer's learning rate (overrides the project)\n"
+               "  --lr-schedule TYPE    constant, step, exponential or cosine (the project's settings for it)\n"
+               "  --warmup-epochs X     ramp the learning rate up linearly over X epochs first\n"
+               "  --early-stopping M:P  stop when metric M (loss, accuracy, val_loss, val_accuracy) has not\n"
+               "                        improved for P epochs\n"
+               "  --reduce-lr-on-plateau M:P[:F]  multiply the learning rate by F (0.1) when M has not\n"
+               "                        improved for P epochs\n"
                "  --seed N              the seed of initial weights, shuffling and dropout (overrides the project)\n"
                "  --events text|jsonl   text progress (default) or JSON Lines events on stdout\n"
                "  --run-dir DIR         write the run folder here (default: PROJECT.runs/<time>)\n"
@@ -131,6 +139,15 @@ double to_double(const std::string& flag, const std::string& v) {
   }
 }
 
+std::vector<std::string> split(const std::string& v, char sep) {
+  std::vector<std::string> parts(1);
+  for (char c : v) {
+    if (c == sep) parts.emplace_back();
+    else parts.back() += c;
+  }
+  return parts;
+}
+
 // "I@N" with I >= 0 and N >= 1 (which worker or server fails, and when).
 std::pair<int, int64_t> index_at(const std::string& flag, const std::string& v, const char* form) {
   const auto at = v.find('@');
@@ -156,6 +173,16 @@ int main(int argc, char** argv) {
   double slowdown = 2.0;
   std::optional<double> learning_rate;
   std::optional<uint64_t> seed;
+  // Schedule and callback flags, applied over the project's training
+  // settings once it is loaded (Trainer::prepare checks the values).
+  std::vector<std::function<void(TrainingConfig&)>> training_flags;
+  // "M:P[:F]": a monitored metric, a patience and an optional factor.
+  auto monitor_flag = [](const std::string& flag, const std::string& v, bool with_factor) {
+    const auto parts = split(v, ':');
+    if (parts.size() < 2 || parts.size() > (with_factor ? 3u : 2u) || parts[0].empty())
+      throw bad_input(flag + ": expected METRIC:PATIENCE" + (with_factor ? "[:FACTOR]" : "") + ", e.g. val_loss:3; got '" + v + "'");
+    return std::tuple{parts[0], to_int(flag, parts[1]), parts.size() == 3 ? to_double(flag, parts[2]) : 0.1};
+  };
   try {
     for (int i = 1; i < argc; ++i) {
       std::string a = argv[i];
@@ -173,6 +200,25 @@ int main(int argc, char** argv) {
         learning_rate = to_double(a, value());
         if (!(*learning_rate > 0) || !std::isfinite(*learning_rate))
           throw bad_input(std::string("--learning-rate: must be a positive number, got ") + argv[i]);
+      } else if (a == "--lr-schedule") {
+        training_flags.push_back([type = value()](TrainingConfig& t) { t.lr_schedule.type = type; });
+      } else if (a == "--warmup-epochs") {
+        training_flags.push_back([x = to_double(a, value())](TrainingConfig& t) { t.lr_schedule.warmup_epochs = x; });
+      } else if (a == "--early-stopping") {
+        auto [m, p, f] = monitor_flag(a, value(), false);
+        training_flags.push_back([m, p](TrainingConfig& t) {
+          t.early_stopping.enabled = true;
+          t.early_stopping.monitor = m;
+          t.early_stopping.patience = p;
+        });
+      } else if (a == "--reduce-lr-on-plateau") {
+        auto [m, p, f] = monitor_flag(a, value(), true);
+        training_flags.push_back([m, p, f](TrainingConfig& t) {
+          t.reduce_lr_on_plateau.enabled = true;
+          t.reduce_lr_on_plateau.monitor = m;
+          t.reduce_lr_on_plateau.patience = p;
+          t.reduce_lr_on_plateau.factor = f;
+        });
       } else if (a == "--seed") {
         const std::string v = value();
         if (v.empty() || v.find_first_not_of("0123456789") != std::string::npos || v.size() > 19)
@@ -261,6 +307,7 @@ int main(int argc, char** argv) {
     if (epochs > 0) config.training.epochs = epochs;
     if (learning_rate) config.training.optimizer.learning_rate = static_cast<float>(*learning_rate);
     if (seed) config.training.seed = *seed;
+    for (auto& flag : training_flags) flag(config.training);
     if (!strategy.empty()) config.strategy.name = strategy;
     if (devices) {
       config.strategy.devices.clear();

@@ -47,7 +47,7 @@ int main(int argc, char** argv) {
       TrainingPosition pos;
       pos.step = r + 1;
       auto t0 = std::chrono::steady_clock::now();
-      dir = manager.save(trainer.model(), trainer.optimizer(), pos, std::nullopt, std::nullopt, "one_device", 1, "bench");
+      dir = manager.save(trainer.model(), trainer.optimizer(), pos, strata::ValidationFigures{}, "one_device", 1, "bench");
       write = std::min(write, seconds_since(t0));
       t0 = std::chrono::steady_clock::now();
       CheckpointManager::load(dir, trainer.model(), &trainer.optimizer());

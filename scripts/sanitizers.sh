@@ -25,7 +25,7 @@ export STRATA_SANITIZER_RUN=1
 case "$kind" in
   asan)
     tests=(test_kernels test_gradients test_data test_project test_trainer test_sim_device test_conv_layers
-           test_checkpoints test_strategies test_parameter_server test_distributed_runs test_strata_run)
+           test_checkpoints test_schedules test_strategies test_parameter_server test_distributed_runs test_strata_run)
     cmake --build --preset asan -j "$jobs" --target strata-run "${tests[@]}"
     export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:halt_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1"
     export LSAN_OPTIONS="suppressions=$supp/lsan.supp:print_suppressions=0"
@@ -34,7 +34,8 @@ case "$kind" in
     ctest --test-dir build-asan -L unit -R "$regex" -j "$jobs" --output-on-failure --timeout 1800
     ;;
   tsan)
-    tests=(test_strategies test_parameter_server test_distributed_runs test_trainer test_sim_device test_checkpoints)
+    tests=(test_strategies test_parameter_server test_distributed_runs test_trainer test_sim_device test_checkpoints
+           test_schedules)
     cmake --build --preset tsan -j "$jobs" --target strata-run custom_training_loop parameter_server_training "${tests[@]}"
     export TSAN_OPTIONS="suppressions=$supp/tsan.supp:halt_on_error=1:second_deadlock_stack=1:exitcode=66"
     regex="^($(IFS='|'; echo "${tests[*]}"))(_sim)?$"
@@ -46,6 +47,8 @@ case "$kind" in
                 "--strategy central_storage --devices cpu:0,cpu:1" \
                 "--strategy parameter_server --devices cpu:0,cpu:1 --servers 2 --staleness 2" \
                 "--strategy parameter_server --devices cpu:0,cpu:1 --staleness inf" \
+                "--strategy parameter_server --devices cpu:0,cpu:1 --staleness inf --lr-schedule exponential" \
+                "--strategy mirrored --devices cpu:0,cpu:1 --lr-schedule cosine --reduce-lr-on-plateau loss:1:0.5" \
                 "--strategy one_device --devices sim:0"; do
       echo "== strata-run $tiny $args"
       # shellcheck disable=SC2086

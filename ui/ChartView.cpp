@@ -186,6 +186,14 @@ void ChartView::clearMarkers() {
   plot_->replot(QCustomPlot::rpQueuedReplot);
 }
 
+void ChartView::moveMarker(int marker, const XPoint& x, const QString& text) {
+  Marker& m = *markers_.at(static_cast<size_t>(marker));
+  m.x = x;
+  m.label->setText(text);
+  placeMarker(m);
+  plot_->replot(QCustomPlot::rpQueuedReplot);
+}
+
 QString ChartView::markerText(int marker) const { return markers_.at(static_cast<size_t>(marker))->label->text(); }
 
 void ChartView::append(int series, const XPoint& x, double y) {

@@ -66,6 +66,9 @@ public:
   // A vertical line with a label, e.g. where the loss became NaN.
   void addMarker(const XPoint& x, const QString& text, const QColor& color = Qt::red);
   int markerCount() const { return static_cast<int>(markers_.size()); }
+  // Moves marker `marker` (an index in the order added) and relabels it:
+  // one marker that follows a changing fact, such as the best epoch so far.
+  void moveMarker(int marker, const XPoint& x, const QString& text);
   QString markerText(int marker) const;
   // A new run's markers must not inherit the previous run's.
   void clearMarkers();

@@ -124,6 +124,7 @@ void ChartsPanel::clearAll() {
   prelude_.clear();
   reduced_ = val_loss_ = train_acc_ = val_acc_ = speed_ = -1;
   overlays_ = 0;
+  best_marker_ = -1;
 }
 
 void ChartsPanel::beginRun(const RunStartedEvent& e) {
@@ -132,6 +133,8 @@ void ChartsPanel::beginRun(const RunStartedEvent& e) {
   for (const char* prefix : {"replica ", "worker ", "loss (reduced)", "validation loss"}) loss_->removeSeries(tr(prefix));
   loss_->clearMarkers();  // the previous run's divergence or lost workers
   for (const char* prefix : {"train accuracy", "validation accuracy"}) accuracy_->removeSeries(tr(prefix));
+  accuracy_->clearMarkers();  // the previous run's best epoch
+  best_marker_ = -1;
   throughput_->removeSeries(tr("samples/s"));
   workers_->clear();  // never overlaid: only the live run's workers
   worker_times_.clear();
@@ -207,6 +210,16 @@ void ChartsPanel::addEpoch(const EpochEvent& e) {
   const XPoint x{e.epoch * per_epoch, static_cast<double>(e.epoch), e.time};
   if (e.val_accuracy) accuracy_->append(val_acc_, x, *e.val_accuracy);
   if (e.val_loss) loss_->append(val_loss_, x, *e.val_loss);
+  if (e.best && e.val_accuracy) {
+    // The epoch whose checkpoint is kept as the best: one marker that moves.
+    const QString text = tr("best: epoch %1, val acc %2").arg(e.epoch).arg(*e.val_accuracy, 0, 'f', 4);
+    if (best_marker_ < 0) {
+      accuracy_->addMarker(x, text, QColor(30, 130, 60));
+      best_marker_ = accuracy_->markerCount() - 1;
+    } else {
+      accuracy_->moveMarker(best_marker_, x, text);
+    }
+  }
 }
 
 int ChartsPanel::workerTimeSeries(size_t w) { return timeSeries(worker_times_, w, QStringLiteral("worker %1").arg(w)); }

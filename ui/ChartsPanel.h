@@ -82,6 +82,7 @@ private:
   std::vector<Event> prelude_;
   int reduced_ = -1, val_loss_ = -1, train_acc_ = -1, val_acc_ = -1, speed_ = -1;
   int overlays_ = 0;
+  int best_marker_ = -1;  // the accuracy chart's "best" marker, once there is a best epoch
 };
 
 }  // namespace strata::ui

@@ -7,6 +7,7 @@
 #include "DatasetPanel.h"
 #include "DevicesPanel.h"
 #include "ModelPanel.h"
+#include "SchedulePanel.h"
 #include "StrategyPanel.h"
 #include "TrainingPanel.h"
 
@@ -28,7 +29,8 @@ ConfigEditor::ConfigEditor(QWidget* parent)
       devices_(new DevicesPanel),
       dataset_(new DatasetPanel),
       model_(new ModelPanel),
-      training_(new TrainingPanel) {
+      training_(new TrainingPanel),
+      schedule_(new SchedulePanel) {
   setObjectName("configEditor");
   auto* run_page = new QSplitter(Qt::Vertical);
   run_page->addWidget(strategy_);
@@ -37,6 +39,7 @@ ConfigEditor::ConfigEditor(QWidget* parent)
   addTab(scrolled(dataset_), tr("Dataset"));
   addTab(model_, tr("Model"));
   addTab(scrolled(training_), tr("Training"));
+  addTab(scrolled(schedule_), tr("Schedule && checkpoints"));
 
   connect(strategy_, &StrategyPanel::strategyChanged, devices_, &DevicesPanel::setStrategy);
   connect(strategy_, &StrategyPanel::parameterServerProcessesChanged, devices_, &DevicesPanel::setParameterServerProcesses);
@@ -50,6 +53,7 @@ ConfigEditor::ConfigEditor(QWidget* parent)
   connect(dataset_, &DatasetPanel::edited, this, forward);
   connect(model_, &ModelPanel::edited, this, forward);
   connect(training_, &TrainingPanel::edited, this, forward);
+  connect(schedule_, &SchedulePanel::edited, this, forward);
 }
 
 void ConfigEditor::setConfig(const RunConfig& config) {
@@ -60,6 +64,7 @@ void ConfigEditor::setConfig(const RunConfig& config) {
   strategy_->setConfig(config);
   devices_->setConfig(config);
   training_->setConfig(config);
+  schedule_->setConfig(config);
   dataset_->setConfig(config);
   model_->setConfig(config);
   loading_ = false;
@@ -72,6 +77,7 @@ RunConfig ConfigEditor::config() const {
   dataset_->applyTo(c);
   model_->applyTo(c);
   training_->applyTo(c);
+  schedule_->applyTo(c);
   return c;
 }
 

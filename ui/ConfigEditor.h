@@ -8,11 +8,12 @@ namespace strata::ui {
 class DatasetPanel;
 class DevicesPanel;
 class ModelPanel;
+class SchedulePanel;
 class StrategyPanel;
 class TrainingPanel;
 
 // The configuration side of the window: the strategy, devices, dataset,
-// model and training panels as tabs, wired to each other (the strategy
+// model, training and schedule panels as tabs, wired to each other (the strategy
 // limits the device choice, the global batch splits over the replicas, the
 // dataset's shape checks the model). Turns a RunConfig into panel state and
 // back; fields no panel edits survive the round trip.
@@ -32,6 +33,7 @@ public:
   DatasetPanel* datasetPanel() const { return dataset_; }
   ModelPanel* modelPanel() const { return model_; }
   TrainingPanel* trainingPanel() const { return training_; }
+  SchedulePanel* schedulePanel() const { return schedule_; }
 
 signals:
   void edited();
@@ -42,6 +44,7 @@ private:
   DatasetPanel* dataset_;
   ModelPanel* model_;
   TrainingPanel* training_;
+  SchedulePanel* schedule_;
   RunConfig base_;  // the loaded config: name, base_dir and unedited fields
   bool loading_ = false;
   bool locked_ = false;

@@ -148,7 +148,10 @@ void StatusPanel::onFinished(const FinishedEvent& e) {
                          .arg(counted(e.steps, tr("step"), tr("steps")))
                          .arg(duration(e.time)));
     status_->setStyleSheet("color: #060;");
-    progress_->setValue(progress_->maximum());
+    // Ended by early stopping: the bar stays where the run ended, and the
+    // status says why it ended there.
+    if (e.stopped_early) status_->setText(status_->text() + tr(": %1").arg(msg));
+    else progress_->setValue(progress_->maximum());
   } else if (e.status == "stopped") {
     status_->setText(tr("Stopped: %1").arg(msg));
     status_->setStyleSheet("color: #a60;");

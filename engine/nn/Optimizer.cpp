@@ -66,7 +66,7 @@ void Optimizer::advance_step(size_t counter, const Device& device) {
   // advances on the device and the learning rate is rewritten when it changed.
   Hyper& h = hyper_[counter];
   if (!h.values.defined() || !h.values.device().same_memory(device)) {
-    const float init[2] = {learning_rate_, static_cast<float>(iterations_[counter])};
+    const float init[2] = {learning_rate(), static_cast<float>(iterations_[counter])};
     h.values = Tensor::from(Shape{2}, init, device);
     h.lr_version = lr_version_;
     return;
@@ -74,7 +74,22 @@ void Optimizer::advance_step(size_t counter, const Device& device) {
   Backend& be = backend_for(device);
   be.add_scalar(1, 1.0f, h.values.ptr() + 1);
   if (h.lr_version != lr_version_) {
-    be.fill32(h.values.ptr(), 1, std::bit_cast<uint32_t>(learning_rate_));
+    be.fill32(h.values.ptr(), 1, std::bit_cast<uint32_t>(learning_rate()));
+    h.lr_version = lr_version_;
+  }
+}
+
+void Optimizer::set_learning_rate(float lr) {
+  // 0 is allowed here: a cosine schedule ends there.
+  if (!(lr >= 0.0f)) throw bad_input("learning rate must be a non-negative number, got " + std::to_string(lr));
+  if (lr == learning_rate()) return;
+  learning_rate_.store(lr, std::memory_order_relaxed);
+  ++lr_version_;
+  // A replayed step runs no host code (advance_step does not run): its
+  // updates read the rate from these device scalars, so write them now.
+  for (Hyper& h : hyper_) {
+    if (!h.values.defined()) continue;
+    backend_for(h.values.device()).fill32(h.values.ptr(), 1, std::bit_cast<uint32_t>(lr));
     h.lr_version = lr_version_;
   }
 }
@@ -86,7 +101,7 @@ void Optimizer::set_iterations(int64_t n) {
 }
 
 void Optimizer::apply_slice(Variable& var, const float* grad, int64_t offset, int64_t count, int64_t step) {
-  const float lr_step[2] = {learning_rate_, static_cast<float>(step)};
+  const float lr_step[2] = {learning_rate(), static_cast<float>(step)};
   update(var, 0, grad, offset, count, lr_step);
 }
 

@@ -1,4 +1,5 @@
 #pragma once
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -31,12 +32,11 @@ public:
   // ReplicaSync::finish_gradients, overlapping the backward pass).
   void apply_summed_gradients(ReplicaSync& ctx, const std::vector<Tensor>& grads, const std::vector<Variable*>& vars);
 
-  float learning_rate() const { return learning_rate_; }
-  // Takes effect at the next update (written into each device's copy then).
-  void set_learning_rate(float lr) {
-    learning_rate_ = lr;
-    ++lr_version_;
-  }
+  float learning_rate() const { return learning_rate_.load(std::memory_order_relaxed); }
+  // Takes effect at the next update, also of a captured step being replayed
+  // (the device copies are rewritten now). Call between steps; a parameter
+  // server's worker threads may update meanwhile and read either rate.
+  void set_learning_rate(float lr);
   // Updates applied so far (replica 0's count).
   int64_t iterations() const;
   // Creates the slot variables now (they are otherwise created on the first
@@ -80,7 +80,7 @@ private:
   };
   void advance_step(size_t counter, const Device& device);
 
-  float learning_rate_;
+  std::atomic<float> learning_rate_;
   uint64_t lr_version_ = 0;
   std::vector<Hyper> hyper_;
   std::mutex mutex_;

@@ -15,6 +15,8 @@
 #include "core/Device.h"
 #include "core/Error.h"
 #include "nn/LayerFactory.h"
+#include "train/LearningRateSchedule.h"
+#include "train/TrainingCallbacks.h"
 
 namespace strata {
 
@@ -212,6 +214,42 @@ RunConfig parse(const Json& j, const std::string& base_dir, std::vector<std::str
       kf.read("keep_best", kc.keep_best);
       kf.reject_unknown();
     }
+    if (const Json* l = f.object("lr_schedule")) {
+      Fields lf(*l, "training.lr_schedule", problems);
+      auto& lc = tc.lr_schedule;
+      lf.read("type", lc.type);
+      lf.read("warmup_epochs", lc.warmup_epochs);
+      lf.read("every_epochs", lc.every_epochs);
+      lf.read("factor", lc.factor);
+      lf.read("decay_rate", lc.decay_rate);
+      lf.read("min_lr", lc.min_lr);
+      lf.reject_unknown();
+      for (auto& p : check_lr_schedule(lc, tc.optimizer.learning_rate, "training.lr_schedule")) problems.push_back(p);
+    }
+    if (const Json* e = f.object("early_stopping")) {
+      Fields ef(*e, "training.early_stopping", problems);
+      auto& ec = tc.early_stopping;
+      ef.read("enabled", ec.enabled);
+      ef.read("monitor", ec.monitor);
+      ef.read("patience", ec.patience);
+      ef.read("min_delta", ec.min_delta);
+      ef.reject_unknown();
+    }
+    if (const Json* r = f.object("reduce_lr_on_plateau")) {
+      Fields rf(*r, "training.reduce_lr_on_plateau", problems);
+      auto& rc = tc.reduce_lr_on_plateau;
+      rf.read("enabled", rc.enabled);
+      rf.read("monitor", rc.monitor);
+      rf.read("factor", rc.factor);
+      rf.read("patience", rc.patience);
+      rf.read("min_delta", rc.min_delta);
+      rf.read("cooldown", rc.cooldown);
+      rf.read("min_lr", rc.min_lr);
+      rf.reject_unknown();
+    }
+    // Whether a val_* monitor has validation data is known once the data is
+    // loaded (Trainer::prepare); the rest is checked here.
+    for (auto& p : check_callbacks(tc, true)) problems.push_back(p);
     f.reject_unknown();
   } else {
     problems.push_back("training: required");
@@ -333,6 +371,32 @@ Json project_to_json(const RunConfig& c) {
                          {"every_epoch", t.checkpoint.every_epoch},
                          {"keep", t.checkpoint.keep},
                          {"keep_best", t.checkpoint.keep_best}}}};
+  // Schedules and callbacks are written only when used, so projects that do
+  // not use them read as they always did.
+  const LrScheduleConfig& ls = t.lr_schedule;
+  if (ls.type != "constant" || ls.warmup_epochs > 0) {
+    Json l{{"type", ls.type}, {"warmup_epochs", ls.warmup_epochs}};
+    if (ls.type == "step") {
+      l["every_epochs"] = ls.every_epochs;
+      l["factor"] = ls.factor;
+    } else if (ls.type == "exponential") {
+      l["decay_rate"] = ls.decay_rate;
+    } else if (ls.type == "cosine") {
+      l["min_lr"] = ls.min_lr;
+    }
+    j["training"]["lr_schedule"] = l;
+  }
+  if (t.early_stopping.enabled) {
+    const EarlyStoppingConfig& e = t.early_stopping;
+    j["training"]["early_stopping"] =
+        Json{{"enabled", true}, {"monitor", e.monitor}, {"patience", e.patience}, {"min_delta", e.min_delta}};
+  }
+  if (t.reduce_lr_on_plateau.enabled) {
+    const ReduceLrOnPlateauConfig& r = t.reduce_lr_on_plateau;
+    j["training"]["reduce_lr_on_plateau"] = Json{{"enabled", true},     {"monitor", r.monitor},   {"factor", r.factor},
+                                                 {"patience", r.patience}, {"min_delta", r.min_delta}, {"cooldown", r.cooldown},
+                                                 {"min_lr", r.min_lr}};
+  }
   j["strategy"] = Json{{"name", c.strategy.name},
                        {"devices", c.strategy.devices},
                        {"cross_device_ops", c.strategy.cross_device_ops},

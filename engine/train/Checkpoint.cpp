@@ -1,5 +1,7 @@
 #include "train/Checkpoint.h"
 
+#include "core/JsonInteger.h"
+
 #include <zlib.h>
 
 #include <algorithm>
@@ -11,6 +13,7 @@
 
 #include "core/AtomicFile.h"
 #include "core/Error.h"
+#include "core/JsonInteger.h"
 #include "train/SafeTensors.h"
 
 namespace strata {
@@ -72,8 +75,8 @@ CheckpointManager::CheckpointManager(std::string root, CheckpointConfig config) 
 }
 
 std::string CheckpointManager::save(nn::Sequential& model, nn::Optimizer& optimizer, const TrainingPosition& pos,
-                                    std::optional<double> val_loss, std::optional<double> val_accuracy,
-                                    const std::string& strategy, int replicas, const std::string& hash) {
+                                    const ValidationFigures& validation, const std::string& strategy, int replicas,
+                                    const std::string& hash) {
   // Written into a hidden folder and renamed into place when complete: a
   // full disk or a kill midway leaves no ckpt-N that looks like a checkpoint,
   // and `latest` moves only after the rename.
@@ -84,7 +87,7 @@ std::string CheckpointManager::save(nn::Sequential& model, nn::Optimizer& optimi
   fs::create_directories(dir, ec);
   if (ec) throw bad_input("checkpoint " + dir.string() + ": cannot create (" + ec.message() + ")");
   try {
-    write_files(dir, model, optimizer, pos, val_loss, val_accuracy, strategy, replicas, hash);
+    write_files(dir, model, optimizer, pos, validation, strategy, replicas, hash);
     fs::remove_all(final_dir, ec);  // an earlier checkpoint of this very step
     fs::rename(dir, final_dir);
   } catch (const Error&) {
@@ -100,9 +103,8 @@ std::string CheckpointManager::save(nn::Sequential& model, nn::Optimizer& optimi
 }
 
 void CheckpointManager::write_files(const fs::path& dir, nn::Sequential& model, nn::Optimizer& optimizer,
-                                    const TrainingPosition& pos, std::optional<double> val_loss,
-                                    std::optional<double> val_accuracy, const std::string& strategy, int replicas,
-                                    const std::string& hash) {
+                                    const TrainingPosition& pos, const ValidationFigures& validation,
+                                    const std::string& strategy, int replicas, const std::string& hash) {
 
   SafeTensorsFile weights;
   weights.metadata["format"] = "strata-weights";
@@ -134,8 +136,10 @@ void CheckpointManager::write_files(const fs::path& dir, nn::Sequential& model, 
              {"replicas", replicas},
              {"optimizer", optimizer.type()},
              {"project_hash", hash},
-             {"val_loss", val_loss ? Json(*val_loss) : Json(nullptr)},
-             {"val_accuracy", val_accuracy ? Json(*val_accuracy) : Json(nullptr)},
+             {"val_loss", validation.loss ? Json(*validation.loss) : Json(nullptr)},
+             {"val_accuracy", validation.accuracy ? Json(*validation.accuracy) : Json(nullptr)},
+             {"val_epoch", validation.epoch},
+             {"callbacks", pos.callbacks},
              {"layers", layers},
              {"files",
               {{"model.safetensors", file_crc((dir / "model.safetensors").string())},
@@ -212,11 +216,18 @@ CheckpointInfo CheckpointManager::read_info(const std::string& dir) {
     using T = decltype(fallback);
     const auto it = s.find(name);
     if (it == s.end() || it->is_null()) return fallback;
-    const bool ok = std::is_same_v<T, bool> ? it->is_boolean()
-                    : std::is_same_v<T, std::string> ? it->is_string()
-                    : std::is_integral_v<T> ? it->is_number_integer() || it->is_number_unsigned()
-                                            : it->is_number();
-    if (!ok) throw bad_input(path + ": field '" + name + "' must be a " + (std::is_same_v<T, bool> ? "boolean" : std::is_same_v<T, std::string> ? "string" : "number") + ", got " + it->type_name());
+    bool ok = false;
+    if constexpr (std::is_same_v<T, bool>) ok = it->is_boolean();
+    else if constexpr (std::is_same_v<T, std::string>) ok = it->is_string();
+    else if constexpr (std::is_integral_v<T>) ok = json_integer_fits<T>(*it, false);
+    else ok = it->is_number();
+    if (!ok)
+      throw bad_input(path + ": field '" + name + "' must be " +
+                      (std::is_same_v<T, bool>          ? "a boolean"
+                       : std::is_same_v<T, std::string> ? "a string"
+                       : std::is_integral_v<T>          ? "an integer in range"
+                                                        : "a number") +
+                      ", got " + it->dump());
     return it->template get<T>();
   };
   if (field("version", 0) > 1) throw bad_input(path + ": written by a newer Strata (version " + std::to_string(field("version", 0)) + ")");
@@ -233,6 +244,8 @@ CheckpointInfo CheckpointManager::read_info(const std::string& dir) {
   p.elapsed = field("elapsed", 0.0);
   if (s.contains("val_loss") && !s["val_loss"].is_null()) info.val_loss = field("val_loss", 0.0);
   if (s.contains("val_accuracy") && !s["val_accuracy"].is_null()) info.val_accuracy = field("val_accuracy", 0.0);
+  info.val_epoch = field("val_epoch", 0);
+  if (auto c = s.find("callbacks"); c != s.end() && c->is_object()) p.callbacks = *c;
   info.strategy = field("strategy", std::string());
   info.optimizer = field("optimizer", std::string());
   info.project_hash = field("project_hash", std::string());

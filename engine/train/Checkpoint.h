@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "nn/Optimizer.h"
 #include "nn/Sequential.h"
 #include "train/RunConfig.h"
@@ -20,12 +22,24 @@ struct TrainingPosition {
   double epoch_loss_sum = 0;    // running sums of the epoch's training metrics
   int64_t epoch_correct = 0, epoch_seen = 0;
   double elapsed = 0;  // training seconds so far
+  // The epoch-end callbacks' state (TrainingCallbacks::state()), so a
+  // resumed run stops early and reduces its learning rate exactly as an
+  // unbroken one; null before the first epoch ends.
+  nlohmann::json callbacks;
+};
+
+// The latest validation figures when a checkpoint is written, and the epoch
+// they are from (a mid-epoch checkpoint carries the previous epoch's).
+struct ValidationFigures {
+  std::optional<double> loss, accuracy;
+  int epoch = 0;
 };
 
 struct CheckpointInfo {
   std::string dir;
   TrainingPosition position;
   std::optional<double> val_loss, val_accuracy;
+  int val_epoch = 0;  // the epoch val_* are from (0: unknown, older checkpoints)
   std::string strategy, optimizer, project_hash;
   int replicas = 1;
 };
@@ -44,8 +58,8 @@ public:
   const std::string& root() const { return root_; }
   // Writes a checkpoint, moves "latest" and prunes old ones; returns its folder.
   std::string save(nn::Sequential& model, nn::Optimizer& optimizer, const TrainingPosition& position,
-                   std::optional<double> val_loss, std::optional<double> val_accuracy, const std::string& strategy,
-                   int replicas, const std::string& project_hash);
+                   const ValidationFigures& validation, const std::string& strategy, int replicas,
+                   const std::string& project_hash);
 
   // The newest valid checkpoint under root, or nothing.
   static std::optional<std::string> latest(const std::string& root);
@@ -65,9 +79,8 @@ public:
 
 private:
   void write_files(const std::filesystem::path& dir, nn::Sequential& model, nn::Optimizer& optimizer,
-                   const TrainingPosition& position, std::optional<double> val_loss,
-                   std::optional<double> val_accuracy, const std::string& strategy, int replicas,
-                   const std::string& hash);
+                   const TrainingPosition& position, const ValidationFigures& validation,
+                   const std::string& strategy, int replicas, const std::string& hash);
   void prune();
 
   std::string root_;

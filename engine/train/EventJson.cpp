@@ -132,6 +132,8 @@ Json event_to_json(const Event& event) {
           j["val_accuracy"] = opt(e.val_accuracy);
           j["time"] = e.time;
           j["samples_per_sec"] = e.samples_per_sec;
+          j["lr"] = e.lr;
+          j["best"] = e.best;
         } else if constexpr (std::is_same_v<T, DeviceStatsEvent>) {
           j["time"] = e.time;
           Json devs = Json::array();
@@ -158,6 +160,7 @@ Json event_to_json(const Event& event) {
           j["time"] = e.time;
           j["steps"] = e.steps;
           j["epochs_completed"] = e.epochs_completed;
+          if (e.stopped_early) j["stopped_early"] = true;
         }
       },
       event);
@@ -225,6 +228,8 @@ Event event_from_json(const Json& j) {
       e.val_accuracy = read_optional(j, "val_accuracy");
       e.time = read_number(j, "time");
       e.samples_per_sec = read_number(j, "samples_per_sec");
+      if (j.contains("lr")) e.lr = read_number(j, "lr");
+      e.best = get_or<bool>(j, "best", false);
       return e;
     }
     if (type == "device_stats") {
@@ -263,6 +268,7 @@ Event event_from_json(const Json& j) {
       e.time = read_number(j, "time");
       e.steps = get_or<int64_t>(j, "steps", 0);
       e.epochs_completed = get_or<int>(j, "epochs_completed", 0);
+      e.stopped_early = get_or<bool>(j, "stopped_early", false);
       return e;
     }
   } catch (const nlohmann::json::exception& ex) {

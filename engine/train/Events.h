@@ -73,6 +73,8 @@ struct EpochEvent {
   std::optional<double> val_loss, val_accuracy;
   double time = 0;
   double samples_per_sec = 0;
+  double lr = 0;      // the learning rate the epoch ended with (0 in older streams)
+  bool best = false;  // the best validation accuracy so far: its checkpoint is kept as the best
 };
 
 struct DeviceStat {
@@ -105,6 +107,9 @@ struct FinishedEvent {
   double time = 0;
   int64_t steps = 0;
   int epochs_completed = 0;
+  // Completed before its last epoch because early stopping ended it (the
+  // message says why).
+  bool stopped_early = false;
 };
 
 using Event = std::variant<RunStartedEvent, StepEvent, EpochEvent, DeviceStatsEvent, LogEvent, CheckpointEvent,

@@ -41,6 +41,42 @@ struct CheckpointConfig {
   bool keep_best = true;
 };
 
+// How the learning rate moves over the run (train/LearningRateSchedule.h):
+// constant; step (times `factor` every `every_epochs` epochs); exponential
+// (times `decay_rate` per epoch, smoothly); cosine (to `min_lr` at the last
+// step). Any of them may ramp up linearly over `warmup_epochs` first.
+struct LrScheduleConfig {
+  std::string type = "constant";  // constant, step, exponential, cosine
+  double warmup_epochs = 0;
+  int every_epochs = 10;    // step
+  double factor = 0.5;      // step
+  double decay_rate = 0.9;  // exponential, per epoch
+  double min_lr = 0;        // cosine
+};
+
+// Keras' EarlyStopping: ends the run when `monitor` (loss, accuracy,
+// val_loss, val_accuracy) has not improved by more than `min_delta` for
+// `patience` epochs.
+struct EarlyStoppingConfig {
+  bool enabled = false;
+  std::string monitor = "val_loss";
+  int patience = 5;
+  double min_delta = 0;
+};
+
+// Keras' ReduceLROnPlateau: multiplies the learning rate by `factor` when
+// `monitor` has not improved by more than `min_delta` for `patience` epochs,
+// then waits `cooldown` epochs; never below `min_lr`.
+struct ReduceLrOnPlateauConfig {
+  bool enabled = false;
+  std::string monitor = "val_loss";
+  double factor = 0.1;
+  int patience = 3;
+  double min_delta = 1e-4;
+  int cooldown = 0;
+  double min_lr = 0;
+};
+
 // STRATA_STEP_GRAPHS=0 turns step graphs off for every run of the process.
 inline bool default_step_graphs() {
   const char* env = std::getenv("STRATA_STEP_GRAPHS");
@@ -60,6 +96,9 @@ struct TrainingConfig {
   int prefetch = 2;
   int64_t max_steps_per_epoch = 0;  // 0 = the whole dataset
   CheckpointConfig checkpoint;
+  LrScheduleConfig lr_schedule;
+  EarlyStoppingConfig early_stopping;
+  ReduceLrOnPlateauConfig reduce_lr_on_plateau;
   // Capture each step as a device graph where the devices can (StepGraph);
   // off for debugging (strata-run --no-graphs, STRATA_STEP_GRAPHS=0). Not
   // saved in projects: how a run executes, not what it trains.

@@ -75,6 +75,19 @@ void Trainer::prepare() {
     optimizer_ = make_optimizer(t.optimizer);
   }
   loss_ = make_loss(t);
+  {
+    // The schedule and callbacks' settings may come from strata-run's flags
+    // as well as the project, so they are checked here, where it is also
+    // known whether there is validation data to monitor.
+    std::vector<std::string> problems = check_lr_schedule(t.lr_schedule, t.optimizer.learning_rate, "training.lr_schedule");
+    for (auto& p : check_callbacks(t, data_.validation && data_.validation->size() > 0)) problems.push_back(p);
+    if (!problems.empty()) {
+      std::string all = problems.front();
+      for (size_t i = 1; i < problems.size(); ++i) all += "; " + problems[i];
+      throw bad_input(all);
+    }
+    callbacks_ = std::make_unique<TrainingCallbacks>(t);
+  }
   trainable_ = model_->trainable_variables();
   prepare_parameter_server();
   const auto out = model_->summary(data_.train->example_shape()).back().output_shape;
@@ -259,6 +272,8 @@ CheckpointInfo Trainer::restore(const std::string& checkpoint_dir) {
   if (!strategy_) prepare();
   CheckpointInfo info = CheckpointManager::load(checkpoint_dir, *model_, optimizer_.get());
   start_ = info.position;
+  callbacks_->restore(info.position.callbacks);
+  last_validation_ = ValidationFigures{info.val_loss, info.val_accuracy, info.val_epoch};
   if (ps_) {
     ps_->store().copy_from_model();
     ps_->store().set_updates(optimizer_->iterations());
@@ -272,7 +287,9 @@ void Trainer::save_checkpoint(const TrainingPosition& position) {
   if (!checkpoints_) return;
   try {
     sync_model_from_servers();
-    const std::string dir = checkpoints_->save(*model_, *optimizer_, position, last_val_loss_, last_val_accuracy_, strategy_->name(),
+    TrainingPosition at = position;
+    at.callbacks = callbacks_->state();
+    const std::string dir = checkpoints_->save(*model_, *optimizer_, at, last_validation_, strategy_->name(),
                                                strategy_->num_replicas_in_sync(), project_hash(config_));
     sink_.emit(CheckpointEvent{dir, position.step, position.epoch, elapsed()});
   } catch (const Error& e) {
@@ -384,6 +401,7 @@ void Trainer::run_epoch_sync(TrainingPosition& pos, int64_t steps_per_epoch, Dis
     if (ep.stopping) return;
     auto inputs = dist.next();
     if (!inputs) return;
+    set_step_learning_rate(pos.step);
     const double t0 = monotonic_seconds(), c0 = strategy_->collective_seconds();
     auto results = run_step(*inputs, pos.step + 1);
     const double compute = (monotonic_seconds() - t0) - (strategy_->collective_seconds() - c0);
@@ -427,7 +445,7 @@ void Trainer::run_epoch_sync(TrainingPosition& pos, int64_t steps_per_epoch, Dis
   }
 }
 
-void Trainer::finish_epoch(TrainingPosition& pos, const EpochProgress& ep, FinishedEvent& fin) {
+bool Trainer::finish_epoch(TrainingPosition& pos, const EpochProgress& ep, FinishedEvent& fin) {
   EpochEvent ee;
   ee.epoch = pos.epoch;
   ee.loss = pos.epoch_seen ? pos.epoch_loss_sum / static_cast<double>(pos.epoch_seen) : 0.0;
@@ -435,15 +453,33 @@ void Trainer::finish_epoch(TrainingPosition& pos, const EpochProgress& ep, Finis
   ee.samples_per_sec = static_cast<double>(ep.samples) / std::max(1e-9, elapsed() - ep.start);
   if (data_.validation && data_.validation->size() > 0) {
     Evaluation v = evaluate(*data_.validation);
-    ee.val_loss = last_val_loss_ = v.loss;
-    ee.val_accuracy = last_val_accuracy_ = v.accuracy;
+    ee.val_loss = v.loss;
+    ee.val_accuracy = v.accuracy;
+    last_validation_ = ValidationFigures{v.loss, v.accuracy, pos.epoch};
   }
+  ee.lr = shortest_decimal(optimizer_->learning_rate());
+  const TrainingCallbacks::Decision d =
+      callbacks_->end_epoch(pos.epoch, EpochFigures{ee.loss, ee.accuracy, ee.val_loss, ee.val_accuracy}, ee.lr);
+  ee.best = d.best;
   ee.time = elapsed();
   sink_.emit(ee);
+  for (const std::string& note : d.notes) sink_.emit(LogEvent{"info", note, ee.time});
   fin.epochs_completed = pos.epoch;
   pos.epoch_complete = true;
   pos.elapsed = elapsed();
-  if (config_.training.checkpoint.every_epoch || pos.epoch == config_.training.epochs) save_checkpoint(pos);
+  if (d.stop) {
+    // Keras ends such a run as a normal one; the message says why it ended.
+    sink_.emit(LogEvent{"info", *d.stop, ee.time});
+    fin.message = *d.stop;
+    fin.stopped_early = true;
+  }
+  if (config_.training.checkpoint.every_epoch || pos.epoch == config_.training.epochs || d.stop) save_checkpoint(pos);
+  return !d.stop;
+}
+
+void Trainer::set_step_learning_rate(int64_t step) {
+  if (!schedule_) return;
+  optimizer_->set_learning_rate(static_cast<float>(callbacks_->learning_rate(schedule_->at(step))));
 }
 
 void Trainer::fail_on_error(FinishedEvent& fin, const std::function<void()>& body) {
@@ -459,7 +495,7 @@ void Trainer::fail_on_error(FinishedEvent& fin, const std::function<void()>& bod
 }
 
 FinishedEvent Trainer::finish_run(FinishedEvent fin, const TrainingPosition& pos) {
-  if (fin.status == "completed")
+  if (fin.status == "completed" && fin.message.empty())
     fin.message = "completed " + std::to_string(fin.epochs_completed) + (fin.epochs_completed == 1 ? " epoch" : " epochs");
   fin.steps = pos.step;
   fin.time = elapsed();
@@ -482,6 +518,7 @@ FinishedEvent Trainer::run() {
   int64_t steps_per_epoch = dist.steps_per_epoch();
   if (t.max_steps_per_epoch > 0) steps_per_epoch = std::min(steps_per_epoch, t.max_steps_per_epoch);
   emit_run_started(steps_per_epoch);
+  schedule_ = std::make_unique<LearningRateSchedule>(t.lr_schedule, t.optimizer.learning_rate, steps_per_epoch, t.epochs);
 
   FinishedEvent fin;
   TrainingPosition pos = start_.epoch_complete ? next_epoch(start_) : start_;
@@ -502,7 +539,7 @@ FinishedEvent Trainer::run() {
         save_checkpoint(pos);
         break;
       }
-      finish_epoch(pos, ep, fin);
+      if (!finish_epoch(pos, ep, fin)) break;
     }
   });
   return finish_run(fin, pos);

@@ -19,6 +19,8 @@
 #include "train/RunConfig.h"
 #include "train/DeviceStatsSampler.h"
 #include "train/StepGraph.h"
+#include "train/LearningRateSchedule.h"
+#include "train/TrainingCallbacks.h"
 
 namespace strata {
 
@@ -111,8 +113,12 @@ private:
   double elapsed() const;
   void save_checkpoint(const TrainingPosition& position);
   void emit_run_started(int64_t steps_per_epoch);
-  // The epoch's summary: validation, the epoch event, the epoch checkpoint.
-  void finish_epoch(TrainingPosition& pos, const EpochProgress& ep, FinishedEvent& fin);
+  // The epoch's summary: validation, the epoch-end callbacks, the epoch
+  // event, the epoch checkpoint. False when the run stops early here.
+  bool finish_epoch(TrainingPosition& pos, const EpochProgress& ep, FinishedEvent& fin);
+  // Sets the optimizer's rate for the step with 0-based index `step`: the
+  // schedule's, times the plateau's reductions.
+  void set_step_learning_rate(int64_t step);
   FinishedEvent finish_run(FinishedEvent fin, const TrainingPosition& pos);
   // Runs body; an error it throws becomes fin's failure message.
   static void fail_on_error(FinishedEvent& fin, const std::function<void()>& body);
@@ -162,7 +168,9 @@ private:
   std::shared_ptr<BatchPipeline> pipeline_;
   std::unique_ptr<CheckpointManager> checkpoints_;
   TrainingPosition start_;  // where run() begins (a restored checkpoint's position)
-  std::optional<double> last_val_loss_, last_val_accuracy_;
+  ValidationFigures last_validation_;
+  std::unique_ptr<LearningRateSchedule> schedule_;  // run(): needs the steps per epoch
+  std::unique_ptr<TrainingCallbacks> callbacks_;     // prepare()
   ParameterServerStrategy* ps_ = nullptr;  // strategy_ when it is a ParameterServerStrategy
   std::unique_ptr<ClusterCoordinator> coordinator_;
   std::unique_ptr<RemoteParameterStore> remote_;  // a worker rank's servers

@@ -33,6 +33,14 @@ void Trainer::prepare_parameter_server() {
   if (config_.strategy.fail_server >= 0)
     ps_->store().fail_at(config_.strategy.fail_server, std::max<int64_t>(1, config_.strategy.fail_server_update));
   if (ps_->multi_process()) {
+    const TrainingConfig& t = config_.training;
+    // Only the chief learns the epochs' figures and the rounds' progress, so
+    // only it can move the rate, which it can do for the shards it serves.
+    if (ps_->num_servers() > 1 && (t.lr_schedule.type != "constant" || t.lr_schedule.warmup_epochs > 0 ||
+                                   t.reduce_lr_on_plateau.enabled))
+      throw bad_input("training.lr_schedule / reduce_lr_on_plateau: a parameter-server run across processes moves the "
+                      "learning rate only with one server (strategy.servers is " +
+                      std::to_string(ps_->num_servers()) + ")");
     // Worker ranks talk to the server ranks; the failure of a worker rank is
     // a real process death (see work_remotely).
     if (!ps_->is_server()) remote_ = connect_parameter_servers(ps_->cluster(), ps_->store(), remote_options());
@@ -178,6 +186,8 @@ void Trainer::run_epoch_async(TrainingPosition& pos, int64_t steps_per_epoch, Di
       int nonempty = 0;
       for (auto& s : *inputs) nonempty += s.size() > 0;
       rounds_[next_round].expected = nonempty;
+      // Workers apply slices as they come: each at the rate current then.
+      set_step_learning_rate(next_round - 1);
       coord.schedule(next_round++, *inputs);
       ++scheduled;
       if (!report()) break;
@@ -212,6 +222,8 @@ FinishedEvent Trainer::run_parameter_server_process() {
   int64_t steps_per_epoch = dist.steps_per_epoch();
   if (config_.training.max_steps_per_epoch > 0) steps_per_epoch = std::min(steps_per_epoch, config_.training.max_steps_per_epoch);
   emit_run_started(steps_per_epoch);
+  schedule_ = std::make_unique<LearningRateSchedule>(config_.training.lr_schedule, config_.training.optimizer.learning_rate,
+                                                     steps_per_epoch, config_.training.epochs);
   FinishedEvent fin;
   TrainingPosition pos = start_.epoch_complete ? next_epoch(start_) : start_;
   fin.epochs_completed = pos.epoch - 1;
@@ -254,6 +266,9 @@ void Trainer::serve_as_chief(TrainingPosition& pos, int64_t steps_per_epoch, Fin
     r.staleness = m.staleness;
     tally_slice(r);
     emit_rounds(pos, ep, fin);
+    // The chief applies the updates (one server): the next ones at the
+    // rate of the round after the newest pushed.
+    set_step_learning_rate(std::max(pos.step, m.round));
   };
   observer.on_lost = [&](int w, const std::string& why) {
     report_lost_worker(w, why, "; its slices are skipped from now on");
@@ -276,7 +291,7 @@ void Trainer::serve_as_chief(TrainingPosition& pos, int64_t steps_per_epoch, Fin
       throw runtime_error("epoch " + std::to_string(epoch) + " ended after " + std::to_string(pos.epoch_step) + " of " +
                           std::to_string(steps_per_epoch) + " steps");
     sync_model_from_servers();
-    finish_epoch(pos, ep, fin);
+    if (!finish_epoch(pos, ep, fin)) return false;  // stopped early: the workers stop too
     if (stop_) {
       fin.status = "stopped";
       fin.message = "stopped by request after epoch " + std::to_string(epoch);

@@ -289,6 +289,36 @@ private slots:
     expect_bad_input({kTiny, "--no-run-dir", "--seed", "-1"}, {"--seed", "-1"});
   }
 
+  // Schedule and callback flags: the step rates follow the schedule, early
+  // stopping ends the run with exit 0 saying why; bad values name the flag
+  // or the setting.
+  void schedules_and_callbacks() {
+    const QStringList base{kTiny, "--no-run-dir", "--events", "jsonl"};
+    const Result r = run(base + QStringList{"--epochs", "20", "--lr-schedule", "step", "--warmup-epochs", "0.5",
+                                            "--early-stopping", "val_accuracy:2", "--reduce-lr-on-plateau", "loss:1:0.5"});
+    QCOMPARE(r.exit_code, 0);
+    std::vector<double> lrs;
+    QJsonObject finished;
+    for (const QString& line : r.out.split('\n')) {
+      const QJsonObject o = QJsonDocument::fromJson(line.toUtf8()).object();
+      if (o["type"] == "step") lrs.push_back(o["lr"].toDouble());
+      if (o["type"] == "finished") finished = o;
+    }
+    QVERIFY(lrs.size() >= 16);
+    QVERIFY(lrs[0] < lrs[7] && lrs[7] == lrs[15]);  // the warm-up's half epoch (8 of 16 steps), then flat
+    // The tiny set is learnt perfectly in epoch 1; no later epoch beats that.
+    QCOMPARE(finished["status"].toString(), QString("completed"));
+    QCOMPARE(finished["epochs_completed"].toInt(), 3);
+    QVERIFY(finished["stopped_early"].toBool());
+    QCOMPARE(finished["message"].toString(),
+             QString("stopped early after epoch 3: val_accuracy has not improved for 2 epochs (best 1 at epoch 1)"));
+    expect_bad_input(base + QStringList{"--lr-schedule", "linear"}, {"training.lr_schedule.type", "linear"});
+    expect_bad_input(base + QStringList{"--early-stopping", "val_loss"}, {"--early-stopping", "METRIC:PATIENCE"});
+    expect_bad_input(base + QStringList{"--early-stopping", "val_los:3"}, {"training.early_stopping.monitor", "val_los"});
+    expect_bad_input(base + QStringList{"--reduce-lr-on-plateau", "loss:2:1.5"}, {"training.reduce_lr_on_plateau.factor"});
+    expect_bad_input(base + QStringList{"--warmup-epochs", "x"}, {"--warmup-epochs", "'x'"});
+  }
+
   void bad_options() {
     expect_bad_input({kTiny, "--no-run-dir", "--epochs", "abc"}, {"--epochs", "abc"});
     expect_bad_input({kTiny, "--no-run-dir", "--epochs", "0"}, {"--epochs"});

@@ -123,6 +123,27 @@ private slots:
     }
   }
 
+  // Early stopping and a plateau's reductions across ranks: each rank
+  // decides from the same reduced figures, so all stop after the same epoch
+  // and every rank ends cleanly (none waits in a collective for the others).
+  void callbacks_decide_alike_on_every_rank() {
+    QTemporaryDir tmp;
+    const QString proj = tmp.path() + "/cb.strata";
+    RunConfig c = project(40);
+    c.training.lr_schedule.type = "cosine";
+    c.training.early_stopping = {true, "val_loss", 2, 0.02};
+    c.training.reduce_lr_on_plateau = {true, "val_loss", 0.5, 1, 0.005, 0, 0.0};
+    save_project(c, proj.toStdString());
+    QTemporaryDir status;
+    const Result r = run("mpirun", mpirun_args(2) + with_rank_status(status.path(), {bin("app/strata-run"), proj, "--strategy",
+                                                                                      "multi_worker_mirrored", "--no-run-dir",
+                                                                                      "--events", "jsonl"}));
+    QVERIFY2(rank_statuses(status.path(), 2) == std::vector<int>(2, 0), qPrintable(r.err));
+    const auto fin = events(r.out, "finished");
+    QVERIFY2(fin.size() == 1 && fin[0]["stopped_early"].toBool(), qPrintable(r.out));
+    QVERIFY(fin[0]["epochs_completed"].toInt() < 40);
+  }
+
   void killed_rank_ends_the_run() {
     QTemporaryDir tmp;
     QProcess p;

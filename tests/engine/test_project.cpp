@@ -139,6 +139,15 @@ private slots:
     QTest::newRow("threads") << "/training/threads" << "-2" << "training.threads: must be an integer in [0, 1024]";
     QTest::newRow("idx without files") << "/dataset" << R"({"kind": "idx"})" << "dataset.train_images: an idx dataset needs";
     QTest::newRow("csv without file") << "/dataset" << R"({"kind": "csv"})" << "dataset.train_csv: a csv dataset needs train_csv";
+    // Schedules and callbacks.
+    QTest::newRow("schedule type") << "/training/lr_schedule" << R"({"type": "linear"})" << "training.lr_schedule.type: must be one of constant, step, exponential, cosine";
+    QTest::newRow("schedule factor") << "/training/lr_schedule" << R"({"type": "step", "factor": 2})" << "training.lr_schedule.factor: must be a number in (0, 1]";
+    QTest::newRow("schedule warmup") << "/training/lr_schedule" << R"({"type": "cosine", "warmup_epochs": -1})" << "training.lr_schedule.warmup_epochs: must be a number of epochs >= 0";
+    QTest::newRow("schedule field") << "/training/lr_schedule" << R"({"type": "cosine", "alpha": 0.1})" << "training.lr_schedule.alpha: unknown field";
+    QTest::newRow("early monitor") << "/training/early_stopping" << R"({"enabled": true, "monitor": "val_acc"})" << "training.early_stopping.monitor: must be one of loss, accuracy, val_loss, val_accuracy";
+    QTest::newRow("early patience") << "/training/early_stopping" << R"({"enabled": true, "patience": 0})" << "training.early_stopping.patience: must be a positive integer";
+    QTest::newRow("plateau factor") << "/training/reduce_lr_on_plateau" << R"({"enabled": true, "factor": 1})" << "training.reduce_lr_on_plateau.factor: must be a number in (0, 1)";
+    QTest::newRow("plateau type") << "/training/reduce_lr_on_plateau/patience" << R"("3")" << R"(training.reduce_lr_on_plateau.patience: must be an integer, got "3")";
     // Unknown fields, at every level.
     QTest::newRow("unknown root field") << "/colour" << R"("blue")" << "colour: unknown field";
     QTest::newRow("unknown training field") << "/training/epoch" << "3" << "training.epoch: unknown field";
@@ -266,7 +275,12 @@ private slots:
                         {"header", "yes"}, {"validation_split", 0.25}, {"standardize", true}};
         j["training"] = {{"epochs", 7}, {"batch_size", 3}, {"optimizer", {{"type", "adam"}, {"learning_rate", 0.003}, {"beta_1", 0.8}, {"beta_2", 0.99}, {"epsilon", 1e-6}}},
                          {"loss", "sparse_categorical_crossentropy"}, {"from_logits", false}, {"seed", 123456789012}, {"shuffle", false},
-                         {"drop_remainder", true}, {"threads", 3}, {"prefetch", 0}, {"max_steps_per_epoch", 9}};
+                         {"drop_remainder", true}, {"threads", 3}, {"prefetch", 0}, {"max_steps_per_epoch", 9},
+                         {"checkpoint", {{"every_steps", 100}, {"every_epoch", false}, {"keep", 5}, {"keep_best", false}}},
+                         {"lr_schedule", {{"type", "cosine"}, {"warmup_epochs", 0.5}, {"min_lr", 1e-5}}},
+                         {"early_stopping", {{"enabled", true}, {"monitor", "val_accuracy"}, {"patience", 4}, {"min_delta", 0.001}}},
+                         {"reduce_lr_on_plateau", {{"enabled", true}, {"monitor", "loss"}, {"factor", 0.2}, {"patience", 2},
+                                                   {"min_delta", 0.01}, {"cooldown", 1}, {"min_lr", 1e-6}}}};
         j["model"]["layers"] = json::parse(R"([{"type": "flatten"}, {"type": "dense", "units": 5, "activation": "tanh", "use_bias": false},
                                               {"type": "dropout", "rate": 0.3}, {"type": "sigmoid"}, {"type": "dense", "units": 2}, {"type": "softmax"}])");
         j["strategy"] = {{"name", "mirrored"}, {"devices", {"cpu:0", "cpu:1"}}, {"cross_device_ops", "ring"}, {"fusion_bytes", 1024}};
@@ -299,6 +313,13 @@ private slots:
       QCOMPARE(b.training.optimizer.beta_1, 0.8f);
       QCOMPARE(b.strategy.devices.size(), size_t(2));
       QCOMPARE(b.layers.size(), size_t(6));
+      QCOMPARE(QString::fromStdString(b.training.lr_schedule.type), QString("cosine"));
+      QCOMPARE(b.training.lr_schedule.min_lr, 1e-5);
+      QCOMPARE(b.training.early_stopping.patience, 4);
+      QCOMPARE(QString::fromStdString(b.training.reduce_lr_on_plateau.monitor), QString("loss"));
+      QCOMPARE(b.training.reduce_lr_on_plateau.cooldown, 1);
+      QCOMPARE(b.training.checkpoint.every_steps, int64_t{100});
+      QCOMPARE(b.training.checkpoint.keep_best, false);
     }
     QCOMPARE(QString::fromStdString(b.base_dir), tmp_.path());
     QVERIFY(leftover_temp_files(tmp_.path().toStdString()).empty());
@@ -510,6 +531,13 @@ private slots:
     auto ep3 = std::get<EpochEvent>(event_from_jsonl(event_to_jsonl(ep)));
     QVERIFY(ep3.val_loss && std::isnan(*ep3.val_loss));
     QCOMPARE(*ep3.val_accuracy, 0.5);
+    QCOMPARE(ep3.lr, 0.0);
+    QVERIFY(!ep3.best);
+    ep.lr = 0.00025;
+    ep.best = true;
+    auto ep4 = std::get<EpochEvent>(event_from_jsonl(event_to_jsonl(ep)));
+    QCOMPARE(ep4.lr, 0.00025);
+    QVERIFY(ep4.best);
 
     DeviceStatsEvent ds;
     ds.time = 2;
@@ -548,6 +576,11 @@ private slots:
     QCOMPARE(fe2.steps, int64_t{3});
     QCOMPARE(fe2.epochs_completed, 0);
     QCOMPARE(fe2.time, 0.5);
+    QVERIFY(!fe2.stopped_early);
+    QVERIFY(event_to_jsonl(fe).find("stopped_early") == std::string::npos);  // only when it did
+    fe.status = "completed";
+    fe.stopped_early = true;
+    QVERIFY(std::get<FinishedEvent>(event_from_jsonl(event_to_jsonl(fe))).stopped_early);
   }
 
   void event_type_names() {

@@ -5,6 +5,8 @@
 // across mpirun processes, and a mid-run screenshot.
 #include <QCheckBox>
 #include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QGroupBox>
 #include <QDir>
 #include <QLineEdit>
 #include <QFile>
@@ -38,6 +40,7 @@
 #include "RunController.h"
 #include "RunHistory.h"
 #include "RunHistoryPanel.h"
+#include "SchedulePanel.h"
 #include "StatusPanel.h"
 #include "StrategyPanel.h"
 #include "TrainingPanel.h"
@@ -117,6 +120,7 @@ private Q_SLOTS:
   void runHistoryOverlays();
   void pauseResumeStop();
   void saveAndReopen();
+  void scheduleAndEarlyStopping();
   void askBeforeDiscarding();
   void invalidFileShowsDialog();
   void badDatasetShowsDialog();
@@ -384,6 +388,74 @@ void DashboardTest::saveAndReopen() {
   QCOMPARE(QString::fromStdString(c.layers[1]["type"].get<std::string>()), QString("dropout"));
   QCOMPARE(QString::fromStdString(c.dataset.kind), QString("synthetic"));
   QVERIFY(win.editor()->strategyPanel()->strategy() == "mirrored");
+}
+
+// The schedule and callbacks set through the Schedule tab's widgets with the
+// mouse and keyboard: saved, reopened, and a run that early stopping ends,
+// its best epoch marked on the accuracy chart.
+void DashboardTest::scheduleAndEarlyStopping() {
+  const QString path = tmp_.filePath("schedule.strata");
+  {
+    Window win;
+    QVERIFY(win.w.openProject(project_));
+    win.w.show();
+    win.w.activateWindow();
+    QVERIFY(QTest::qWaitForWindowActive(&win.w));
+    SchedulePanel* panel = win.editor()->schedulePanel();
+    win.editor()->setCurrentIndex(win.editor()->indexOf(panel->parentWidget()->parentWidget()));
+    QTRY_VERIFY(panel->isVisible());
+    // Schedule: Cosine decay, from the keyboard; its rows, and only its, show.
+    QComboBox* type = panel->scheduleBox();
+    type->setFocus();
+    for (int i = 0; i < 3; ++i) QTest::keyClick(type, Qt::Key_Down);
+    QCOMPARE(type->currentData().toString(), QString("cosine"));
+    QTRY_VERIFY(panel->findChild<QLineEdit*>("cosineMinLr")->isVisible());
+    QVERIFY(!panel->findChild<QSpinBox*>("stepEvery")->isVisible());
+    auto type_in = [](QWidget* w, const QString& text) {
+      QTest::mouseClick(w, Qt::LeftButton, Qt::NoModifier, QPoint(w->width() / 3, w->height() / 2));
+      QTest::keyClick(w, Qt::Key_A, Qt::ControlModifier);
+      QTest::keyClicks(w, text);
+      QTest::keyClick(w, Qt::Key_Tab);
+    };
+    type_in(panel->findChild<QLineEdit*>("cosineMinLr"), "0.0001");
+    type_in(panel->findChild<QDoubleSpinBox*>("warmupEpochs"), "1");
+    // Early stopping: the group's check box in its title, clicked.
+    QGroupBox* early = panel->earlyStoppingGroup();
+    QVERIFY(!early->isChecked());
+    QVERIFY(!panel->findChild<QSpinBox*>("earlyStoppingPatience")->isEnabled());
+    QTest::mouseClick(early, Qt::LeftButton, Qt::NoModifier, QPoint(10, early->fontMetrics().height() / 2 + 1));
+    QVERIFY(early->isChecked());
+    type_in(panel->findChild<QSpinBox*>("earlyStoppingPatience"), "1");
+    type_in(panel->findChild<QLineEdit*>("earlyStoppingMinDelta"), "5");  // no epoch gains that much
+    type_in(panel->findChild<QSpinBox*>("checkpointKeep"), "2");
+    QVERIFY(win.w.isModified());
+    win.editor()->trainingPanel()->epochsBox()->setValue(10);
+    QVERIFY(win.w.saveProjectAs(path));
+  }
+  Window win;
+  QVERIFY(win.w.openProject(path));
+  const TrainingConfig t = win.w.currentConfig().training;
+  QCOMPARE(QString::fromStdString(t.lr_schedule.type), QString("cosine"));
+  QCOMPARE(t.lr_schedule.min_lr, 0.0001);
+  QCOMPARE(t.lr_schedule.warmup_epochs, 1.0);
+  QVERIFY(t.early_stopping.enabled);
+  QCOMPARE(QString::fromStdString(t.early_stopping.monitor), QString("val_loss"));
+  QCOMPARE(t.early_stopping.patience, 1);
+  QCOMPARE(t.early_stopping.min_delta, 5.0);
+  QCOMPARE(t.checkpoint.keep, 2);
+  QVERIFY(!t.reduce_lr_on_plateau.enabled);
+
+  win.w.startRun();
+  QTRY_VERIFY_WITH_TIMEOUT(!win.w.runController()->running(), 120000);
+  QVERIFY2(win.presenter->errors.isEmpty(), qPrintable(win.presenter->errors.join("\n")));
+  // Epoch 1 sets the best val_loss, epoch 2 does not beat it by 5: stopped.
+  const QString status = win.w.statusPanel()->statusText();
+  QVERIFY2(status.startsWith("Completed 2 epochs") && status.contains("stopped early after epoch 2: val_loss has not improved for 1 epoch"),
+           qPrintable(status));
+  QCOMPARE(win.w.statusPanel()->progressValue(), 2 * 16);  // the bar stays where the run ended
+  ChartView* accuracy = win.w.charts()->accuracyChart();
+  QCOMPARE(accuracy->markerCount(), 1);
+  QVERIFY2(accuracy->markerText(0).startsWith("best: epoch "), qPrintable(accuracy->markerText(0)));
 }
 
 void DashboardTest::askBeforeDiscarding() {
