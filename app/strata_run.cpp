@@ -21,6 +21,7 @@
 #include "distribute/Strategy.h"
 #include "project/ProjectFile.h"
 #include "project/RunDirectory.h"
+#include "project/RunNotes.h"
 #include "train/EventJson.h"
 #include "train/Trainer.h"
 
@@ -74,6 +75,8 @@ void usage(std::FILE* out) {
                "  --events text|jsonl   text progress (default) or JSON Lines events on stdout\n"
                "  --run-dir DIR         write the run folder here (default: PROJECT.runs/<time>)\n"
                "  --no-run-dir          do not write a run folder\n"
+               "  --run-name NAME       name the run (its run.json; the dashboard's history shows it)\n"
+               "  --tags A,B            tag the run\n"
                "  --strategy NAME       one_device, mirrored, central_storage, multi_worker_mirrored (under mpirun),\n"
                "                        parameter_server\n"
                "  --servers N           parameter_server: number of parameter servers (1)\n"
@@ -173,6 +176,7 @@ int main(int argc, char** argv) {
   double slowdown = 2.0;
   std::optional<double> learning_rate;
   std::optional<uint64_t> seed;
+  std::optional<RunNotes> run_notes;  // --run-name, --tags
   // Schedule and callback flags, applied over the project's training
   // settings once it is loaded (Trainer::prepare checks the values).
   std::vector<std::function<void(TrainingConfig&)>> training_flags;
@@ -243,6 +247,12 @@ int main(int argc, char** argv) {
       } else if (a == "--export-weights") {
         export_from = value();
         export_to = value();
+      } else if (a == "--run-name") {
+        if (!run_notes) run_notes.emplace();
+        run_notes->name = value();
+      } else if (a == "--tags") {
+        if (!run_notes) run_notes.emplace();
+        run_notes->tags = parse_tags(value());
       } else if (a == "--no-run-dir") {
         no_run_dir = true;
       } else if (a == "--strategy") {
@@ -337,6 +347,7 @@ int main(int argc, char** argv) {
     if (!evaluate.empty()) return evaluate_command(config, evaluate, events == "jsonl");
     if (!export_from.empty()) return export_command(config, export_from, export_to);
 
+    if (run_notes && no_run_dir) throw bad_input("--run-name/--tags: name a run folder; they cannot be combined with --no-run-dir");
     std::string checkpoint;
     if (resume) {
       if (no_run_dir) throw bad_input("--resume: continues a run folder; it cannot be combined with --no-run-dir");
@@ -378,6 +389,13 @@ int main(int argc, char** argv) {
                                            resume);
       sink.add(dir.get());
       trainer.enable_checkpoints(dir->checkpoints());
+      if (run_notes) {
+        // A resumed run keeps its notes; the flags replace only what they give.
+        RunNotes n = read_run_notes(dir->path());
+        if (!run_notes->name.empty()) n.name = run_notes->name;
+        if (!run_notes->tags.empty()) n.tags = run_notes->tags;
+        write_run_notes(dir->path(), n);
+      }
       if (events == "text") std::printf("run folder: %s\n", dir->path().c_str());
     }
     if (resume) {

@@ -106,6 +106,8 @@ MainWindow::MainWindow(QWidget* parent)
   connect(history_, &RunHistoryPanel::overlayToggled, this, &MainWindow::onOverlay);
   connect(history_, &RunHistoryPanel::resumeRequested, this, &MainWindow::resumeStoredRun);
   connect(history_, &RunHistoryPanel::evaluateRequested, this, &MainWindow::evaluateRun);
+  connect(history_, &RunHistoryPanel::problem, this,
+          [this](const QString& title, const QString& message) { presenter_->error(this, title, message); });
   connect(recent_, &RecentFiles::openRequested, this, &MainWindow::openProject);
   setDocument(blank_project(), {});
 }
@@ -239,6 +241,8 @@ bool MainWindow::openProject(const QString& path) {
   if (!maybeSave()) return false;
   setDocument(config, QFileInfo(path).absoluteFilePath());
   recent_->add(path);
+  // The charts show the project's last run again, as an overlay.
+  if (const int newest = history_->newestRow(); newest >= 0) history_->setOverlay(newest, true);
   return true;
 }
 

@@ -7,6 +7,7 @@
 
 #include "CheckpointEvaluation.h"
 #include "core/Error.h"
+#include "core/ShortestDecimal.h"
 #include "train/EventJson.h"
 
 namespace strata::ui {
@@ -115,6 +116,30 @@ std::vector<RunRecord> list_runs(const std::string& project_path) {
     r.strategy = series.started ? series.started->strategy : std::string();
     r.status = series.finished ? series.finished->status : std::string("interrupted");
     r.has_checkpoint = has_checkpoint(r.dir);
+    r.steps = static_cast<int64_t>(series.step.size());
+    for (const EpochEvent& e : series.epochs) {
+      r.epochs_completed = std::max(r.epochs_completed, e.epoch);
+      if (e.val_accuracy && (!r.best_val_accuracy || *e.val_accuracy > *r.best_val_accuracy))
+        r.best_val_accuracy = e.val_accuracy;
+    }
+    if (!series.epochs.empty()) {
+      r.final_loss = series.epochs.back().loss;
+      r.final_val_accuracy = series.epochs.back().val_accuracy;
+    }
+    try {
+      r.notes = read_run_notes(r.dir);
+    } catch (const std::exception& e) {
+      r.notes_error = e.what();
+    }
+    try {
+      const RunConfig c = run_config(r.dir, fs::path(project_path).parent_path().string());
+      r.batch_size = c.training.batch_size;
+      r.optimizer = c.training.optimizer.type;
+      r.learning_rate = shortest_decimal(c.training.optimizer.learning_rate);
+      r.lr_schedule = c.training.lr_schedule.type;
+    } catch (const std::exception&) {
+      // A run without a readable config.json lists without its settings.
+    }
     out.push_back(std::move(r));
   }
   // Folder names are time stamps, so name order is time order.

@@ -1,8 +1,10 @@
 #pragma once
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "RunSeries.h"
+#include "project/RunNotes.h"
 
 namespace strata::ui {
 
@@ -11,6 +13,18 @@ namespace strata::ui {
 struct RunRecord {
   std::string dir;    // the run folder
   std::string name;   // its folder name (the time stamp)
+  RunNotes notes;     // run.json: the name given to it, notes, tags
+  std::string notes_error;  // why run.json could not be read (the run is listed anyway)
+  // The name to show: the one given, else the folder's.
+  const std::string& display_name() const { return notes.name.empty() ? name : notes.name; }
+  // Hyper-parameters from the run's config.json (empty/0 when it has none).
+  int64_t batch_size = 0;
+  std::string optimizer, lr_schedule;
+  double learning_rate = 0;
+  // Figures from its events.
+  int epochs_completed = 0;
+  int64_t steps = 0;
+  std::optional<double> final_loss, final_val_accuracy, best_val_accuracy;
   // "mirrored x2 · completed · 48 steps · loss 0.123"; a parameter-server
   // run adds its servers and lost workers.
   std::string summary;

@@ -16,6 +16,7 @@
 #include "TestUtil.h"
 #include "project/ProjectFile.h"
 #include "project/RunDirectory.h"
+#include "project/RunNotes.h"
 #include "train/EventJson.h"
 
 using namespace strata;
@@ -450,6 +451,28 @@ private slots:
     write_text(blocker, "x");
     STRATA_EXPECT_ERROR(RunDirectory(blocker + "/run", c), ErrorKind::BadInput, blocker + "/run");
     STRATA_EXPECT_ERROR(RunDirectory("/proc/strata-test-run", c), ErrorKind::BadInput, "/proc/strata-test-run");
+  }
+
+  // run.json: a person's name, notes and tags for a run; tags cleaned; a
+  // damaged file named with the field; writing replaces it whole.
+  void run_notes() {
+    const std::string dir = path("notes-run");
+    fs::create_directories(dir);
+    QVERIFY(read_run_notes(dir).name.empty());  // none yet
+    write_run_notes(dir, RunNotes{"  baseline ", "first try\nwith \"quotes\"", {" a", "b", "", "a"}});
+    const RunNotes n = read_run_notes(dir);
+    QCOMPARE(n.name, std::string("baseline"));
+    QCOMPARE(n.notes, std::string("first try\nwith \"quotes\""));
+    QCOMPARE(n.tags, (std::vector<std::string>{"a", "b"}));
+    QCOMPARE(parse_tags(" x, y ,,x "), (std::vector<std::string>{"x", "y"}));
+    QVERIFY(leftover_temp_files(dir).empty());
+    write_text(dir + "/run.json", R"({"name": 3})");
+    STRATA_EXPECT_ERROR(read_run_notes(dir), ErrorKind::BadInput, dir + "/run.json", "field 'name' must be a string");
+    write_text(dir + "/run.json", R"({"tags": ["a", 1]})");
+    STRATA_EXPECT_ERROR(read_run_notes(dir), ErrorKind::BadInput, "field 'tags' must be an array of strings");
+    write_text(dir + "/run.json", "{not json");
+    STRATA_EXPECT_ERROR(read_run_notes(dir), ErrorKind::BadInput, dir + "/run.json", "not valid JSON");
+    STRATA_EXPECT_ERROR(write_run_notes("/proc/strata-no-such-run", RunNotes{}), ErrorKind::BadInput, "/proc/strata-no-such-run");
   }
 
   void run_directory_default_location() {

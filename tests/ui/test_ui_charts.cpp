@@ -16,6 +16,8 @@
 #include "ChartsPanel.h"
 #include "ParameterServerCharts.h"
 #include "RunHistory.h"
+#include "SettingsDiff.h"
+#include <map>
 #include "RunSeries.h"
 #include "Smoothing.h"
 #include "train/EventJson.h"
@@ -40,6 +42,7 @@ private Q_SLOTS:
   void chartExports();
   void runSeriesFromEvents();
   void runHistoryListsRuns();
+  void settingsDiffMarksDifferences();
   void parameterServerRunFromFolder();
 };
 
@@ -520,6 +523,32 @@ void ChartsTest::runHistoryListsRuns() {
   QCOMPARE(bad, 1);
   QCOMPARE(s.step.size(), size_t(1));
   QCOMPARE(s.replica_loss[1][0], 0.7);
+}
+
+// Two projects flattened to settings: nested fields by path, arrays of
+// layers by index, arrays of scalars whole; a setting only one has differs.
+void ChartsTest::settingsDiffMarksDifferences() {
+  const nlohmann::json a = nlohmann::json::parse(
+      R"({"training": {"epochs": 3, "optimizer": {"type": "adam", "learning_rate": 0.001}},
+          "model": {"layers": [{"type": "dense", "units": 8}, {"type": "conv2d", "kernel_size": [3, 3]}]},
+          "strategy": {"devices": ["cpu:0", "cpu:1"]}})");
+  nlohmann::json b = a;
+  b["training"]["optimizer"]["learning_rate"] = 0.01;
+  b["model"]["layers"][1]["kernel_size"] = {5, 5};
+  b["training"]["lr_schedule"] = {{"type", "cosine"}};
+  const auto rows = diff_settings(a, b);
+  std::map<std::string, SettingRow> by_path;
+  for (const auto& r : rows) by_path[r.path] = r;
+  QCOMPARE(rows.size(), size_t(9));  // 8 of a, 1 only in b
+  QVERIFY(!by_path["training.epochs"].differs);
+  QVERIFY(by_path["training.optimizer.learning_rate"].differs);
+  QCOMPARE(QString::fromStdString(by_path["training.optimizer.learning_rate"].b), QString("0.01"));
+  QVERIFY(!by_path["model.layers[0].units"].differs);
+  QVERIFY(by_path["model.layers[1].kernel_size"].differs);
+  QCOMPARE(QString::fromStdString(by_path["model.layers[1].kernel_size"].a), QString("[3,3]"));
+  QVERIFY(!by_path["strategy.devices"].differs);
+  QVERIFY(by_path["training.lr_schedule.type"].differs);
+  QVERIFY(by_path["training.lr_schedule.type"].a.empty());
 }
 
 namespace {

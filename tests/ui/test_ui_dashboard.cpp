@@ -7,6 +7,9 @@
 #include <QComboBox>
 #include <QDoubleSpinBox>
 #include <QGroupBox>
+#include <QHeaderView>
+#include <QPlainTextEdit>
+#include <QProcess>
 #include <QDir>
 #include <QLineEdit>
 #include <QFile>
@@ -41,6 +44,8 @@
 #include "RunHistory.h"
 #include "RunHistoryPanel.h"
 #include "SchedulePanel.h"
+#include "SettingsDiffDialog.h"
+#include "project/RunNotes.h"
 #include "StatusPanel.h"
 #include "StrategyPanel.h"
 #include "TrainingPanel.h"
@@ -118,6 +123,7 @@ private Q_SLOTS:
   void modelEditorChecksShapes();
   void mirroredRunFillsCharts();
   void runHistoryOverlays();
+  void runTableNotesAndComparison();
   void pauseResumeStop();
   void saveAndReopen();
   void scheduleAndEarlyStopping();
@@ -332,6 +338,113 @@ void DashboardTest::runHistoryOverlays() {
   QVERIFY(win.w.charts()->accuracyChart()->seriesIndex(label + " · validation accuracy") >= 0);
   win.w.historyPanel()->setOverlay(0, false);
   QCOMPARE(loss->seriesIndex(label + " · loss"), -1);
+}
+
+// The run table: names, tags and hyper-parameters of two runs made by
+// strata-run, the newest overlaid on reopening, sorting by a column from
+// its header, renaming and notes from the keyboard (kept in run.json), and
+// the two runs' settings compared with the differences marked.
+void DashboardTest::runTableNotesAndComparison() {
+  QTemporaryDir dir;
+  const QString proj = dir.filePath("table.strata");
+  QVERIFY(QFile::copy(STRATA_SOURCE_DIR "/resources/examples/tiny-synthetic.strata", proj));
+  QFile::setPermissions(proj, QFile::ReadOwner | QFile::WriteOwner);
+  const auto strata_run = [&](const QStringList& args) {
+    QProcess p;
+    p.start(STRATA_BINARY_DIR "/app/strata-run", QStringList{proj, "--events", "jsonl"} + args);
+    QVERIFY(p.waitForFinished(60000));
+    QVERIFY2(p.exitCode() == 0, p.readAllStandardError().constData());
+  };
+  strata_run({"--epochs", "2", "--run-name", "baseline", "--tags", "a, b"});
+  QTest::qWait(1100);  // run folders are named by the second
+  strata_run({"--epochs", "3", "--batch-size", "40", "--learning-rate", "0.05"});
+
+  Window win;
+  win.w.resize(1400, 900);
+  win.w.show();
+  win.w.activateWindow();
+  QVERIFY(QTest::qWaitForWindowActive(&win.w));
+  QVERIFY(win.w.openProject(proj));
+  RunHistoryPanel* history = win.w.historyPanel();
+  QCOMPARE(history->runCount(), 2);
+  QTableWidget* table = history->table();
+  // Newest first; it is overlaid on the charts again.
+  const QString newest = history->runDir(0), older = history->runDir(1);
+  QVERIFY(QFileInfo(newest).fileName() > QFileInfo(older).fileName());
+  QVERIFY(win.w.charts()->lossChart()->seriesIndex(QFileInfo(newest).fileName() + " · loss") >= 0);
+  QCOMPARE(table->item(1, RunHistoryPanel::Name)->text(), QString("baseline"));
+  QCOMPARE(table->item(1, RunHistoryPanel::Tags)->text(), QString("a, b"));
+  QCOMPARE(table->item(0, RunHistoryPanel::Name)->text(), QFileInfo(newest).fileName());
+  QCOMPARE(table->item(0, RunHistoryPanel::Batch)->text(), QString("40"));
+  QCOMPARE(table->item(0, RunHistoryPanel::LearningRate)->text(), QString("0.05"));
+  QCOMPARE(table->item(0, RunHistoryPanel::Epochs)->text(), QString("3"));
+  QCOMPARE(table->item(1, RunHistoryPanel::Status)->text(), QString("completed"));
+
+  // Sorted by Batch from its header (ascending, then descending).
+  // The Runs tab, below the charts (a tab widget's page sits in its stack).
+  auto* tabs = qobject_cast<QTabWidget*>(history->parentWidget()->parentWidget());
+  QVERIFY(tabs);
+  tabs->setCurrentWidget(history);
+  QTRY_VERIFY(table->isVisible());
+  QHeaderView* header = table->horizontalHeader();
+  const QPoint batch_header(header->sectionViewportPosition(RunHistoryPanel::Batch) + header->sectionSize(RunHistoryPanel::Batch) / 2,
+                            header->height() / 2);
+  QTest::mouseClick(header->viewport(), Qt::LeftButton, Qt::NoModifier, batch_header);
+  const bool ascending = header->sortIndicatorOrder() == Qt::AscendingOrder;
+  QCOMPARE(history->runDir(0), ascending ? newest : older);  // batch 40 before 50 when ascending
+  QTest::mouseClick(header->viewport(), Qt::LeftButton, Qt::NoModifier, batch_header);
+  QCOMPARE(history->runDir(0), ascending ? older : newest);
+
+  // Rename the batch-40 run from the keyboard (F2, type, Enter).
+  const int row40 = history->runDir(0) == newest ? 0 : 1;
+  QTableWidgetItem* name = table->item(row40, RunHistoryPanel::Name);
+  QTest::mouseClick(table->viewport(), Qt::LeftButton, Qt::NoModifier, table->visualItemRect(name).center());
+  QCOMPARE(history->currentRunDir(), newest);
+  QTest::keyClick(table->viewport(), Qt::Key_F2);
+  QTRY_VERIFY(QApplication::focusWidget() && qobject_cast<QLineEdit*>(QApplication::focusWidget()));
+  QWidget* editor = QApplication::focusWidget();
+  QTest::keyClick(editor, Qt::Key_A, Qt::ControlModifier);
+  QTest::keyClicks(editor, "wider batch");
+  QTest::keyClick(editor, Qt::Key_Return);
+  QTRY_COMPARE(QString::fromStdString(read_run_notes(newest.toStdString()).name), QString("wider batch"));
+
+  // Notes, typed, saved when the focus moves on.
+  QPlainTextEdit* notes = history->notesEdit();
+  QTest::mouseClick(notes->viewport(), Qt::LeftButton, Qt::NoModifier, QPoint(10, 10));
+  QTest::keyClicks(notes, "lr 0.05 learns faster");
+  QTest::mouseClick(table->viewport(), Qt::LeftButton, Qt::NoModifier,
+                    table->visualItemRect(table->item(1 - row40, RunHistoryPanel::Status)).center());
+  QTRY_COMPARE(QString::fromStdString(read_run_notes(newest.toStdString()).notes), QString("lr 0.05 learns faster"));
+  QCOMPARE(history->currentRunDir(), older);
+  QCOMPARE(notes->toPlainText(), QString());  // the other run's (none)
+
+  // Both selected (Ctrl+click): their settings side by side.
+  QVERIFY(!history->compareButton()->isEnabled());
+  QTest::mouseClick(table->viewport(), Qt::LeftButton, Qt::ControlModifier,
+                    table->visualItemRect(table->item(row40, RunHistoryPanel::Status)).center());
+  QVERIFY(history->compareButton()->isEnabled());
+  QTest::mouseClick(history->compareButton(), Qt::LeftButton);
+  SettingsDiffDialog* diff = history->comparison();
+  QVERIFY(diff && diff->isVisible());
+  QCOMPARE(diff->differenceCount(), 3);  // epochs, batch size, learning rate
+  QCOMPARE(diff->table()->rowCount(), 3);  // only the differences shown
+  QStringList paths;
+  for (int r = 0; r < 3; ++r) {
+    paths << diff->table()->item(r, 0)->text();
+    QVERIFY(diff->table()->item(r, 1)->font().bold());
+  }
+  QCOMPARE(paths, QStringList({"training.batch_size", "training.epochs", "training.optimizer.learning_rate"}));
+  QTest::mouseClick(diff->onlyDifferencesBox(), Qt::LeftButton, Qt::NoModifier, QPoint(8, diff->onlyDifferencesBox()->height() / 2));
+  QVERIFY(diff->table()->rowCount() > 10);  // every setting
+  diff->close();
+
+  // Reopened: the name, tags and notes are still there.
+  Window again;
+  QVERIFY(again.w.openProject(proj));
+  bool found = false;
+  for (int r = 0; r < again.w.historyPanel()->runCount(); ++r)
+    found |= again.w.historyPanel()->table()->item(r, RunHistoryPanel::Name)->text() == "wider batch";
+  QVERIFY(found);
 }
 
 void DashboardTest::pauseResumeStop() {
