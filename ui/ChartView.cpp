@@ -38,6 +38,7 @@ struct ChartView::Series {
 
 struct ChartView::Marker {
   XPoint x;
+  double label_y = 0.12;
   QCPItemStraightLine* line = nullptr;
   QCPItemText* label = nullptr;
 };
@@ -384,12 +385,13 @@ void ChartView::placeMarker(Marker& m) {
   const double x = xOf(m.x);
   m.line->point1->setCoords(x, 0);
   m.line->point2->setCoords(x, 1);
-  m.label->position->setCoords(x, 0.12);
+  m.label->position->setCoords(x, m.label_y);
 }
 
-void ChartView::addMarker(const XPoint& x, const QString& text, const QColor& color) {
+void ChartView::addMarker(const XPoint& x, const QString& text, const QColor& color, double label_y) {
   auto m = std::make_unique<Marker>();
   m->x = x;
+  m->label_y = label_y;
   m->line = new QCPItemStraightLine(plot_);
   m->line->setLayer("top");
   m->line->setPen(QPen(color, 2));

@@ -64,7 +64,9 @@ public:
   bool logScale() const { return log_; }
   void resetView();
   // A vertical line with a label, e.g. where the loss became NaN.
-  void addMarker(const XPoint& x, const QString& text, const QColor& color = Qt::red);
+  // label_y: where the label hangs, as a fraction of the plot's height from
+  // its top (low on charts whose data sits high, such as accuracy).
+  void addMarker(const XPoint& x, const QString& text, const QColor& color = Qt::red, double label_y = 0.12);
   int markerCount() const { return static_cast<int>(markers_.size()); }
   // Moves marker `marker` (an index in the order added) and relabels it:
   // one marker that follows a changing fact, such as the best epoch so far.

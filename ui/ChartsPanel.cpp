@@ -214,7 +214,7 @@ void ChartsPanel::addEpoch(const EpochEvent& e) {
     // The epoch whose checkpoint is kept as the best: one marker that moves.
     const QString text = tr("best: epoch %1, val acc %2").arg(e.epoch).arg(*e.val_accuracy, 0, 'f', 4);
     if (best_marker_ < 0) {
-      accuracy_->addMarker(x, text, QColor(30, 130, 60));
+      accuracy_->addMarker(x, text, QColor(30, 130, 60), 0.72);  // below the curves, which sit high
       best_marker_ = accuracy_->markerCount() - 1;
     } else {
       accuracy_->moveMarker(best_marker_, x, text);

@@ -22,7 +22,7 @@ std::vector<CheckpointEntry> list_checkpoints(const std::string& run_dir) {
     if (!entry.is_directory() || !entry.path().filename().string().starts_with("ckpt-")) continue;
     try {
       const CheckpointInfo info = CheckpointManager::read_info(entry.path().string());
-      out.push_back({entry.path().string(), info.position.step, info.position.epoch, info.val_accuracy});
+      out.push_back({entry.path().string(), info.position.step, info.position.epoch, info.val_accuracy, info.val_epoch});
     } catch (const std::exception&) {
       // Half-written (killed mid-save) or corrupt: not offered.
     }

@@ -16,6 +16,7 @@ struct CheckpointEntry {
   int64_t step = 0;
   int epoch = 0;
   std::optional<double> val_accuracy;
+  int val_epoch = 0;  // the epoch val_accuracy is from (0: not recorded, older checkpoints)
 };
 
 // Every valid checkpoint of a run folder, newest (highest step) first; an

@@ -1,7 +1,6 @@
 #include "ConfigEditor.h"
 
 #include <QScrollArea>
-#include <QSplitter>
 #include <QVBoxLayout>
 
 #include "DatasetPanel.h"
@@ -32,14 +31,19 @@ ConfigEditor::ConfigEditor(QWidget* parent)
       training_(new TrainingPanel),
       schedule_(new SchedulePanel) {
   setObjectName("configEditor");
-  auto* run_page = new QSplitter(Qt::Vertical);
-  run_page->addWidget(strategy_);
-  run_page->addWidget(devices_);
-  addTab(run_page, tr("Strategy && devices"));
+  // The strategy panel takes the height its rows need (it grows when the
+  // parameter-server or mpirun settings show) and the device list the rest;
+  // a short window scrolls the page rather than clip a row.
+  auto* run_page = new QWidget;
+  auto* run_layout = new QVBoxLayout(run_page);
+  run_layout->setContentsMargins(0, 0, 0, 0);
+  run_layout->addWidget(strategy_, 0);
+  run_layout->addWidget(devices_, 1);
+  addTab(scrolled(run_page), tr("Strategy && devices"));
   addTab(scrolled(dataset_), tr("Dataset"));
   addTab(model_, tr("Model"));
   addTab(scrolled(training_), tr("Training"));
-  addTab(scrolled(schedule_), tr("Schedule && checkpoints"));
+  addTab(scrolled(schedule_), tr("Schedule"));
 
   connect(strategy_, &StrategyPanel::strategyChanged, devices_, &DevicesPanel::setStrategy);
   connect(strategy_, &StrategyPanel::parameterServerProcessesChanged, devices_, &DevicesPanel::setParameterServerProcesses);

@@ -134,7 +134,12 @@ void EvaluationView::setRun(const RunConfig& config, const QString& run_dir) {
   picker_->clear();
   for (const auto& c : checkpoints_) {
     QString text = tr("%1 · step %2 · epoch %3").arg(QFileInfo(QString::fromStdString(c.dir)).fileName()).arg(c.step).arg(c.epoch);
-    if (c.val_accuracy) text += tr(" · val acc %1").arg(*c.val_accuracy, 0, 'f', 3);
+    // A mid-epoch checkpoint carries the last finished epoch's figure: say
+    // which epoch it is from rather than pass it off as this one's.
+    if (c.val_accuracy) {
+      text += tr(" · val acc %1").arg(*c.val_accuracy, 0, 'f', 3);
+      if (c.val_epoch > 0 && c.val_epoch != c.epoch) text += tr(" (epoch %1)").arg(c.val_epoch);
+    }
     picker_->addItem(text, QString::fromStdString(c.dir));
   }
   filling_ = false;

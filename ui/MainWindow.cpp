@@ -1,5 +1,7 @@
 #include "MainWindow.h"
 
+#include <algorithm>
+
 #include <QApplication>
 #include <QCloseEvent>
 #include <QDesktopServices>
@@ -24,6 +26,7 @@
 #include "RunController.h"
 #include "RunHistory.h"
 #include "RunHistoryPanel.h"
+#include "project/RunNotes.h"
 #include "StatusPanel.h"
 #include "StrategyPanel.h"
 #include "project/ProjectFile.h"
@@ -190,6 +193,7 @@ void MainWindow::setDocument(const RunConfig& config, const QString& path) {
   name_ = QString::fromStdString(config.name);
   // Another project: nothing of the previous one's charts, ranges or log stays.
   charts_->clearAll();
+  overlay_labels_.clear();
   log_->clear();
   status_->reset();
   editor_->setConfig(config);
@@ -335,11 +339,20 @@ void MainWindow::onFinished(const FinishedEvent& event) {
 }
 
 void MainWindow::onOverlay(const QString& run_dir, bool on) {
-  const QString label = QFileInfo(run_dir).fileName();
   if (!on) {
-    charts_->removeOverlay(label);
+    charts_->removeOverlay(overlay_labels_.take(run_dir));
     return;
   }
+  QString label = QFileInfo(run_dir).fileName();
+  try {
+    if (const RunNotes n = read_run_notes(run_dir.toStdString()); !n.name.empty()) label = QString::fromStdString(n.name);
+  } catch (const std::exception&) {
+    // An unreadable run.json was reported when the history was listed.
+  }
+  // Two runs of the same name stay apart in the legends.
+  if (std::find(overlay_labels_.cbegin(), overlay_labels_.cend(), label) != overlay_labels_.cend())
+    label += " (" + QFileInfo(run_dir).fileName() + ")";
+  overlay_labels_[run_dir] = label;
   int bad = 0;
   RunSeries run = load_run(run_dir.toStdString(), &bad);
   if (bad > 0) log_->addLine("warning", tr("%1: skipped %2 unreadable line(s) in events.jsonl").arg(run_dir).arg(bad));

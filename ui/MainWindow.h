@@ -1,4 +1,5 @@
 #pragma once
+#include <QHash>
 #include <QMainWindow>
 #include <memory>
 
@@ -96,6 +97,9 @@ private:
   QString path_;
   QString name_;
   bool modified_ = false;
+  // Overlaid runs' legend labels by run folder (the run's name when it has
+  // one), so an overlay is removed by the label it was added under.
+  QHash<QString, QString> overlay_labels_;
 };
 
 }  // namespace strata::ui

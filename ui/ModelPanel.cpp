@@ -1,5 +1,7 @@
 #include "ModelPanel.h"
 
+#include "Wording.h"
+
 #include <algorithm>
 #include <QComboBox>
 #include <QHBoxLayout>
@@ -217,7 +219,7 @@ void ModelPanel::recheck() {
   for (int r = 0; r < table_->rowCount(); ++r) {
     const auto found = nn::check_layer(specs[static_cast<size_t>(r)], "model.layers[" + std::to_string(r) + "]");
     QStringList row_problems;
-    for (const auto& p : found) row_problems << QString::fromStdString(p);
+    for (const auto& p : found) row_problems << with_layer_number(QString::fromStdString(p));
     auto* settings = table_->item(r, kSettings);
     settings->setBackground(row_problems.isEmpty() ? QBrush() : QBrush(QColor(255, 220, 220)));
     settings->setToolTip(row_problems.join('\n'));
@@ -249,7 +251,7 @@ void ModelPanel::recheck() {
                         .arg(QString::fromStdString(out.str()))
                         .arg(classes_);
     } catch (const std::exception& e) {
-      problems << QString::fromStdString(e.what());
+      problems << with_layer_number(QString::fromStdString(e.what()));
     }
   }
   total_->setText(have_input_ ? tr("Input %1 · total %2 parameters").arg(QString::fromStdString(input_.str()), with_commas(total_params_))

@@ -7,6 +7,7 @@
 #include <QLabel>
 #include <QPlainTextEdit>
 #include <QPushButton>
+#include <QScrollBar>
 #include <QSplitter>
 #include <QTableWidget>
 #include <QVBoxLayout>
@@ -81,10 +82,15 @@ RunHistoryPanel::RunHistoryPanel(QWidget* parent)
   // the choice across refreshes).
   table_->horizontalHeader()->setSortIndicator(Started, Qt::DescendingOrder);
   table_->setSortingEnabled(true);
+  // Room for a few runs however the window divides its height.
+  table_->setMinimumHeight(table_->horizontalHeader()->sizeHint().height() + 4 * table_->verticalHeader()->defaultSectionSize() +
+                           table_->horizontalScrollBar()->sizeHint().height() + 4);
   note_->setWordWrap(true);
   notes_->setObjectName("runNotes");
   notes_->setPlaceholderText(tr("Notes about the selected run: what you changed, what you saw"));
   notes_->installEventFilter(this);  // saved when the editor loses focus
+  // A few lines; the table keeps the height (longer notes scroll).
+  notes_->setMaximumHeight(notes_->fontMetrics().lineSpacing() * 4 + 12);
 
   auto* refresh_button = new QPushButton(tr("Refresh"), this);
   resume_ = new QPushButton(tr("Resume"), this);

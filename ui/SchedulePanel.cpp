@@ -24,6 +24,14 @@ QSpinBox* spin(int lo, int hi, const char* name) {
   s->setRange(lo, hi);
   return s;
 }
+// " epoch" after 1, " epochs" otherwise ("1 epochs" reads wrong).
+QSpinBox* epochs(int lo, const char* name) {
+  auto* s = spin(lo, 100000, name);
+  auto suffix = [s](int v) { s->setSuffix(v == 1 ? QObject::tr(" epoch") : QObject::tr(" epochs")); };
+  QObject::connect(s, &QSpinBox::valueChanged, s, suffix);
+  suffix(s->value());
+  return s;
+}
 QDoubleSpinBox* fraction(double lo, double hi, double step, const char* name) {
   auto* s = named(new QDoubleSpinBox, name);
   s->setRange(lo, hi);
@@ -72,14 +80,15 @@ SchedulePanel::SchedulePanel(QWidget* parent) : QWidget(parent) {
   type_->addItem(tr("Exponential decay"), "exponential");
   type_->addItem(tr("Cosine decay"), "cosine");
   warmup_ = fraction(0, 1e4, 0.5, "warmupEpochs");
+  warmup_->setDecimals(2);
+  warmup_->setSpecialValueText(tr("none"));
   warmup_->setSuffix(tr(" epochs"));
   warmup_->setToolTip(tr("Ramp the rate up linearly from near 0 over these epochs first"));
   form->addRow(tr("Schedule"), type_);
   form->addRow(tr("Warm-up"), warmup_);
   QFormLayout* f = nullptr;
   step_rows_ = rows(f);
-  step_every_ = spin(1, 100000, "stepEvery");
-  step_every_->setSuffix(tr(" epochs"));
+  step_every_ = epochs(1, "stepEvery");
   step_factor_ = fraction(0.001, 1, 0.05, "stepFactor");
   f->addRow(tr("Every"), step_every_);
   f->addRow(tr("Multiply by"), step_factor_);
@@ -98,8 +107,7 @@ SchedulePanel::SchedulePanel(QWidget* parent) : QWidget(parent) {
   early_->setCheckable(true);
   form = new QFormLayout(early_);
   early_monitor_ = monitor("earlyStoppingMonitor");
-  early_patience_ = spin(1, 100000, "earlyStoppingPatience");
-  early_patience_->setSuffix(tr(" epochs"));
+  early_patience_ = epochs(1, "earlyStoppingPatience");
   early_min_delta_ = number("earlyStoppingMinDelta");
   form->addRow(tr("Monitor"), early_monitor_);
   form->addRow(tr("Patience"), early_patience_);
@@ -111,10 +119,8 @@ SchedulePanel::SchedulePanel(QWidget* parent) : QWidget(parent) {
   form = new QFormLayout(plateau_);
   plateau_monitor_ = monitor("plateauMonitor");
   plateau_factor_ = fraction(0.001, 0.999, 0.05, "plateauFactor");
-  plateau_patience_ = spin(1, 100000, "plateauPatience");
-  plateau_patience_->setSuffix(tr(" epochs"));
-  plateau_cooldown_ = spin(0, 100000, "plateauCooldown");
-  plateau_cooldown_->setSuffix(tr(" epochs"));
+  plateau_patience_ = epochs(1, "plateauPatience");
+  plateau_cooldown_ = epochs(0, "plateauCooldown");
   plateau_min_delta_ = number("plateauMinDelta");
   plateau_min_lr_ = number("plateauMinLr");
   form->addRow(tr("Monitor"), plateau_monitor_);
@@ -129,12 +135,12 @@ SchedulePanel::SchedulePanel(QWidget* parent) : QWidget(parent) {
   form = new QFormLayout(checkpoints);
   every_epoch_ = named(new QCheckBox(tr("At the end of every epoch")), "checkpointEveryEpoch");
   every_steps_ = spin(0, 1 << 30, "checkpointEverySteps");
-  every_steps_->setSpecialValueText(tr("never"));
+  every_steps_->setSpecialValueText(tr("off"));
   every_steps_->setSuffix(tr(" steps"));
   keep_ = spin(1, 1000000, "checkpointKeep");
   keep_best_ = named(new QCheckBox(tr("Also keep the best (highest validation accuracy)")), "checkpointKeepBest");
   form->addRow(QString(), every_epoch_);
-  form->addRow(tr("Also every"), every_steps_);
+  form->addRow(tr("Every N steps"), every_steps_);
   form->addRow(tr("Keep the newest"), keep_);
   form->addRow(QString(), keep_best_);
   form->addRow(new QLabel(tr("A checkpoint is also written when a run stops or ends."), checkpoints));

@@ -98,7 +98,6 @@ StrategyPanel::StrategyPanel(QWidget* parent) : QWidget(parent), group_(new QBut
   workers_->hide();
   connect(workers_, &MultiWorkerPanel::edited, this, &StrategyPanel::edited);
   layout->addWidget(workers_);
-  layout->addStretch();
 }
 
 void StrategyPanel::showSettingsFor(const std::string& name) {

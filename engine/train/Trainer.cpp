@@ -504,6 +504,14 @@ FinishedEvent Trainer::finish_run(FinishedEvent fin, const TrainingPosition& pos
   return fin;
 }
 
+std::string Trainer::stop_message(const TrainingPosition& pos) {
+  // A stop that lands between epochs names the epoch that ended, as the
+  // progress bar (the last step's epoch) does, not the one about to begin.
+  if (pos.epoch_step == 0 && pos.epoch > 1)
+    return "stopped by request after epoch " + std::to_string(pos.epoch - 1) + " (step " + std::to_string(pos.step) + ")";
+  return "stopped by request after step " + std::to_string(pos.step) + " (epoch " + std::to_string(pos.epoch) + ")";
+}
+
 TrainingPosition Trainer::next_epoch(const TrainingPosition& pos) {
   return TrainingPosition{pos.step, pos.epoch + 1, 0, false, 0, 0, 0, pos.elapsed};
 }
@@ -534,7 +542,7 @@ FinishedEvent Trainer::run() {
       if (fin.status == "failed") break;
       if (ep.stopping) {
         fin.status = "stopped";
-        fin.message = "stopped by request after step " + std::to_string(pos.step) + " (epoch " + std::to_string(epoch) + ")";
+        fin.message = stop_message(pos);
         pos.elapsed = elapsed();
         save_checkpoint(pos);
         break;

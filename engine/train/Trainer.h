@@ -123,6 +123,9 @@ private:
   // Runs body; an error it throws becomes fin's failure message.
   static void fail_on_error(FinishedEvent& fin, const std::function<void()>& body);
   static TrainingPosition next_epoch(const TrainingPosition& pos);
+  // "stopped by request after step 40 (epoch 3)", or "after epoch 2 (step
+  // 32)" when the stop came between epochs.
+  static std::string stop_message(const TrainingPosition& pos);
   // Advances pos by one step, completes and emits ev; false (and fin failed)
   // when the loss diverged.
   bool record_step(StepEvent& ev, TrainingPosition& pos, int64_t batch, int64_t correct, EpochProgress& ep, FinishedEvent& fin);

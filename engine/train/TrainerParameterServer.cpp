@@ -281,7 +281,7 @@ void Trainer::serve_as_chief(TrainingPosition& pos, int64_t steps_per_epoch, Fin
     if (stop_ && pos.epoch_step < steps_per_epoch) {
       // Stopped mid-epoch at the round the chief chose: a consistent cut.
       fin.status = "stopped";
-      fin.message = "stopped by request after step " + std::to_string(pos.step) + " (epoch " + std::to_string(epoch) + ")";
+      fin.message = stop_message(pos);
       sync_model_from_servers();
       pos.elapsed = elapsed();
       save_checkpoint(pos);

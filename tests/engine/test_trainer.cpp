@@ -197,6 +197,34 @@ private slots:
     QCOMPARE(steps.back().step, fin.steps);
   }
 
+  // A stop requested during an epoch's last step takes effect between
+  // epochs: the message names the epoch that ended, as the progress bar
+  // (the last step's epoch) does. Mid-epoch it names the step and its epoch.
+  void stop_message_names_the_last_steps_epoch() {
+    struct StopAt final : EventSink {
+      Trainer* trainer = nullptr;
+      int64_t at_epoch_step = 0;  // 0: the epoch's last step
+      int64_t steps_per_epoch = 0;
+      void emit(const Event& e) override {
+        if (auto* r = std::get_if<RunStartedEvent>(&e)) steps_per_epoch = r->steps_per_epoch;
+        if (auto* s = std::get_if<StepEvent>(&e); s && s->epoch == 2 &&
+                                                   s->epoch_step == (at_epoch_step ? at_epoch_step : steps_per_epoch))
+          trainer->request_stop();
+      }
+    };
+    for (int64_t at : {int64_t{0}, int64_t{3}}) {
+      StopAt sink;
+      sink.at_epoch_step = at;
+      Trainer trainer(synthetic_config(10), sink);
+      sink.trainer = &trainer;
+      const FinishedEvent fin = trainer.run();
+      QCOMPARE(QString::fromStdString(fin.status), QString("stopped"));
+      const std::string want = at == 0 ? "stopped by request after epoch 2 (step " + std::to_string(fin.steps) + ")"
+                                       : "stopped by request after step " + std::to_string(fin.steps) + " (epoch 2)";
+      QCOMPARE(fin.message, want);
+    }
+  }
+
   void stop_before_run() {
     RecordingSink sink;
     Trainer trainer(synthetic_config(3), sink);

@@ -3,7 +3,9 @@
 // broken files, divergence, run history overlays, a ParameterServer run and
 // its charts (staleness, server updates, lost workers), in this process and
 // across mpirun processes, and a mid-run screenshot.
+#include <QAbstractSpinBox>
 #include <QCheckBox>
+#include <QLabel>
 #include <QComboBox>
 #include <QDoubleSpinBox>
 #include <QGroupBox>
@@ -109,6 +111,14 @@ std::vector<Event> mirrored_run(int epochs, int per_epoch, double (*loss)(int)) 
   return batch;
 }
 
+// Saves a widget as ui-screenshots/<file> (docs/dashboard.md shows them).
+void save_screenshot(QWidget* w, const QString& file) {
+  const QString dir = STRATA_BINARY_DIR "/ui-screenshots";
+  QDir().mkpath(dir);
+  QCoreApplication::processEvents();
+  QVERIFY(w->grab().toImage().save(dir + "/" + file));
+}
+
 void check_device(QListWidget* list, const QString& device, bool on) {
   for (int i = 0; i < list->count(); ++i)
     if (list->item(i)->data(Qt::UserRole).toString() == device) list->item(i)->setCheckState(on ? Qt::Checked : Qt::Unchecked);
@@ -120,6 +130,7 @@ class DashboardTest : public QObject {
 private Q_SLOTS:
   void initTestCase();
   void unavailableStrategiesAreDisabled();
+  void strategyPageNeverClips();
   void modelEditorChecksShapes();
   void mirroredRunFillsCharts();
   void runHistoryOverlays();
@@ -233,6 +244,59 @@ void DashboardTest::unavailableStrategiesAreDisabled() {
   QCOMPARE(win.w.findChildren<QRadioButton*>(QRegularExpression("^strategy_")).size(), 5);
 }
 
+// The Strategy & devices page in a small window, with the longest settings
+// showing (ParameterServer as mpirun processes, then MultiWorkerMirrored):
+// every row gets the height it needs and no two rows overlap; the page
+// scrolls instead, and the space left goes to the device list.
+void DashboardTest::strategyPageNeverClips() {
+  Window win;
+  QVERIFY(win.w.openProject(project_));
+  win.w.resize(1000, 560);
+  win.w.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&win.w));
+  win.editor()->setCurrentIndex(0);
+  StrategyPanel* panel = win.editor()->strategyPanel();
+  auto check = [&](const char* what) {
+    QApplication::processEvents();
+    QList<QWidget*> rows;
+    for (QWidget* w : panel->findChildren<QWidget*>()) {
+      if (!w->isVisibleTo(panel) || !(qobject_cast<QLabel*>(w) || qobject_cast<QAbstractButton*>(w) ||
+                                      qobject_cast<QAbstractSpinBox*>(w) || qobject_cast<QLineEdit*>(w)))
+        continue;
+      if (qobject_cast<QAbstractSpinBox*>(w->parentWidget())) continue;  // a spin box's own line edit
+      const int need = w->hasHeightForWidth() ? w->heightForWidth(w->width()) : w->minimumSizeHint().height();
+      QVERIFY2(w->height() >= need, qPrintable(QString("%1: %2 '%3' is %4 px high, needs %5").arg(what, w->metaObject()->className(),
+                                                                                                    w->objectName()).arg(w->height()).arg(need)));
+      rows << w;
+    }
+    for (int i = 0; i < rows.size(); ++i)
+      for (int j = i + 1; j < rows.size(); ++j) {
+        const QRect a(rows[i]->mapTo(panel, QPoint(0, 0)), rows[i]->size()), b(rows[j]->mapTo(panel, QPoint(0, 0)), rows[j]->size());
+        QVERIFY2(!a.intersects(b), qPrintable(QString("%1: '%2' overlaps '%3'").arg(what, rows[i]->objectName(), rows[j]->objectName())));
+      }
+  };
+  auto click = [](QAbstractButton* b) { QTest::mouseClick(b, Qt::LeftButton, Qt::NoModifier, QPoint(8, b->height() / 2)); };
+  auto* ps = win.w.findChild<QRadioButton*>("strategy_parameter_server");
+  click(ps);
+  QVERIFY(ps->isChecked());
+  check("parameter server");
+  auto* processes = win.w.findChild<QRadioButton*>("psProcesses");
+  if (processes->isEnabled()) {
+    click(processes);
+    QVERIFY(processes->isChecked());
+    check("parameter server as processes");
+  }
+  auto* mw = win.w.findChild<QRadioButton*>("strategy_multi_worker_mirrored");
+  if (mw->isEnabled()) {
+    click(mw);
+    check("multi-worker");
+  }
+  // The device list, not empty space, takes what is left of a tall window.
+  win.w.resize(1000, 1400);
+  QApplication::processEvents();
+  QVERIFY(win.editor()->devicesPanel()->height() > panel->height() / 2);
+}
+
 void DashboardTest::modelEditorChecksShapes() {
   Window win;
   QVERIFY(win.w.openProject(project_));
@@ -247,7 +311,9 @@ void DashboardTest::modelEditorChecksShapes() {
   QCOMPARE(model->totalParams(), qint64(16 * 32 + 32 + 32 * 4 + 4));
   QVERIFY(model->problems().isEmpty());
   model->setLayerSettings(0, "units=-3, activation=relu");
-  QVERIFY2(model->problems().contains("model.layers[0].units: must be a positive integer, got -3"), qPrintable(model->problems()));
+  // Numbered as the table numbers its rows (from 1), with the file's path.
+  QVERIFY2(model->problems().contains("Layer 1 — model.layers[0].units: must be a positive integer, got -3"),
+           qPrintable(model->problems()));
   model->setLayerSettings(0, "units=8, activation=tanh");
   QVERIFY(model->problems().isEmpty());
   model->addLayer({{"type", "dropout"}, {"rate", 0.1}}, 1);
@@ -407,6 +473,10 @@ void DashboardTest::runTableNotesAndComparison() {
   QTest::keyClicks(editor, "wider batch");
   QTest::keyClick(editor, Qt::Key_Return);
   QTRY_COMPARE(QString::fromStdString(read_run_notes(newest.toStdString()).name), QString("wider batch"));
+  // Overlaid again, it is named in the legends.
+  history->setOverlay(row40, false);
+  history->setOverlay(row40, true);
+  QVERIFY(win.w.charts()->lossChart()->seriesIndex("wider batch · loss") >= 0);
 
   // Notes, typed, saved when the focus moves on.
   QPlainTextEdit* notes = history->notesEdit();
@@ -436,6 +506,9 @@ void DashboardTest::runTableNotesAndComparison() {
   QCOMPARE(paths, QStringList({"training.batch_size", "training.epochs", "training.optimizer.learning_rate"}));
   QTest::mouseClick(diff->onlyDifferencesBox(), Qt::LeftButton, Qt::NoModifier, QPoint(8, diff->onlyDifferencesBox()->height() / 2));
   QVERIFY(diff->table()->rowCount() > 10);  // every setting
+  save_screenshot(&win.w, "runs-table.png");
+  QTest::mouseClick(diff->onlyDifferencesBox(), Qt::LeftButton, Qt::NoModifier, QPoint(8, diff->onlyDifferencesBox()->height() / 2));
+  save_screenshot(diff, "settings-diff.png");
   diff->close();
 
   // Reopened: the name, tags and notes are still there.
@@ -544,6 +617,7 @@ void DashboardTest::scheduleAndEarlyStopping() {
     QVERIFY(win.w.isModified());
     win.editor()->trainingPanel()->epochsBox()->setValue(10);
     QVERIFY(win.w.saveProjectAs(path));
+    save_screenshot(win.editor(), "schedule-tab.png");
   }
   Window win;
   QVERIFY(win.w.openProject(path));
