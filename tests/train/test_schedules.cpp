@@ -242,6 +242,10 @@ private slots:
     QVERIFY(stop_at > 0 && stop_at < static_cast<int64_t>(whole.steps.size()));
     const Run first = train(c, dir, stop_at);
     QCOMPARE(first.finished.status, std::string("stopped"));
+    // The mid-epoch checkpoint's validation figures are the last finished epoch's, and it says so.
+    const auto mid = CheckpointManager::read_info(*CheckpointManager::latest(dir));
+    QCOMPARE(mid.position.epoch, static_cast<int>(stop_at / 10) + 1);
+    QCOMPARE(mid.val_epoch, mid.position.epoch - 1);
     const Run rest = train(c, dir, -1, true);
     QCOMPARE(rest.finished.message, whole.finished.message);
     QCOMPARE(first.steps.size() + rest.steps.size(), whole.steps.size());
