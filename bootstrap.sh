@@ -13,6 +13,9 @@ packages=(build-essential cmake ninja-build pkg-config
           dataset-fashion-mnist xvfb xauth python3-numpy
           iproute2)  # ip netns: the network-fault tests (tests/netns)
 
+# The differential tests against PyTorch (tests/torch, label torch) need it;
+# only the test command installs it.
+[ "$mode" = test ] && packages+=(python3-torch)
 scripts/install-packages.sh "${packages[@]}"
 
 cmake --preset release

@@ -174,6 +174,39 @@ private slots:
     STRATA_COMPARE_OK(testutil::identical(a, b, "step losses of two runs with the same seed"));
   }
 
+  // Synchronised batch normalisation over mirrored replicas normalises with
+  // the global batch's statistics: the run equals one device's on the same
+  // global batches, step by step (so the differential tests of batch
+  // normalisation against PyTorch, tests/torch, cover it too). Unsynchronised,
+  // each replica uses its own half and the runs differ.
+  void synchronized_batch_norm_equals_one_device() {
+    auto run = [](const char* strategy, std::vector<std::string> devices, bool sync) {
+      RunConfig c = synthetic_config(2);
+      c.layers = {json{{"type", "dense"}, {"units", 16}, {"use_bias", false}},
+                  json{{"type", "batch_normalization"}, {"synchronized", sync}, {"momentum", 0.9}},
+                  json{{"type", "tanh"}}, json{{"type", "dense"}, {"units", 4}}};
+      c.strategy.name = strategy;
+      c.strategy.devices = std::move(devices);
+      RecordingSink sink;
+      Trainer t(c, sink);
+      t.run();
+      std::vector<double> losses;
+      for (auto& s : sink.all<StepEvent>()) losses.push_back(s.loss);
+      return losses;
+    };
+    const auto one = run("one_device", {"cpu:0"}, true);
+    const auto synced = run("mirrored", {"cpu:0", "cpu:1"}, true);
+    const auto local = run("mirrored", {"cpu:0", "cpu:1"}, false);
+    QCOMPARE(synced.size(), one.size());
+    double worst = 0, local_worst = 0;
+    for (size_t i = 0; i < one.size(); ++i) {
+      worst = std::max(worst, std::abs(synced[i] - one[i]) / std::abs(one[i]));
+      local_worst = std::max(local_worst, std::abs(local[i] - one[i]) / std::abs(one[i]));
+    }
+    QVERIFY2(worst < 1e-5, qPrintable(QString("synchronised: relative difference %1").arg(worst)));
+    QVERIFY2(local_worst > 1e-4, qPrintable(QString("per-replica statistics: relative difference %1").arg(local_worst)));
+  }
+
   void stop_from_another_thread() {
     RecordingSink sink;
     RunConfig config = synthetic_config(1000);  // far longer than the test lets it run
