@@ -43,7 +43,7 @@ echo "== build"
 cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DSTRATA_WITH_UI=OFF -DSTRATA_BUILD_TESTS=OFF \
   -DSTRATA_WITH_MPI=OFF -DSTRATA_WITH_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DSTRATA_DEPS_DIR="$deps" \
   "${lib_roots[@]}" || exit 3
-ninja -C build-gpu strata-gpu-check strata-run || exit 3
+ninja -C build-gpu strata-gpu-check strata-run strata-probe || exit 3
 echo "build: $(( $(date +%s) - t0 )) s"
 
 export STRATA_FASHION_MNIST_DIR="$deps/fashion-mnist"
@@ -61,5 +61,18 @@ echo "== checks"
 build-gpu/app/strata-run --list-devices
 build-gpu/tools/gpu_check/strata-gpu-check --device gpu:0 --report "$out/gpu-report.md" "${peer_args[@]}"
 rc=$?
+# The differential suite against PyTorch (float64, on the CPU) with the
+# engine on gpu:0: every layer, loss and optimizer within 1e-5 away from
+# kinks, the example models' trajectories within PyTorch float32's own drift
+# (docs/differential-testing.md).
+echo "== against PyTorch"
+if python3 -c 'import torch' 2>/dev/null; then
+  timeout 300 python3 tests/torch/test_vs_torch.py build-gpu/tools/torch_probe/strata-probe --device gpu:0 \
+    --fashion-mnist "$deps/fashion-mnist" | tee "$out/vs-torch-gpu.txt"
+  torch_rc=${PIPESTATUS[0]}
+  [ "$torch_rc" -ne 0 ] && [ "$rc" -eq 0 ] && rc=$torch_rc
+else
+  echo "no PyTorch here: the differential suite did not run"
+fi
 echo "gpu-check: exit $rc after $(( $(date +%s) - t0 )) s in all"
 exit $rc
