@@ -1,5 +1,7 @@
 #include "SchedulePanel.h"
 
+#include "FormFields.h"
+
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDoubleSpinBox>
@@ -19,14 +21,9 @@ W* named(W* w, const char* name) {
   w->setObjectName(name);
   return w;
 }
-QSpinBox* spin(int lo, int hi, const char* name) {
-  auto* s = named(new QSpinBox, name);
-  s->setRange(lo, hi);
-  return s;
-}
 // " epoch" after 1, " epochs" otherwise ("1 epochs" reads wrong).
 QSpinBox* epochs(int lo, const char* name) {
-  auto* s = spin(lo, 100000, name);
+  auto* s = int_field(lo, 100000, name);
   auto suffix = [s](int v) { s->setSuffix(v == 1 ? QObject::tr(" epoch") : QObject::tr(" epochs")); };
   QObject::connect(s, &QSpinBox::valueChanged, s, suffix);
   suffix(s->value());
@@ -38,14 +35,6 @@ QDoubleSpinBox* fraction(double lo, double hi, double step, const char* name) {
   s->setDecimals(3);
   s->setSingleStep(step);
   return s;
-}
-// Text, so 1e-5 and 0.0003 both read naturally.
-QLineEdit* number(const char* name) {
-  auto* e = named(new QLineEdit, name);
-  auto* v = new QDoubleValidator(0.0, 1e6, 12, e);
-  v->setNotation(QDoubleValidator::ScientificNotation);
-  e->setValidator(v);
-  return e;
 }
 QComboBox* monitor(const char* name) {
   auto* c = named(new QComboBox, name);
@@ -98,7 +87,7 @@ SchedulePanel::SchedulePanel(QWidget* parent) : QWidget(parent) {
   f->addRow(tr("Decay per epoch"), decay_rate_);
   form->addRow(exponential_rows_);
   cosine_rows_ = rows(f);
-  cosine_min_lr_ = number("cosineMinLr");
+  cosine_min_lr_ = number_field("cosineMinLr");
   f->addRow(tr("Final rate"), cosine_min_lr_);
   form->addRow(cosine_rows_);
   page->addWidget(schedule);
@@ -108,7 +97,7 @@ SchedulePanel::SchedulePanel(QWidget* parent) : QWidget(parent) {
   form = new QFormLayout(early_);
   early_monitor_ = monitor("earlyStoppingMonitor");
   early_patience_ = epochs(1, "earlyStoppingPatience");
-  early_min_delta_ = number("earlyStoppingMinDelta");
+  early_min_delta_ = number_field("earlyStoppingMinDelta");
   form->addRow(tr("Monitor"), early_monitor_);
   form->addRow(tr("Patience"), early_patience_);
   form->addRow(tr("Smallest improvement"), early_min_delta_);
@@ -121,8 +110,8 @@ SchedulePanel::SchedulePanel(QWidget* parent) : QWidget(parent) {
   plateau_factor_ = fraction(0.001, 0.999, 0.05, "plateauFactor");
   plateau_patience_ = epochs(1, "plateauPatience");
   plateau_cooldown_ = epochs(0, "plateauCooldown");
-  plateau_min_delta_ = number("plateauMinDelta");
-  plateau_min_lr_ = number("plateauMinLr");
+  plateau_min_delta_ = number_field("plateauMinDelta");
+  plateau_min_lr_ = number_field("plateauMinLr");
   form->addRow(tr("Monitor"), plateau_monitor_);
   form->addRow(tr("Multiply by"), plateau_factor_);
   form->addRow(tr("Patience"), plateau_patience_);
@@ -134,10 +123,10 @@ SchedulePanel::SchedulePanel(QWidget* parent) : QWidget(parent) {
   auto* checkpoints = new QGroupBox(tr("Checkpoints"), this);
   form = new QFormLayout(checkpoints);
   every_epoch_ = named(new QCheckBox(tr("At the end of every epoch")), "checkpointEveryEpoch");
-  every_steps_ = spin(0, 1 << 30, "checkpointEverySteps");
+  every_steps_ = int_field(0, 1 << 30, "checkpointEverySteps");
   every_steps_->setSpecialValueText(tr("off"));
   every_steps_->setSuffix(tr(" steps"));
-  keep_ = spin(1, 1000000, "checkpointKeep");
+  keep_ = int_field(1, 1000000, "checkpointKeep");
   keep_best_ = named(new QCheckBox(tr("Also keep the best (highest validation accuracy)")), "checkpointKeepBest");
   form->addRow(QString(), every_epoch_);
   form->addRow(tr("Every N steps"), every_steps_);

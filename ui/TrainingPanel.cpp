@@ -1,5 +1,7 @@
 #include "TrainingPanel.h"
 
+#include "FormFields.h"
+
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDoubleSpinBox>
@@ -12,32 +14,16 @@
 
 namespace strata::ui {
 
-namespace {
-QSpinBox* spin(QWidget* parent, int lo, int hi, const char* name) {
-  auto* s = new QSpinBox(parent);
-  s->setRange(lo, hi);
-  s->setObjectName(name);
-  return s;
-}
-QLineEdit* number_edit(QWidget* parent, const char* name) {
-  auto* e = new QLineEdit(parent);
-  auto* v = new QDoubleValidator(0.0, 1e6, 12, e);
-  v->setNotation(QDoubleValidator::ScientificNotation);
-  e->setValidator(v);
-  e->setObjectName(name);
-  return e;
-}
-}  // namespace
 
 TrainingPanel::TrainingPanel(QWidget* parent) : QWidget(parent) {
   auto* form = new QFormLayout(this);
-  epochs_ = spin(this, 1, 100000, "epochs");
-  batch_ = spin(this, 1, 1 << 20, "globalBatch");
+  epochs_ = int_field(1, 100000, "epochs", this);
+  batch_ = int_field(1, 1 << 20, "globalBatch", this);
   optimizer_ = new QComboBox(this);
   optimizer_->setObjectName("optimizer");
   optimizer_->addItem("Adam", "adam");
   optimizer_->addItem("SGD", "sgd");
-  lr_ = number_edit(this, "learningRate");
+  lr_ = number_field("learningRate", this);
   // The project's name: the window title, run history and exported files.
   name_ = new QLineEdit(this);
   name_->setObjectName("projectName");
@@ -70,7 +56,7 @@ TrainingPanel::TrainingPanel(QWidget* parent) : QWidget(parent) {
     b->setDecimals(5);
     b->setSingleStep(0.001);
   }
-  epsilon_ = number_edit(adam_rows_, "epsilon");
+  epsilon_ = number_field("epsilon", adam_rows_);
   adam->addRow(tr("β₁"), beta1_);
   adam->addRow(tr("β₂"), beta2_);
   adam->addRow(tr("ε"), epsilon_);
@@ -79,11 +65,11 @@ TrainingPanel::TrainingPanel(QWidget* parent) : QWidget(parent) {
   seed_ = new QLineEdit(this);
   seed_->setObjectName("seed");
   seed_->setValidator(new QRegularExpressionValidator(QRegularExpression("[0-9]{1,19}"), seed_));
-  threads_ = spin(this, 0, 1024, "threads");
+  threads_ = int_field(0, 1024, "threads", this);
   threads_->setSpecialValueText(tr("all cores"));
-  max_steps_ = spin(this, 0, 1 << 30, "maxSteps");
+  max_steps_ = int_field(0, 1 << 30, "maxSteps", this);
   max_steps_->setSpecialValueText(tr("whole dataset"));
-  prefetch_ = spin(this, 0, 64, "prefetch");
+  prefetch_ = int_field(0, 64, "prefetch", this);
   shuffle_ = new QCheckBox(tr("Shuffle every epoch"), this);
   drop_remainder_ = new QCheckBox(tr("Drop the last partial batch"), this);
   form->addRow(tr("Seed"), seed_);
