@@ -103,8 +103,11 @@ void ConsoleReporter::emit(const Event& event) {
     std::fprintf(out_, "checkpoint: %s (step %lld)\n", c->path.c_str(), static_cast<long long>(c->step));
   } else if (auto* f = std::get_if<FinishedEvent>(&event)) {
     if (bar_open_ && tty_) std::fprintf(out_, "\n");
-    std::fprintf(out_, "%s: %s (%lld steps, %.1f s)\n", f->status.c_str(), f->message.c_str(),
-                 static_cast<long long>(f->steps), f->time);
+    // "completed 10 epochs (…)", "stopped by request after …", "failed: …",
+    // "completed: stopped early after …": the status once, never twice.
+    const bool says_status = f->message.rfind(f->status, 0) == 0;
+    std::fprintf(out_, "%s%s%s (%lld steps, %.1f s)\n", says_status ? "" : f->status.c_str(), says_status ? "" : ": ",
+                 f->message.c_str(), static_cast<long long>(f->steps), f->time);
   }
   std::fflush(out_);
 }

@@ -468,8 +468,8 @@ bool Trainer::finish_epoch(TrainingPosition& pos, const EpochProgress& ep, Finis
   pos.epoch_complete = true;
   pos.elapsed = elapsed();
   if (d.stop) {
-    // Keras ends such a run as a normal one; the message says why it ended.
-    sink_.emit(LogEvent{"info", *d.stop, ee.time});
+    // Keras ends such a run as a normal one; the finished event's message
+    // says why it ended.
     fin.message = *d.stop;
     fin.stopped_early = true;
   }
