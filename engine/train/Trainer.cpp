@@ -467,14 +467,15 @@ bool Trainer::finish_epoch(TrainingPosition& pos, const EpochProgress& ep, Finis
   fin.epochs_completed = pos.epoch;
   pos.epoch_complete = true;
   pos.elapsed = elapsed();
-  if (d.stop) {
-    // Keras ends such a run as a normal one; the finished event's message
-    // says why it ended.
+  // Keras ends such a run as a normal one; the finished event's message says
+  // why it ended. (A stop decided at the last epoch changes nothing.)
+  const bool stop_early = d.stop && pos.epoch < config_.training.epochs;
+  if (stop_early) {
     fin.message = *d.stop;
     fin.stopped_early = true;
   }
-  if (config_.training.checkpoint.every_epoch || pos.epoch == config_.training.epochs || d.stop) save_checkpoint(pos);
-  return !d.stop;
+  if (config_.training.checkpoint.every_epoch || pos.epoch == config_.training.epochs || stop_early) save_checkpoint(pos);
+  return !stop_early;
 }
 
 void Trainer::set_step_learning_rate(int64_t step) {

@@ -312,6 +312,9 @@ private slots:
     QVERIFY(finished["stopped_early"].toBool());
     QCOMPARE(finished["message"].toString(),
              QString("stopped early after epoch 3: val_accuracy has not improved for 2 epochs (best 1 at epoch 1)"));
+    // Decided at the last epoch anyway: a plain completed run.
+    const Result last = run(base + QStringList{"--epochs", "3", "--early-stopping", "val_accuracy:2"});
+    QVERIFY2(last.out.contains("\"message\":\"completed 3 epochs\"") && !last.out.contains("stopped_early"), qPrintable(last.out));
     expect_bad_input(base + QStringList{"--lr-schedule", "linear"}, {"training.lr_schedule.type", "linear"});
     expect_bad_input(base + QStringList{"--early-stopping", "val_loss"}, {"--early-stopping", "METRIC:PATIENCE"});
     expect_bad_input(base + QStringList{"--early-stopping", "val_los:3"}, {"training.early_stopping.monitor", "val_los"});
