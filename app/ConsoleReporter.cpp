@@ -105,8 +105,9 @@ void ConsoleReporter::emit(const Event& event) {
     if (bar_open_ && tty_) std::fprintf(out_, "\n");
     // "completed 10 epochs (…)", "stopped by request after …", "failed: …",
     // "completed: stopped early after …": the status once, never twice.
-    const bool says_status = f->message.rfind(f->status, 0) == 0;
-    std::fprintf(out_, "%s%s%s (%lld steps, %.1f s)\n", says_status ? "" : f->status.c_str(), says_status ? "" : ": ",
+    const char* status = status_name(f->status);
+    const bool says_status = f->message.rfind(status, 0) == 0;
+    std::fprintf(out_, "%s%s%s (%lld steps, %.1f s)\n", says_status ? "" : status, says_status ? "" : ": ",
                  f->message.c_str(), static_cast<long long>(f->steps), f->time);
   }
   std::fflush(out_);

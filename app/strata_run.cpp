@@ -418,8 +418,8 @@ int main(int argc, char** argv) {
       }
     });
     FinishedEvent fin = trainer.run();
-    if (fin.status == "completed") return 0;
-    if (fin.status == "stopped") return 130;
+    if (fin.status == RunStatus::Completed) return 0;
+    if (fin.status == RunStatus::Stopped) return 130;
     // A failed worker must not leave the others waiting in a collective.
     if (cluster.size() > 1) cluster.abort(1, fin.message);
     return 1;

@@ -61,7 +61,7 @@ public:
       if (s->step == end_) end = read_counters(devices_);
     }
     if (auto* f = std::get_if<strata::FinishedEvent>(&e))
-      if (f->status != "completed") failure = f->message;
+      if (f->status != strata::RunStatus::Completed) failure = f->message;
   }
 
 private:

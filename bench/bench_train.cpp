@@ -61,7 +61,7 @@ public:
   void emit(const strata::Event& e) override {
     if (auto* s = std::get_if<strata::StepEvent>(&e)) marks.push_back({s->epoch, s->step, s->time});
     if (auto* f = std::get_if<strata::FinishedEvent>(&e))
-      if (f->status != "completed") failure = f->message;
+      if (f->status != strata::RunStatus::Completed) failure = f->message;
   }
 };
 

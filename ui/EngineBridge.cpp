@@ -61,7 +61,8 @@ void EngineBridge::start(const RunConfig& config, const std::string& run_dir, co
       prepare_error_ = e.what();
       prepare_failed_ = true;
       FinishedEvent f;
-      f.status = "failed";
+      f.status = RunStatus::Failed;
+      f.failure = failure_kind_of(e);
       f.message = e.what();
       queue_.emit(f);
       return;

@@ -333,9 +333,9 @@ void MainWindow::stopRun() { run_->stop(); }
 
 void MainWindow::onFinished(const FinishedEvent& event) {
   history_->refresh();
-  if (event.status != "failed") return;
-  const bool diverged = event.message.find("NaN") != std::string::npos || event.message.find("infinite") != std::string::npos;
-  presenter_->error(this, diverged ? tr("Training diverged") : tr("Training failed"), QString::fromStdString(event.message));
+  if (event.status != RunStatus::Failed) return;
+  presenter_->error(this, event.failure == FailureKind::Diverged ? tr("Training diverged") : tr("Training failed"),
+                    QString::fromStdString(event.message));
 }
 
 void MainWindow::onOverlay(const QString& run_dir, bool on) {

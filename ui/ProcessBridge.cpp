@@ -180,7 +180,10 @@ void ProcessBridge::onExited(int code, QProcess::ExitStatus status) {
     // Ranks killed (or mpirun's own kill after a stop) before rank 0 could
     // say how the run ended: end it here, so the panels do not wait forever.
     FinishedEvent f;
-    f.status = stop_requested_ ? "stopped" : "failed";
+    // Without rank 0's word the job ended because a rank or its host went
+    // away (a rank's own failure would have been reported by rank 0).
+    f.status = stop_requested_ ? RunStatus::Stopped : RunStatus::Failed;
+    if (!stop_requested_) f.failure = FailureKind::WorkerLost;
     f.message = detail.toStdString();
     pending_.push_back(f);
   }

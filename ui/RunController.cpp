@@ -171,8 +171,8 @@ void RunController::onEvents(const std::vector<Event>& batch) {
       if (last_step) status_->onStep(*last_step);
       last_step = nullptr;
       status_->onFinished(*f);
-      log_->addLine(f->status == "failed" ? "error" : "info",
-                    tr("finished: %1 (%2)").arg(QString::fromStdString(f->status), QString::fromStdString(f->message)), f->time);
+      log_->addLine(f->status == RunStatus::Failed ? "error" : "info",
+                    tr("finished: %1 (%2)").arg(status_name(f->status), QString::fromStdString(f->message)), f->time);
       Q_EMIT finished(*f);
     }
   }

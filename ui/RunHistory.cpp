@@ -84,7 +84,7 @@ std::string summarize(const RunSeries& s) {
   if (s.started && s.started->servers > 0)
     out += " · " + std::to_string(s.started->servers) + (s.started->servers == 1 ? " server" : " servers");
   out += out.empty() ? "" : " · ";
-  out += s.finished ? s.finished->status : std::string("interrupted");
+  out += s.finished ? status_name(s.finished->status) : "interrupted";
   out += " · " + std::to_string(s.step.size()) + " steps";
   if (const int lost = s.lost_worker_count(); lost > 0)
     out += " · " + std::to_string(lost) + (lost == 1 ? " worker lost" : " workers lost");
@@ -114,7 +114,7 @@ std::vector<RunRecord> list_runs(const std::string& project_path) {
     const RunSeries series = load_run(r.dir);
     r.summary = summarize(series);
     r.strategy = series.started ? series.started->strategy : std::string();
-    r.status = series.finished ? series.finished->status : std::string("interrupted");
+    r.status = series.finished ? status_name(series.finished->status) : "interrupted";
     r.has_checkpoint = has_checkpoint(r.dir);
     r.steps = static_cast<int64_t>(series.step.size());
     for (const EpochEvent& e : series.epochs) {

@@ -142,7 +142,7 @@ void StatusPanel::onFinished(const FinishedEvent& e) {
   // The run is over: no estimate of time left, and the bar says where it
   // ended, as the message does.
   progress_->setFormat(positionText());
-  if (e.status == "completed") {
+  if (e.status == RunStatus::Completed) {
     status_->setText(tr("Completed %1 (%2, %3)")
                          .arg(counted(e.epochs_completed, tr("epoch"), tr("epochs")))
                          .arg(counted(e.steps, tr("step"), tr("steps")))
@@ -152,7 +152,7 @@ void StatusPanel::onFinished(const FinishedEvent& e) {
     // status says why it ended there.
     if (e.stopped_early) status_->setText(status_->text() + tr(": %1").arg(msg));
     else progress_->setValue(progress_->maximum());
-  } else if (e.status == "stopped") {
+  } else if (e.status == RunStatus::Stopped) {
     status_->setText(tr("Stopped: %1").arg(msg));
     status_->setStyleSheet("color: #a60;");
   } else {

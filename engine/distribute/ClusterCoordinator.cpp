@@ -132,7 +132,7 @@ void ClusterCoordinator::worker_loop(int w) {
       }
       if (!server_error) {
         if (inject)
-          throw runtime_error("worker " + std::to_string(w) + " failed (injected at its step " +
+          throw worker_lost("worker " + std::to_string(w) + " failed (injected at its step " +
                               std::to_string(fail_at_[static_cast<size_t>(w)]) + ")");
         // Any worker may take any slice: its examples move to this worker's
         // device first (a no-op when they are there, or all on the host).
@@ -170,7 +170,7 @@ void ClusterCoordinator::worker_loop(int w) {
       lost_events_.push_back({w, worker_error});
       queue_.insert(std::move(node));  // another worker does this slice
       if (std::none_of(lost_.begin(), lost_.end(), [](bool l) { return !l; }))
-        fatal_ = std::make_exception_ptr(runtime_error("parameter_server: all " + std::to_string(lost_.size()) +
+        fatal_ = std::make_exception_ptr(worker_lost("parameter_server: all " + std::to_string(lost_.size()) +
                                                        " workers were lost; the last: " + worker_error));
       cv_.notify_all();
       return;

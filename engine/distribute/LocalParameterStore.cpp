@@ -67,7 +67,7 @@ std::vector<int64_t> LocalParameterStore::pull(int worker, int64_t) {
 
 void LocalParameterStore::apply(Shard& shard, const float* g) {
   if (shard.fail_at > 0 && shard.version + 1 >= shard.fail_at)
-    throw runtime_error("parameter server " + std::to_string(shard.index) + " failed (injected at its update " +
+    throw server_failed("parameter server " + std::to_string(shard.index) + " failed (injected at its update " +
                         std::to_string(shard.fail_at) + ")");
   const double t0 = monotonic_seconds();
   const int64_t step = ++shard.version;

@@ -63,8 +63,9 @@ void RunDirectory::emit(const Event& event) {
     last_flush_ = now;
   }
   if (auto* f = std::get_if<FinishedEvent>(&event)) {
-    Json m{{"status", f->status}, {"message", f->message}, {"steps", f->steps}, {"epochs_completed", f->epochs_completed},
+    Json m{{"status", status_name(f->status)}, {"message", f->message}, {"steps", f->steps}, {"epochs_completed", f->epochs_completed},
            {"time", f->time}, {"strategy", started_.strategy}, {"replicas", started_.replicas}};
+    if (f->status == RunStatus::Failed) m["failure"] = failure_name(f->failure);
     if (have_epoch_) {
       m["final_epoch"] = event_to_json(last_epoch_);
     }

@@ -155,7 +155,8 @@ Json event_to_json(const Event& event) {
           j["epoch"] = e.epoch;
           j["time"] = e.time;
         } else if constexpr (std::is_same_v<T, FinishedEvent>) {
-          j["status"] = e.status;
+          j["status"] = status_name(e.status);
+          if (e.status == RunStatus::Failed) j["failure"] = failure_name(e.failure);
           j["message"] = e.message;
           j["time"] = e.time;
           j["steps"] = e.steps;
@@ -263,8 +264,24 @@ Event event_from_json(const Json& j) {
     }
     if (type == "finished") {
       FinishedEvent e;
-      e.status = get_or<std::string>(j, "status", "completed");
+      const std::string status = get_or<std::string>(j, "status", "completed");
+      const auto known = status_from_name(status);
+      if (!known) throw bad_input("event 'finished': status must be completed, stopped or failed, got '" + status + "'");
+      e.status = *known;
       e.message = get_or<std::string>(j, "message", "");
+      if (e.status == RunStatus::Failed) {
+        const std::string failure = get_or<std::string>(j, "failure", "");
+        if (auto kind = failure_from_name(failure)) {
+          e.failure = *kind;
+        } else if (!failure.empty()) {
+          throw bad_input("event 'finished': unknown failure kind '" + failure + "'");
+        } else {
+          // Streams written before the failure kind existed: what their
+          // messages said, the one place a message is read for it.
+          const bool diverged = e.message.find("NaN") != std::string::npos || e.message.find("infinite") != std::string::npos;
+          e.failure = diverged ? FailureKind::Diverged : FailureKind::Internal;
+        }
+      }
       e.time = read_number(j, "time");
       e.steps = get_or<int64_t>(j, "steps", 0);
       e.epochs_completed = get_or<int>(j, "epochs_completed", 0);

@@ -9,6 +9,8 @@
 #include <variant>
 #include <vector>
 
+#include "train/RunStatus.h"
+
 namespace strata {
 
 struct RunStartedEvent {
@@ -102,7 +104,8 @@ struct CheckpointEvent {
 };
 
 struct FinishedEvent {
-  std::string status = "completed";  // completed, stopped, failed
+  RunStatus status = RunStatus::Completed;
+  FailureKind failure = FailureKind::None;  // what kind, when status is Failed
   std::string message;
   double time = 0;
   int64_t steps = 0;

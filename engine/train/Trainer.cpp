@@ -382,7 +382,8 @@ bool Trainer::record_step(StepEvent& ev, TrainingPosition& pos, int64_t batch, i
   if (device_stats_)
     if (auto stats = device_stats_->sample(ev.time)) sink_.emit(*stats);
   if (std::isfinite(ev.loss)) return true;
-  fin.status = "failed";
+  fin.status = RunStatus::Failed;
+  fin.failure = FailureKind::Diverged;
   fin.message = "loss became " + std::string(std::isnan(ev.loss) ? "NaN" : "infinite") + " at step " +
                 std::to_string(pos.step) + " (epoch " + std::to_string(pos.epoch) +
                 "): training diverged; try a lower learning rate";
@@ -487,20 +488,22 @@ void Trainer::fail_on_error(FinishedEvent& fin, const std::function<void()>& bod
   try {
     body();
   } catch (const Error& e) {
-    fin.status = "failed";
+    fin.status = RunStatus::Failed;
+    fin.failure = failure_kind_of(e);
     fin.message = e.what();
   } catch (const std::exception& e) {
-    fin.status = "failed";
+    fin.status = RunStatus::Failed;
+    fin.failure = FailureKind::Internal;
     fin.message = std::string("internal error: ") + e.what();
   }
 }
 
 FinishedEvent Trainer::finish_run(FinishedEvent fin, const TrainingPosition& pos) {
-  if (fin.status == "completed" && fin.message.empty())
+  if (fin.status == RunStatus::Completed && fin.message.empty())
     fin.message = "completed " + std::to_string(fin.epochs_completed) + (fin.epochs_completed == 1 ? " epoch" : " epochs");
   fin.steps = pos.step;
   fin.time = elapsed();
-  if (fin.status == "failed") sink_.emit(LogEvent{"error", fin.message, fin.time});
+  if (fin.status == RunStatus::Failed) sink_.emit(LogEvent{"error", fin.message, fin.time});
   sink_.emit(fin);
   return fin;
 }
@@ -540,9 +543,9 @@ FinishedEvent Trainer::run() {
       ep.start = elapsed();
       if (ps_) run_epoch_async(pos, steps_per_epoch, dist, ep, fin);
       else run_epoch_sync(pos, steps_per_epoch, dist, ep, fin);
-      if (fin.status == "failed") break;
+      if (fin.status == RunStatus::Failed) break;
       if (ep.stopping) {
-        fin.status = "stopped";
+        fin.status = RunStatus::Stopped;
         fin.message = stop_message(pos);
         pos.elapsed = elapsed();
         save_checkpoint(pos);

@@ -201,7 +201,7 @@ void Trainer::run_epoch_async(TrainingPosition& pos, int64_t steps_per_epoch, Di
       }
     }
     coord.join();
-    if (fin.status != "failed") report();
+    if (fin.status != RunStatus::Failed) report();
   } catch (...) {
     try {
       coord.join();
@@ -277,10 +277,10 @@ void Trainer::serve_as_chief(TrainingPosition& pos, int64_t steps_per_epoch, Fin
   observer.on_poll = [&] { return stop_.load(); };
   observer.on_epoch = [&](int epoch) {
     emit_rounds(pos, ep, fin);
-    if (fin.status == "failed") return false;
+    if (fin.status == RunStatus::Failed) return false;
     if (stop_ && pos.epoch_step < steps_per_epoch) {
       // Stopped mid-epoch at the round the chief chose: a consistent cut.
-      fin.status = "stopped";
+      fin.status = RunStatus::Stopped;
       fin.message = stop_message(pos);
       sync_model_from_servers();
       pos.elapsed = elapsed();
@@ -293,7 +293,7 @@ void Trainer::serve_as_chief(TrainingPosition& pos, int64_t steps_per_epoch, Fin
     sync_model_from_servers();
     if (!finish_epoch(pos, ep, fin)) return false;  // stopped early: the workers stop too
     if (stop_) {
-      fin.status = "stopped";
+      fin.status = RunStatus::Stopped;
       fin.message = "stopped by request after epoch " + std::to_string(epoch);
       return false;
     }
@@ -344,7 +344,7 @@ void Trainer::work_remotely(TrainingPosition& pos, int64_t steps_per_epoch, Fini
     }
     fin.epochs_completed = pos.epoch;
     if (!remote_->finish_epoch(pos.epoch)) {
-      fin.status = "stopped";
+      fin.status = RunStatus::Stopped;
       fin.message = "the chief server ended training after epoch " + std::to_string(pos.epoch);
       break;
     }

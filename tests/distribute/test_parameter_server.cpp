@@ -215,8 +215,8 @@ private slots:
     pc.strategy.servers = 2;
     pc.strategy.min_shard_bytes = 256;  // split the kernels too
     Trainer mirrored(mc, ms), server(pc, ps);
-    QCOMPARE(QString::fromStdString(mirrored.run().status), QString("completed"));
-    QCOMPARE(QString::fromStdString(server.run().status), QString("completed"));
+    QCOMPARE(QString(status_name(mirrored.run().status)), QString("completed"));
+    QCOMPARE(QString(status_name(server.run().status)), QString("completed"));
     const auto a = ms.all<StepEvent>(), b = ps.all<StepEvent>();
     QCOMPARE(b.size(), a.size());
     QCOMPARE(static_cast<int64_t>(a.size()), 3 * steps_per_epoch(ms));
@@ -244,7 +244,7 @@ private slots:
     c.strategy.straggler = 0;
     c.strategy.slowdown = 30;
     Trainer trainer(c, sink);
-    QCOMPARE(QString::fromStdString(trainer.run().status), QString("completed"));
+    QCOMPARE(QString(status_name(trainer.run().status)), QString("completed"));
     const int m = max_staleness(sink);
     QVERIFY2(m >= 0, "a step event without staleness");
     if (bound >= 0) QVERIFY2(m <= bound, qPrintable(QString("max staleness %1 > bound %2").arg(m).arg(bound)));
@@ -271,7 +271,7 @@ private slots:
     c.strategy.fail_worker_step = 5;
     Trainer trainer(c, sink);
     FinishedEvent fin = trainer.run();
-    QCOMPARE(QString::fromStdString(fin.status), QString("completed"));
+    QCOMPARE(QString(status_name(fin.status)), QString("completed"));
     QCOMPARE(fin.steps, 4 * steps_per_epoch(sink));
     bool warned = false;
     for (auto& l : sink.all<LogEvent>())
@@ -340,7 +340,8 @@ private slots:
     failing.prepare();
     failing.enable_checkpoints(dir.path().toStdString());
     FinishedEvent fin = failing.run();
-    QCOMPARE(QString::fromStdString(fin.status), QString("failed"));
+    QCOMPARE(QString(status_name(fin.status)), QString("failed"));
+    QVERIFY(fin.failure == FailureKind::ServerFailed);
     QVERIFY2(QString::fromStdString(fin.message).contains("parameter server 1 failed"), fin.message.c_str());
 
     c.strategy.fail_server = -1;
@@ -351,7 +352,7 @@ private slots:
     CheckpointInfo info = resumed.restore(*CheckpointManager::latest(dir.path().toStdString()));
     QCOMPARE(info.position.step, int64_t{10});
     FinishedEvent done = resumed.run();
-    QCOMPARE(QString::fromStdString(done.status), QString("completed"));
+    QCOMPARE(QString(status_name(done.status)), QString("completed"));
     QCOMPARE(done.steps, 2 * steps_per_epoch(second));
     QCOMPARE(second.all<StepEvent>().front().step, int64_t{11});
   }
@@ -378,7 +379,7 @@ private slots:
       QSKIP(e.what());  // Fashion-MNIST is not installed
     }
     FinishedEvent fin = trainer.run();
-    QCOMPARE(QString::fromStdString(fin.status), QString("completed"));
+    QCOMPARE(QString(status_name(fin.status)), QString("completed"));
     // Asynchronous runs differ from run to run: "reaches" is the best epoch,
     // and the last must not have fallen far from it.
     double best = 0;

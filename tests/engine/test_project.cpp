@@ -426,7 +426,7 @@ private slots:
       ep.val_loss = 0.9;
       rd.emit(ep);
       FinishedEvent f;
-      f.status = "completed";
+      f.status = RunStatus::Completed;
       f.message = "completed 1 epoch";
       f.steps = 1;
       f.epochs_completed = 1;
@@ -588,7 +588,7 @@ private slots:
     QCOMPARE(ck2.time, 12.5);
 
     FinishedEvent fe;
-    fe.status = "failed";
+    fe.status = RunStatus::Failed;
     fe.message = "loss became NaN at step 3";
     fe.time = 0.5;
     fe.steps = 3;
@@ -601,7 +601,23 @@ private slots:
     QCOMPARE(fe2.time, 0.5);
     QVERIFY(!fe2.stopped_early);
     QVERIFY(event_to_jsonl(fe).find("stopped_early") == std::string::npos);  // only when it did
-    fe.status = "completed";
+    // The failure kind is written with a failed status and read back;
+    // streams from before it existed get it from their message.
+    fe.failure = FailureKind::ServerFailed;
+    QVERIFY(event_to_jsonl(fe).find("\"failure\":\"server_failed\"") != std::string::npos);
+    QVERIFY(std::get<FinishedEvent>(event_from_jsonl(event_to_jsonl(fe))).failure == FailureKind::ServerFailed);
+    const auto old_nan = std::get<FinishedEvent>(
+        event_from_jsonl(R"({"type":"finished","status":"failed","message":"loss became NaN at step 3","time":1,"steps":3})"));
+    QVERIFY(old_nan.failure == FailureKind::Diverged);
+    const auto old_other = std::get<FinishedEvent>(event_from_jsonl(R"({"type":"finished","status":"failed","message":"x"})"));
+    QVERIFY(old_other.failure == FailureKind::Internal);
+    STRATA_EXPECT_ERROR(event_from_jsonl(R"({"type":"finished","status":"done"})"), ErrorKind::BadInput,
+                        "status must be completed, stopped or failed, got 'done'");
+    STRATA_EXPECT_ERROR(event_from_jsonl(R"({"type":"finished","status":"failed","failure":"meteor"})"), ErrorKind::BadInput,
+                        "unknown failure kind 'meteor'");
+    fe.status = RunStatus::Completed;
+    fe.failure = FailureKind::None;
+    QVERIFY(event_to_jsonl(fe).find("failure") == std::string::npos);  // only for a failed run
     fe.stopped_early = true;
     QVERIFY(std::get<FinishedEvent>(event_from_jsonl(event_to_jsonl(fe))).stopped_early);
   }

@@ -53,7 +53,7 @@ struct Run {
   }
   QString text() const {
     QString t = log.join('\n');
-    if (auto* f = finished()) t += "\nfinished: " + QString::fromStdString(f->status + ": " + f->message);
+    if (auto* f = finished()) t += "\nfinished: " + QString(status_name(f->status)) + ": " + QString::fromStdString(f->message);
     return t;
   }
 };
@@ -131,12 +131,12 @@ class TestNetworkFaults : public QObject {
     const QString proj = project(strategy, 2);
     QVERIFY2(up(), qPrintable(up_error_));
     const Run clean = run_to_end(proj, hosts, processes);
-    QVERIFY2(clean.finished() && clean.finished()->status == "completed", qPrintable(clean.text()));
+    QVERIFY2(clean.finished() && clean.finished()->status == RunStatus::Completed, qPrintable(clean.text()));
     QVERIFY2(up({"--delay-ms", "15", "--loss", "0.02"}), qPrintable(up_error_));
     QElapsedTimer t;
     t.start();
     const Run slow = run_to_end(proj, hosts, processes);
-    QVERIFY2(slow.finished() && slow.finished()->status == "completed", qPrintable(slow.text()));
+    QVERIFY2(slow.finished() && slow.finished()->status == RunStatus::Completed, qPrintable(slow.text()));
     qInfo("%s: %zu steps through 15 ms delay and 2%% loss in %.1f s, step losses identical to the clean run",
           strategy.c_str(), slow.losses().size(), t.elapsed() / 1000.0);
     QCOMPARE(slow.losses().size(), size_t{32});
@@ -185,7 +185,7 @@ private slots:
     const double detected = since_cut.elapsed() / 1000.0;
     qInfo("multi_worker_mirrored: link cut after epoch %d; job ended %.1f s later (collective timeout %d s)",
           run.epochs(), detected, kTimeout);
-    QVERIFY2(run.finished() && run.finished()->status == "failed", qPrintable(run.text()));
+    QVERIFY2(run.finished() && run.finished()->status == RunStatus::Failed, qPrintable(run.text()));
     QVERIFY2(run.text().contains("strata-h2"), qPrintable(run.text()));
     for (const QString& l : run.log)
       if (l.contains("strata-h2")) qInfo("  %s", qPrintable(l));
@@ -194,7 +194,7 @@ private slots:
 
     ::kill(static_cast<pid_t>(wire_pid_), SIGUSR2);  // the link is back
     const Run resumed = run_to_end(proj, "strata-h1,strata-h2", 2, run_dir, true);
-    QVERIFY2(resumed.finished() && resumed.finished()->status == "completed", qPrintable(resumed.text()));
+    QVERIFY2(resumed.finished() && resumed.finished()->status == RunStatus::Completed, qPrintable(resumed.text()));
     int first_step = 0;
     for (auto& e : resumed.events)
       if (auto* s = std::get_if<StepEvent>(&e); s && !first_step) first_step = static_cast<int>(s->step);
@@ -233,8 +233,8 @@ private slots:
     QTRY_VERIFY_WITH_TIMEOUT(!bridge.running(), 120000);
     ended_after = since_cut.elapsed() / 1000.0;
     qInfo("parameter_server: link cut after epoch 2; far worker declared lost %.1f s later; run %s after %.1f s",
-          lost_after, run.finished() ? run.finished()->status.c_str() : "?", ended_after);
-    QVERIFY2(run.finished() && run.finished()->status == "completed", qPrintable(run.text()));
+          lost_after, run.finished() ? status_name(run.finished()->status) : "?", ended_after);
+    QVERIFY2(run.finished() && run.finished()->status == RunStatus::Completed, qPrintable(run.text()));
     // The warning names the host behind the cut.
     bool named = false;
     for (auto& e : run.events)

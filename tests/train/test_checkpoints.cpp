@@ -158,7 +158,7 @@ private slots:
       Trainer cont(more, sink);
       cont.prepare();
       cont.restore(ckpt);
-      QCOMPARE(QString::fromStdString(cont.run().status), QString("completed"));
+      QCOMPARE(QString(status_name(cont.run().status)), QString("completed"));
     }
   }
 
@@ -264,7 +264,7 @@ private slots:
       ::setrlimit(RLIMIT_FSIZE, &old);
       std::signal(SIGXFSZ, previous);
     }
-    QCOMPARE(sink.all<FinishedEvent>().back().status, std::string("completed"));
+    QCOMPARE(std::string(status_name(sink.all<FinishedEvent>().back().status)), std::string("completed"));
     bool named = false;
     for (auto& l : sink.all<LogEvent>())
       named = named || (l.level == "warning" && l.message.find("checkpoint not written") != std::string::npos &&

@@ -209,7 +209,7 @@ private slots:
     c.training.early_stopping = {true, "val_loss", 2, 0.05};  // demands large gains: stops soon
     QTemporaryDir tmp;
     const Run r = train(c, tmp.path().toStdString());
-    QCOMPARE(r.finished.status, std::string("completed"));
+    QCOMPARE(std::string(status_name(r.finished.status)), std::string("completed"));
     QVERIFY2(r.finished.message.starts_with("stopped early after epoch "), r.finished.message.c_str());
     QVERIFY(r.finished.epochs_completed < 30);
     QCOMPARE(static_cast<int>(r.epochs.size()), r.finished.epochs_completed);
@@ -241,7 +241,7 @@ private slots:
       if (e.lr < whole.epochs.front().lr * 0.95 * 0.75 && !stop_at) stop_at = e.epoch * 10 + 3;
     QVERIFY(stop_at > 0 && stop_at < static_cast<int64_t>(whole.steps.size()));
     const Run first = train(c, dir, stop_at);
-    QCOMPARE(first.finished.status, std::string("stopped"));
+    QCOMPARE(std::string(status_name(first.finished.status)), std::string("stopped"));
     // The mid-epoch checkpoint's validation figures are the last finished epoch's, and it says so.
     const auto mid = CheckpointManager::read_info(*CheckpointManager::latest(dir));
     QCOMPARE(mid.position.epoch, static_cast<int>(stop_at / 10) + 1);

@@ -25,7 +25,7 @@ class TestCheckpointEvaluation : public QObject {
     Trainer trainer(c, sink);
     trainer.enable_checkpoints(run + "/checkpoints");
     const FinishedEvent fin = trainer.run();
-    if (fin.status != "completed") throw std::runtime_error(fin.message);
+    if (fin.status != RunStatus::Completed) throw std::runtime_error(fin.message);
     const auto checkpoints = ui::list_checkpoints(run);
     if (checkpoints.empty()) throw std::runtime_error("no checkpoint in " + run);
     return ui::evaluate_checkpoint(c, checkpoints.front().dir, 16);

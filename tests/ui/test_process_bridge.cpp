@@ -36,7 +36,7 @@ exec sleep 600)";
     QVERIFY2(clock.elapsed() < 12000, qPrintable(QString::number(clock.elapsed())));
     QCOMPARE(running.last().at(0).toBool(), false);
     QVERIFY(!seen.empty() && std::holds_alternative<FinishedEvent>(seen.back()));
-    QCOMPARE(std::get<FinishedEvent>(seen.back()).status, std::string("completed"));
+    QCOMPARE(std::string(status_name(std::get<FinishedEvent>(seen.back()).status)), std::string("completed"));
     bool warned = false;
     for (const auto& l : logs) warned |= l.at(1).toString().contains("has not exited");
     QVERIFY(warned);

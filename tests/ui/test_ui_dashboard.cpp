@@ -540,7 +540,7 @@ void DashboardTest::pauseResumeStop() {
   win.w.stopRun();
   QTRY_VERIFY_WITH_TIMEOUT(!win.w.runController()->running(), 60000);
   QVERIFY2(win.w.statusPanel()->statusText().startsWith("Stopped"), qPrintable(win.w.statusPanel()->statusText()));
-  QVERIFY(live.finished && live.finished->status == "stopped");
+  QVERIFY(live.finished && live.finished->status == RunStatus::Stopped);
   QVERIFY(win.presenter->errors.isEmpty());
   QVERIFY(!win.editor()->locked());
   // Stop works from a paused run too.
@@ -549,7 +549,7 @@ void DashboardTest::pauseResumeStop() {
   win.w.pauseRun();
   win.w.stopRun();
   QTRY_VERIFY_WITH_TIMEOUT(!win.w.runController()->running(), 60000);
-  QVERIFY(live.finished && live.finished->status == "stopped");
+  QVERIFY(live.finished && live.finished->status == RunStatus::Stopped);
 }
 
 void DashboardTest::saveAndReopen() {
@@ -752,7 +752,8 @@ void DashboardTest::divergenceIsMarked() {
     batch.push_back(s);
   }
   FinishedEvent f;
-  f.status = "failed";
+  f.status = RunStatus::Failed;
+  f.failure = FailureKind::Diverged;  // as the engine reports it
   f.message = "loss became NaN at step 4 (epoch 1): training diverged; try a lower learning rate";
   batch.push_back(LogEvent{"error", f.message, 0.4});
   batch.push_back(f);
@@ -777,7 +778,7 @@ void DashboardTest::wordingAndHelp() {
   QVERIFY(win.w.openProject(project_));
   std::vector<Event> batch = mirrored_run(3, 4, [](int i) { return 1.0 / i; });
   FinishedEvent f;
-  f.status = "completed";
+  f.status = RunStatus::Completed;
   f.message = "completed 3 epochs";
   f.epochs_completed = 3;
   f.steps = 12;
@@ -888,7 +889,7 @@ void DashboardTest::resumeStoppedRun() {
   QTRY_VERIFY_WITH_TIMEOUT(live.step.size() > 20, 60000);
   win.w.stopRun();
   QTRY_VERIFY_WITH_TIMEOUT(!win.w.runController()->running(), 60000);
-  QVERIFY(live.finished && live.finished->status == "stopped");
+  QVERIFY(live.finished && live.finished->status == RunStatus::Stopped);
   const auto stopped_at = static_cast<int64_t>(live.step.back());
   const QString run_dir = win.w.runController()->lastRunDir();
   QVERIFY(QFile::exists(run_dir + "/checkpoints/ckpt-" + QString::number(stopped_at) + "/state.json"));
@@ -905,7 +906,7 @@ void DashboardTest::resumeStoppedRun() {
   win.w.stopRun();
   QTRY_VERIFY_WITH_TIMEOUT(!win.w.runController()->running(), 60000);
   QVERIFY2(win.presenter->errors.isEmpty(), qPrintable(win.presenter->errors.join("\n")));
-  QVERIFY(live.finished && live.finished->status == "stopped");
+  QVERIFY(live.finished && live.finished->status == RunStatus::Stopped);
   // The charts continue: the stopped run's steps, then the new ones, one
   // point per step with no gap or repeat.
   for (size_t i = 0; i < live.step.size(); ++i) QCOMPARE(live.step[i], double(i + 1));
@@ -1072,7 +1073,7 @@ void DashboardTest::stopAcrossProcessesGracefully(Window& win) {
   QTRY_VERIFY_WITH_TIMEOUT(live.step.size() > 20, 60000);
   win.w.stopRun();
   QTRY_VERIFY_WITH_TIMEOUT(!win.w.runController()->running(), 60000);
-  QVERIFY2(live.finished && live.finished->status == "stopped", qPrintable(win.w.logPanel()->toPlainText().right(2000)));
+  QVERIFY2(live.finished && live.finished->status == RunStatus::Stopped, qPrintable(win.w.logPanel()->toPlainText().right(2000)));
   QVERIFY2(win.w.statusPanel()->statusText().startsWith("Stopped"), qPrintable(win.w.statusPanel()->statusText()));
   // Gracefully: the ranks checkpointed the last step, so the run can resume.
   const QString run_dir = win.w.runController()->lastRunDir();
@@ -1568,7 +1569,7 @@ void DashboardTest::parameterServerProcessesRun() {
   QCOMPARE(live.started->replicas, 2);  // the worker ranks
   QCOMPARE(live.started->servers, 1);
   QCOMPARE(live.started->staleness_bound, std::optional<int>(2));
-  QVERIFY(live.finished && live.finished->status == "completed");
+  QVERIFY(live.finished && live.finished->status == RunStatus::Completed);
   QCOMPARE(int(live.step.size()), steps);
   QVERIFY(charts->parameterServerCharts()->isVisibleTo(charts));
   // Staleness: a point a step, none above the bound.

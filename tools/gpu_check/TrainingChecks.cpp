@@ -62,7 +62,8 @@ Run train(const RunConfig& config) {
   Trainer trainer(config, r.events);
   trainer.prepare();
   const FinishedEvent fin = trainer.run();
-  if (fin.status != "completed") throw runtime_error("the run on " + config.strategy.devices.front() + " " + fin.status + ": " + fin.message);
+  if (fin.status != RunStatus::Completed)
+    throw runtime_error("the run on " + config.strategy.devices.front() + " " + status_name(fin.status) + ": " + fin.message);
   for (Variable* v : trainer.model().variables()) {
     std::vector<std::vector<float>> parts;
     for (int c = 0; c < v->num_components(); ++c) parts.push_back(v->component(c).values());

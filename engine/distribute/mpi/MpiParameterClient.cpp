@@ -52,7 +52,7 @@ public:
     // failed, "all workers were lost"). So a pull waits twice the timeout
     // before it calls a server dead.
     if (int late = wait(reqs, 2 * o_.timeout); late >= 0)
-      throw runtime_error(timeout_message(late / 2, 2 * o_.timeout, "weights for round " + std::to_string(round)));
+      throw server_failed(timeout_message(late / 2, 2 * o_.timeout, "weights for round " + std::to_string(round)));
     std::vector<int64_t> versions;
     int64_t mark = INT64_MAX;
     for (int s = 0; s < S; ++s) {
@@ -91,9 +91,9 @@ public:
       MPI_Isend(p.data(), static_cast<int>(p.size()), MPI_FLOAT, s, kGradient, MPI_COMM_WORLD, &sends.back());
     }
     if (int late = wait(sends, o_.timeout); late >= 0)
-      throw runtime_error(timeout_message(late / 2, o_.timeout, "the gradients of round " + std::to_string(m.round)));
+      throw server_failed(timeout_message(late / 2, o_.timeout, "the gradients of round " + std::to_string(m.round)));
     if (int late = wait(recvs, o_.timeout); late >= 0)
-      throw runtime_error(timeout_message(late, o_.timeout, "the gradients of round " + std::to_string(m.round)));
+      throw server_failed(timeout_message(late, o_.timeout, "the gradients of round " + std::to_string(m.round)));
     return *std::max_element(acks.begin(), acks.end());
   }
 
@@ -107,7 +107,7 @@ public:
     // in its last rounds is declared lost only after the timeout, so, as for
     // a bounded pull, wait twice the timeout before calling the chief dead.
     if (wait(r, 2 * o_.timeout) >= 0)
-      throw runtime_error(timeout_message(0, 2 * o_.timeout, "the end of epoch " + std::to_string(epoch)));
+      throw server_failed(timeout_message(0, 2 * o_.timeout, "the end of epoch " + std::to_string(epoch)));
     if (go[1] > 0) skip_mpi_finalize();  // MPI_Finalize would wait for the dead
     return go[0] != 0;
   }

@@ -60,7 +60,7 @@ public:
     for (int i = 0; i < 1000; ++i) sends_.progress();
     if (live() < W_) skip_mpi_finalize();  // it would wait for the dead
     if (live() == 0)
-      throw runtime_error("parameter_server: all " + std::to_string(W_) + " workers were lost");
+      throw worker_lost("parameter_server: all " + std::to_string(W_) + " workers were lost");
   }
 
 private:
@@ -289,7 +289,7 @@ private:
       MPI_Send(&tell, 1, MPI_INT64_T, s, kSnapshot, MPI_COMM_WORLD);
       MPI_Irecv(header, 2, MPI_INT64_T, s, kStateHeader, MPI_COMM_WORLD, &r[0]);
       if (wait_all(r, o_.timeout) >= 0)
-        throw runtime_error("parameter server " + who(c_, s) + " did not answer within " + std::to_string(int(o_.timeout)) +
+        throw server_failed("parameter server " + who(c_, s) + " did not answer within " + std::to_string(int(o_.timeout)) +
                             " s when asked for its shard at the end of epoch " + std::to_string(epoch) + "; a server has died");
       std::vector<float> state(static_cast<size_t>(header[1]));
       MPI_Recv(state.data(), static_cast<int>(state.size()), MPI_FLOAT, s, kState, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
