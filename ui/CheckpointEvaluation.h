@@ -34,6 +34,7 @@ struct SamplePrediction {
 
 struct CheckpointEvaluation {
   std::string checkpoint;
+  std::string error;  // why the evaluation failed; the rest is empty then
   Trainer::Evaluation evaluation;
   std::vector<std::string> class_names;
   std::vector<SamplePrediction> samples;

@@ -170,7 +170,7 @@ void EvaluationView::evaluateCheckpoint(int index) {
       *out = evaluate_checkpoint(config, dir, kSamples);
     } catch (const std::exception& e) {
       out->checkpoint = dir;
-      out->class_names = {std::string("error: ") + e.what()};
+      out->error = std::string("error: ") + e.what();
     }
     return out;
   }));
@@ -207,8 +207,7 @@ int EvaluationView::checkpointCount() const { return static_cast<int>(checkpoint
 QString EvaluationView::checkpoint() const { return picker_->currentData().toString(); }
 
 QString EvaluationView::errorText() const {
-  if (!result_ || result_->class_names.empty() || !result_->evaluation.confusion.empty()) return {};
-  return QString::fromStdString(result_->class_names.front());
+  return result_ ? QString::fromStdString(result_->error) : QString();
 }
 
 bool EvaluationView::sampleMarkedWrong(int i) const {
