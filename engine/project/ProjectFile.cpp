@@ -374,7 +374,7 @@ Json project_to_json(const RunConfig& c) {
   // Schedules and callbacks are written only when used, so projects that do
   // not use them read as they always did.
   const LrScheduleConfig& ls = t.lr_schedule;
-  if (ls.type != "constant" || ls.warmup_epochs > 0) {
+  if (!is_constant(ls)) {
     Json l{{"type", ls.type}, {"warmup_epochs", ls.warmup_epochs}};
     if (ls.type == "step") {
       l["every_epochs"] = ls.every_epochs;

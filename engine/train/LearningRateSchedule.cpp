@@ -16,7 +16,9 @@ LearningRateSchedule::LearningRateSchedule(const LrScheduleConfig& config, doubl
       total_steps_(steps_per_epoch_ * std::max(1, total_epochs)),
       warmup_steps_(static_cast<int64_t>(std::llround(config.warmup_epochs * static_cast<double>(steps_per_epoch_)))) {}
 
-bool LearningRateSchedule::constant() const { return c_.type == "constant" && warmup_steps_ == 0; }
+bool is_constant(const LrScheduleConfig& c) { return c.type == "constant" && c.warmup_epochs <= 0; }
+
+bool LearningRateSchedule::constant() const { return is_constant(c_); }
 
 double LearningRateSchedule::at(int64_t step) const {
   step = std::max<int64_t>(0, step);

@@ -27,6 +27,11 @@ private:
   int64_t steps_per_epoch_, total_steps_, warmup_steps_;
 };
 
+// Whether the settings keep the rate at the optimizer's (no schedule, no
+// warm-up): what a project omits when saved and what a multi-server
+// parameter-server run requires.
+bool is_constant(const LrScheduleConfig& config);
+
 // Problems with a schedule's settings, each naming its field under `path`
 // (e.g. "training.lr_schedule"); empty when they are good.
 std::vector<std::string> check_lr_schedule(const LrScheduleConfig& config, double base, const std::string& path);

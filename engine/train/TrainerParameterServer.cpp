@@ -36,8 +36,7 @@ void Trainer::prepare_parameter_server() {
     const TrainingConfig& t = config_.training;
     // Only the chief learns the epochs' figures and the rounds' progress, so
     // only it can move the rate, which it can do for the shards it serves.
-    if (ps_->num_servers() > 1 && (t.lr_schedule.type != "constant" || t.lr_schedule.warmup_epochs > 0 ||
-                                   t.reduce_lr_on_plateau.enabled))
+    if (ps_->num_servers() > 1 && (!is_constant(t.lr_schedule) || t.reduce_lr_on_plateau.enabled))
       throw bad_input("training.lr_schedule / reduce_lr_on_plateau: a parameter-server run across processes moves the "
                       "learning rate only with one server (strategy.servers is " +
                       std::to_string(ps_->num_servers()) + ")");
