@@ -71,7 +71,7 @@ void check(int servers) {
   std::vector<std::vector<float>> before;
   for (auto* v : b.strategy->store().masters()) before.emplace_back(v->component(0).data(), v->component(0).data() + v->component(0).numel());
   auto pulled = b.strategy->store().pull(0, 1);
-  b.strategy->store().push(gradients(b.vars, 0.25f), pulled, strata::PushMeta{});
+  b.strategy->store().push(gradients(b.vars, 0.25f), pulled, strata::PushRecord{});
   int64_t bad = 0;
   auto masters = b.strategy->store().masters();
   for (size_t i = 0; i < masters.size(); ++i)
@@ -111,7 +111,7 @@ int main(int argc, char** argv) {
           int64_t n = 0;
           while (std::chrono::duration<double>(Clock::now() - t0).count() < seconds) {
             auto pulled = store.pull(me, n + 1);
-            store.push(grads, pulled, strata::PushMeta{});
+            store.push(grads, pulled, strata::PushRecord{});
             ++n;
           }
           pushes[static_cast<size_t>(me)] = n;

@@ -33,7 +33,7 @@
 #include "nn/GradientTape.h"
 #include "nn/Metrics.h"
 #include "train/DataSource.h"
-#include "train/Trainer.h"
+#include "train/ModelFactory.h"
 
 namespace {
 

@@ -84,7 +84,7 @@ int main(int argc, char** argv) {
       double loss = 0;
       int64_t correct = 0, seen = 0;
       int staleness_max = 0;
-      for (const SliceResult& r : coordinator.take_results()) {
+      for (const PushRecord& r : coordinator.take_results()) {
         loss += r.loss * static_cast<double>(r.examples);
         correct += r.correct;
         seen += r.examples;

@@ -13,7 +13,7 @@
 #include <set>
 
 #include "nn/LayerFactory.h"
-#include "train/Trainer.h"
+#include "train/ModelFactory.h"
 
 namespace strata::ui {
 

@@ -112,11 +112,16 @@ void ClusterCoordinator::worker_loop(int w) {
     const int64_t round = node.key().first;
     const Task& task = node.mapped();
     const bool inject = fail_at_[static_cast<size_t>(w)] > 0 && steps_[static_cast<size_t>(w)] + 1 >= fail_at_[static_cast<size_t>(w)];
-    SliceResult r;
+    PushRecord r;
     r.round = round;
-    r.slice = node.key().second;
     r.worker = w;
     r.examples = task.batch.size();
+    r.round_examples = task.round_examples;
+    // Slice-mean gradients: asynchronously each is one update; in a
+    // synchronous round they are weighted by slice size, so the sum is the
+    // gradient of the mean over the whole global batch.
+    r.weight = sync_ ? static_cast<float>(r.examples) / static_cast<float>(task.round_examples) : 1.0f;
+    r.sync_slices = sync_ ? task.slices : 0;
     r.staleness = static_cast<int>(round - 1 - watermark());
     lock.unlock();
 
@@ -139,16 +144,8 @@ void ClusterCoordinator::worker_loop(int w) {
         WorkerStep out = step_(w, task.batch.to(strategy_.devices()[static_cast<size_t>(w)]));
         r.loss = out.loss;
         r.correct = out.correct;
-        // Slice-mean gradients: asynchronously each is one update; in a
-        // synchronous round they are weighted by slice size, so the sum is
-        // the gradient of the mean over the whole global batch.
-        PushMeta meta;
-        meta.round = round;
-        meta.worker = w;
-        meta.weight = sync_ ? static_cast<float>(r.examples) / static_cast<float>(task.round_examples) : 1.0f;
-        meta.sync_slices = sync_ ? task.slices : 0;
         try {
-          r.updates_between = store_.push(out.grads, pulled, meta);
+          r.updates_between = store_.push(out.grads, pulled, r);
         } catch (...) {
           server_error = std::current_exception();
         }
@@ -182,7 +179,7 @@ void ClusterCoordinator::worker_loop(int w) {
   }
 }
 
-std::vector<SliceResult> ClusterCoordinator::take_results() {
+std::vector<PushRecord> ClusterCoordinator::take_results() {
   std::lock_guard lock(mutex_);
   return std::exchange(results_, {});
 }

@@ -22,20 +22,6 @@ struct WorkerStep {
   int64_t correct = 0;
 };
 
-// One finished slice.
-struct SliceResult {
-  int64_t round = 0;
-  int slice = 0;
-  int worker = 0;
-  double loss = 0;
-  int64_t correct = 0, examples = 0;
-  double seconds = 0;  // pull + compute + push
-  // Rounds before this one whose updates were not all in the weights the
-  // worker read (0..k); and updates other workers applied while it computed.
-  int staleness = 0;
-  int64_t updates_between = 0;
-};
-
 struct WorkerLost {
   int worker = 0;
   std::string reason;
@@ -66,7 +52,8 @@ public:
   // until start(). Throws like schedule().
   void join();
 
-  std::vector<SliceResult> take_results();
+  // The pushes applied since the last call, each slice's figures in it.
+  std::vector<PushRecord> take_results();
   std::vector<WorkerLost> take_lost();
   std::vector<int64_t> worker_steps() const;
 
@@ -103,7 +90,7 @@ private:
   std::vector<int64_t> steps_;
   std::vector<bool> lost_;
   std::vector<int64_t> fail_at_;
-  std::vector<SliceResult> results_;
+  std::vector<PushRecord> results_;
   std::vector<WorkerLost> lost_events_;
 };
 

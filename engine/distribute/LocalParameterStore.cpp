@@ -106,7 +106,7 @@ int64_t LocalParameterStore::push_locked(Shard& shard, const float* packed, int6
 }
 
 int64_t LocalParameterStore::push(const std::vector<Tensor>& worker_grads, const std::vector<int64_t>& pulled,
-                                  const PushMeta& meta) {
+                                  const PushRecord& push) {
   if (worker_grads.size() != vars_.size())
     throw runtime_error("parameter server push: " + std::to_string(worker_grads.size()) + " gradients for " +
                         std::to_string(vars_.size()) + " variables");
@@ -120,9 +120,9 @@ int64_t LocalParameterStore::push(const std::vector<Tensor>& worker_grads, const
   for (size_t s = 0; s < shards_.size(); ++s) {
     // Pack outside the lock: other workers keep using the shard meanwhile.
     packed.resize(static_cast<size_t>(shards_[s]->elements));
-    pack(static_cast<int>(s), grads, meta.weight, packed.data());
+    pack(static_cast<int>(s), grads, push.weight, packed.data());
     std::lock_guard lock(shards_[s]->mutex);
-    between = std::max(between, push_locked(*shards_[s], packed.data(), pulled[s], meta.sync_slices));
+    between = std::max(between, push_locked(*shards_[s], packed.data(), pulled[s], push.sync_slices));
   }
   return between;
 }

@@ -21,7 +21,7 @@ public:
 
   const ShardPlan& plan() const override { return plan_; }
   std::vector<int64_t> pull(int worker, int64_t round) override;
-  int64_t push(const std::vector<Tensor>& grads, const std::vector<int64_t>& pulled, const PushMeta& meta) override;
+  int64_t push(const std::vector<Tensor>& grads, const std::vector<int64_t>& pulled, const PushRecord& push) override;
   std::vector<ServerStats> stats() const override;
 
   // The servers' variables (same names and shapes as the model's).

@@ -27,7 +27,8 @@ struct RemoteServerOptions {
 class ServerObserver {
 public:
   virtual ~ServerObserver() = default;
-  virtual void pushed(const PushMeta& meta, int64_t updates_between) = 0;
+  // A worker's push was applied (updates_between set).
+  virtual void pushed(const PushRecord& push) = 0;
   virtual void worker_lost(int worker, const std::string& reason) = 0;
   // Every live worker finished `epoch` (or stopped early, when a stop was
   // requested), and the chief's store now holds every server's shard

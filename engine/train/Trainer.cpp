@@ -10,33 +10,12 @@
 #include "core/Rng.h"
 #include "distribute/Strategies.h"
 #include "nn/GradientTape.h"
-#include "nn/LayerFactory.h"
 #include "nn/Metrics.h"
+#include "train/ModelFactory.h"
+#include "train/ParameterServerRun.h"
 #include "train/StepReadback.h"
 
 namespace strata {
-
-std::unique_ptr<nn::Sequential> make_model(const RunConfig& config) {
-  if (config.layers.empty()) throw bad_input("model.layers: the model has no layers");
-  auto model = std::make_unique<nn::Sequential>();
-  for (size_t i = 0; i < config.layers.size(); ++i)
-    model->add(nn::make_layer(config.layers[i], "model.layers[" + std::to_string(i) + "]"));
-  return model;
-}
-
-std::unique_ptr<nn::Optimizer> make_optimizer(const OptimizerConfig& c) {
-  if (c.type == "adam") return std::make_unique<nn::Adam>(c.learning_rate, c.beta_1, c.beta_2, c.epsilon);
-  if (c.type == "sgd") return std::make_unique<nn::SGD>(c.learning_rate, c.momentum, c.nesterov);
-  throw bad_input("training.optimizer.type: unknown optimizer '" + c.type + "' (choose adam or sgd)");
-}
-
-std::unique_ptr<nn::Loss> make_loss(const TrainingConfig& c) {
-  // Reduction None: the step scales by the global batch (compute_average_loss).
-  if (c.loss == "sparse_categorical_crossentropy")
-    return std::make_unique<nn::SparseCategoricalCrossentropy>(c.from_logits, nn::Reduction::None);
-  throw bad_input("training.loss: '" + c.loss + "' is not supported for labelled classification data "
-                  "(use sparse_categorical_crossentropy)");
-}
 
 Trainer::Trainer(RunConfig config, EventSink& sink) : config_(std::move(config)), sink_(sink) {}
 Trainer::~Trainer() = default;
@@ -89,7 +68,12 @@ void Trainer::prepare() {
     callbacks_ = std::make_unique<TrainingCallbacks>(t);
   }
   trainable_ = model_->trainable_variables();
-  prepare_parameter_server();
+  if (auto* ps = dynamic_cast<ParameterServerStrategy*>(strategy_.get()))
+    ps_ = std::make_unique<ParameterServerRun>(*ps, config_, *model_, *loss_, *optimizer_, trainable_,
+                                               static_cast<TrainingLoop&>(*this));
+  else if (config_.strategy.fail_worker >= 0 || config_.strategy.fail_server >= 0)
+    throw bad_input("fail_worker/fail_server: only parameter_server workers and servers can be failed on purpose (the strategy is " +
+                    strategy_->name() + ")");
   const auto out = model_->summary(data_.train->example_shape()).back().output_shape;
   if (out.rank() != 1 || out[0] < data_.train->num_classes())
     throw bad_input("model: the last layer gives " + out.str() + " outputs per example but the dataset has " +
@@ -176,7 +160,7 @@ Trainer::StepResult Trainer::train_step(ReplicaContext& ctx, const Batch& in) {
   StepResult r = step_result(stats, in);
   // The step less the waits for the other replicas: equal-speed replicas
   // show equal times, a slow one a larger time.
-  r.compute_seconds = (monotonic_seconds() - t0) - (ctx.collective_seconds() - c0);
+  r.figures.compute_seconds = (monotonic_seconds() - t0) - (ctx.collective_seconds() - c0);
   return r;
 }
 
@@ -184,9 +168,10 @@ Trainer::StepResult Trainer::step_result(const Tensor& stats, const Batch& in) c
   // The step's one host synchronisation.
   const StepReadback back = read_stats(stats, logit_width_);
   StepResult r;
-  r.scaled_loss = back.loss;
+  r.figures.scaled_loss = back.loss;
   r.examples = in.size();
-  r.local_loss = r.examples ? r.scaled_loss * static_cast<double>(in.global_batch_size) / static_cast<double>(r.examples) : 0.0;
+  r.figures.local_loss =
+      r.examples ? back.loss * static_cast<double>(in.global_batch_size) / static_cast<double>(r.examples) : 0.0;
   r.correct = back.correct;
   return r;
 }
@@ -274,10 +259,7 @@ CheckpointInfo Trainer::restore(const std::string& checkpoint_dir) {
   start_ = info.position;
   callbacks_->restore(info.position.callbacks);
   last_validation_ = ValidationFigures{info.val_loss, info.val_accuracy, info.val_epoch};
-  if (ps_) {
-    ps_->store().copy_from_model();
-    ps_->store().set_updates(optimizer_->iterations());
-  }
+  if (ps_) ps_->restore(info.position);
   if (info.project_hash != project_hash(config_))
     sink_.emit(LogEvent{"warning", "the checkpoint was written for a different model or data; continuing anyway", 0});
   return info;
@@ -294,7 +276,7 @@ void Trainer::save_checkpoint(const TrainingPosition& position) {
     sink_.emit(CheckpointEvent{dir, position.step, position.epoch, elapsed()});
   } catch (const Error& e) {
     // A full disk must not end a long run: say so and keep training.
-    sink_.emit(LogEvent{"warning", std::string("checkpoint not written: ") + e.what(), elapsed()});
+    log("warning", std::string("checkpoint not written: ") + e.what());
   }
 }
 
@@ -311,16 +293,22 @@ void Trainer::resume() {
 void Trainer::wait_while_paused() {
   if (!paused_) return;
   const double t0 = monotonic_seconds();
-  sink_.emit(LogEvent{"info", "paused", elapsed()});
+  log("info", "paused");
   std::unique_lock lock(pause_mutex_);
   pause_cv_.wait(lock, [&] { return !paused_ || stop_; });
   // Paused time does not count towards the run's wall time or samples/s.
   paused_seconds_ += monotonic_seconds() - t0;
   lock.unlock();
-  if (!stop_) sink_.emit(LogEvent{"info", "resumed", elapsed()});
+  if (!stop_) log("info", "resumed");
 }
 
 double Trainer::elapsed() const { return monotonic_seconds() - start_time_ - paused_seconds_; }
+
+void Trainer::log(const std::string& level, const std::string& message) { sink_.emit(LogEvent{level, message, elapsed()}); }
+
+void Trainer::sync_model_from_servers() {
+  if (ps_) ps_->sync_model();
+}
 
 void Trainer::emit_run_started(int64_t steps_per_epoch) {
   const TrainingConfig& t = config_.training;
@@ -350,12 +338,7 @@ void Trainer::emit_run_started(int64_t steps_per_epoch) {
   started.params = model_->param_count();
   started.cross_device_ops = strategy_->num_replicas_in_sync() > 1 ? strategy_->cross_device_ops().name() : "none";
   started.threads_per_replica = strategy_->threads_per_replica();
-  if (ps_) {
-    started.cross_device_ops = "parameter_server";
-    started.servers = ps_->num_servers();
-    started.staleness_bound = ps_->staleness_bound();
-    started.shards = ps_->store().plan().describe(trainable_);
-  }
+  if (ps_) ps_->describe(started);
   sink_.emit(started);
   if (start_.step > 0)
     sink_.emit(LogEvent{"info", "resumed at step " + std::to_string(start_.step) + " (epoch " + std::to_string(start_.epoch) +
@@ -408,36 +391,31 @@ void Trainer::run_epoch_sync(TrainingPosition& pos, int64_t steps_per_epoch, Dis
     const double compute = (monotonic_seconds() - t0) - (strategy_->collective_seconds() - c0);
     // One exchange per step gives every worker every replica's figures
     // (and a stop request from any of them), so all decide alike.
-    const int L = results.num_replicas();
-    std::vector<double> mine;
-    for (auto& r : results) mine.push_back(r.scaled_loss);
-    for (auto& r : results) mine.push_back(r.local_loss);
-    for (auto& r : results) mine.push_back(r.compute_seconds);
-    int64_t local_correct = 0, local_examples = 0;
+    StepFigures mine;
     for (auto& r : results) {
-      local_correct += r.correct;
-      local_examples += r.examples;
+      mine.replicas.push_back(r.figures);
+      mine.worker.correct += static_cast<double>(r.correct);
+      mine.worker.examples += static_cast<double>(r.examples);
     }
-    mine.insert(mine.end(), {static_cast<double>(local_correct), static_cast<double>(local_examples), compute,
-                             stop_ ? 1.0 : 0.0});
-    const std::vector<double> all = cluster.size() > 1 ? cluster.all_gather(mine) : mine;
-    const size_t stride = mine.size();
+    mine.worker.compute_seconds = compute;
+    mine.worker.stop = stop_ ? 1.0 : 0.0;
+    const std::vector<StepFigures> all =
+        cluster.size() > 1 ? StepFigures::unpack_all(cluster.all_gather(mine.pack()), results.num_replicas())
+                           : std::vector<StepFigures>{mine};
     StepEvent ev;
     int64_t batch = 0, correct = 0;
-    bool any_stop = false;
-    for (int w = 0; w < cluster.size(); ++w) {
-      const double* v = all.data() + static_cast<size_t>(w) * stride;
-      for (int r = 0; r < L; ++r) {
-        ev.loss += v[r];
-        ev.replica_losses.push_back(v[L + r]);
-        if (!std::isnan(v[2 * L + r])) ev.replica_step_times.push_back(v[2 * L + r]);
+    ep.stopping = false;
+    for (const StepFigures& w : all) {
+      for (const StepFigures::Replica& r : w.replicas) {
+        ev.loss += r.scaled_loss;
+        ev.replica_losses.push_back(r.local_loss);
+        if (!std::isnan(r.compute_seconds)) ev.replica_step_times.push_back(r.compute_seconds);
       }
-      correct += static_cast<int64_t>(v[3 * L]);
-      batch += static_cast<int64_t>(v[3 * L + 1]);
-      ev.worker_step_times.push_back(v[3 * L + 2]);
-      any_stop = any_stop || v[3 * L + 3] != 0.0;
+      correct += static_cast<int64_t>(w.worker.correct);
+      batch += static_cast<int64_t>(w.worker.examples);
+      ev.worker_step_times.push_back(w.worker.compute_seconds);
+      ep.stopping = ep.stopping || w.worker.stop != 0.0;
     }
-    ep.stopping = any_stop;
     if (!record_step(ev, pos, batch, correct, ep, fin)) return;
     if (ck.every_steps > 0 && pos.step % ck.every_steps == 0 && pos.epoch_step < steps_per_epoch) {
       pos.elapsed = elapsed();
@@ -508,25 +486,13 @@ FinishedEvent Trainer::finish_run(FinishedEvent fin, const TrainingPosition& pos
   return fin;
 }
 
-std::string Trainer::stop_message(const TrainingPosition& pos) {
-  // A stop that lands between epochs names the epoch that ended, as the
-  // progress bar (the last step's epoch) does, not the one about to begin.
-  if (pos.epoch_step == 0 && pos.epoch > 1)
-    return "stopped by request after epoch " + std::to_string(pos.epoch - 1) + " (step " + std::to_string(pos.step) + ")";
-  return "stopped by request after step " + std::to_string(pos.step) + " (epoch " + std::to_string(pos.epoch) + ")";
-}
-
-TrainingPosition Trainer::next_epoch(const TrainingPosition& pos) {
-  return TrainingPosition{pos.step, pos.epoch + 1, 0, false, 0, 0, 0, pos.elapsed};
-}
-
 FinishedEvent Trainer::run() {
   if (!strategy_) prepare();
-  if (ps_ && ps_->multi_process()) return run_parameter_server_process();
   // A resumed run's clock continues from the checkpoint's training time.
   start_time_ = monotonic_seconds() - start_.elapsed;
   const TrainingConfig& t = config_.training;
-  DistributedDataset dist = strategy_->distribute(pipeline_);
+  const bool across_processes = ps_ && ps_->multi_process();
+  DistributedDataset dist = across_processes ? ps_->distribute(pipeline_) : strategy_->distribute(pipeline_);
   int64_t steps_per_epoch = dist.steps_per_epoch();
   if (t.max_steps_per_epoch > 0) steps_per_epoch = std::min(steps_per_epoch, t.max_steps_per_epoch);
   emit_run_started(steps_per_epoch);
@@ -536,12 +502,16 @@ FinishedEvent Trainer::run() {
   TrainingPosition pos = start_.epoch_complete ? next_epoch(start_) : start_;
   fin.epochs_completed = pos.epoch - 1;
   fail_on_error(fin, [&] {
+    if (across_processes) {
+      ps_->run_processes(pos, steps_per_epoch, dist, fin);
+      return;
+    }
     for (; pos.epoch <= t.epochs; pos = next_epoch(pos)) {
       const int epoch = pos.epoch;
       dist.begin_epoch(epoch - 1, pos.epoch_step);
       EpochProgress ep;
       ep.start = elapsed();
-      if (ps_) run_epoch_async(pos, steps_per_epoch, dist, ep, fin);
+      if (ps_) ps_->run_epoch(pos, steps_per_epoch, dist, ep, fin);
       else run_epoch_sync(pos, steps_per_epoch, dist, ep, fin);
       if (fin.status == RunStatus::Failed) break;
       if (ep.stopping) {

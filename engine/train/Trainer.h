@@ -1,36 +1,38 @@
 #pragma once
-#include <limits>
 #include <atomic>
-#include <functional>
-#include <map>
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 
-#include "distribute/ClusterCoordinator.h"
-#include "distribute/RemoteParameterServers.h"
+#include "distribute/DistributedDataset.h"
 #include "distribute/Strategy.h"
 #include "nn/Loss.h"
 #include "nn/Optimizer.h"
 #include "nn/Sequential.h"
 #include "train/Checkpoint.h"
 #include "train/DataSource.h"
-#include "train/Events.h"
-#include "train/RunConfig.h"
 #include "train/DeviceStatsSampler.h"
-#include "train/StepGraph.h"
+#include "train/Events.h"
 #include "train/LearningRateSchedule.h"
+#include "train/RunConfig.h"
+#include "train/StepFigures.h"
+#include "train/StepGraph.h"
 #include "train/TrainingCallbacks.h"
+#include "train/TrainingLoop.h"
 
 namespace strata {
+
+class ParameterServerRun;
 
 // The training loop behind the dashboard and strata-run, written on the
 // public strategy API (scope, distribute, run, reduce) exactly as a library
 // user would. prepare() loads data and builds strategy, model and optimizer
 // (bad_input on any problem, before anything runs); run() trains, emitting
 // events, and returns the finished event. stop/pause are safe from any thread
-// and take effect between steps.
-class Trainer {
+// and take effect between steps. A parameter-server run's rounds and
+// processes are ParameterServerRun's, hosted by this loop.
+class Trainer : private TrainingLoop {
 public:
   Trainer(RunConfig config, EventSink& sink);
   ~Trainer();
@@ -72,18 +74,8 @@ public:
 
 private:
   struct StepResult {
-    double scaled_loss = 0;  // this replica's share of the global mean
-    double local_loss = 0;   // mean over this replica's own examples
+    StepFigures::Replica figures;
     int64_t correct = 0, examples = 0;
-    // Seconds this replica spent on the step, less its waits in collectives
-    // (NaN for a replayed graph, whose replicas are not timed apart).
-    double compute_seconds = std::numeric_limits<double>::quiet_NaN();
-  };
-  // One epoch's running figures for throughput and the stop decision.
-  struct EpochProgress {
-    double start = 0;
-    int64_t samples = 0;  // this session's, for throughput
-    bool stopping = false;
   };
   StepResult train_step(ReplicaContext& ctx, const Batch& in);
   // The step's device work, its figures into `stats` (step_stats()); reads
@@ -107,57 +99,28 @@ private:
     int64_t batch = 0;
   };
   std::vector<LossScale> loss_scales_;  // one per local replica, sized in prepare()
-  // Makes the configured straggler replica take `slowdown` times as long.
-  void straggle(int replica, double step_seconds) const;
-  void wait_while_paused();
-  double elapsed() const;
-  void save_checkpoint(const TrainingPosition& position);
+  // TrainingLoop: the bookkeeping a parameter-server run shares.
+  void straggle(int replica, double step_seconds) const override;
+  void wait_while_paused() override;
+  bool stop_requested() const override { return stop_; }
+  double elapsed() const override;
+  void log(const std::string& level, const std::string& message) override;
+  void save_checkpoint(const TrainingPosition& position) override;
+  bool finish_epoch(TrainingPosition& pos, const EpochProgress& ep, FinishedEvent& fin) override;
+  // The schedule's rate, times the plateau's reductions.
+  void set_step_learning_rate(int64_t step) override;
+  bool record_step(StepEvent& ev, TrainingPosition& pos, int64_t batch, int64_t correct, EpochProgress& ep,
+                   FinishedEvent& fin) override;
+
   void emit_run_started(int64_t steps_per_epoch);
-  // The epoch's summary: validation, the epoch-end callbacks, the epoch
-  // event, the epoch checkpoint. False when the run stops early here.
-  bool finish_epoch(TrainingPosition& pos, const EpochProgress& ep, FinishedEvent& fin);
-  // Sets the optimizer's rate for the step with 0-based index `step`: the
-  // schedule's, times the plateau's reductions.
-  void set_step_learning_rate(int64_t step);
   FinishedEvent finish_run(FinishedEvent fin, const TrainingPosition& pos);
   // Runs body; an error it throws becomes fin's failure message.
   static void fail_on_error(FinishedEvent& fin, const std::function<void()>& body);
-  static TrainingPosition next_epoch(const TrainingPosition& pos);
-  // "stopped by request after step 40 (epoch 3)", or "after epoch 2 (step
-  // 32)" when the stop came between epochs.
-  static std::string stop_message(const TrainingPosition& pos);
-  // Advances pos by one step, completes and emits ev; false (and fin failed)
-  // when the loss diverged.
-  bool record_step(StepEvent& ev, TrainingPosition& pos, int64_t batch, int64_t correct, EpochProgress& ep, FinishedEvent& fin);
   // Synchronous strategies: every replica takes its slice of each global batch.
   void run_epoch_sync(TrainingPosition& pos, int64_t steps_per_epoch, DistributedDataset& dist, EpochProgress& ep,
                       FinishedEvent& fin);
-  // ParameterServer (TrainerParameterServer.cpp): the coordinator hands the
-  // slices to whichever worker is free; steps are emitted as rounds complete.
-  void prepare_parameter_server();
-  // One worker's step on its slice: gradients of the slice's mean loss.
-  WorkerStep worker_step(int worker, const Batch& in);
-  RemoteServerOptions remote_options() const;
-  // Across processes: a server rank serves (rank 0 also reports and
-  // evaluates), a worker rank trains its slice of every global batch.
-  FinishedEvent run_parameter_server_process();
-  void serve_as_chief(TrainingPosition& pos, int64_t steps_per_epoch, FinishedEvent& fin);
-  void work_remotely(TrainingPosition& pos, int64_t steps_per_epoch, FinishedEvent& fin);
-  void run_epoch_async(TrainingPosition& pos, int64_t steps_per_epoch, DistributedDataset& dist, EpochProgress& ep,
-                       FinishedEvent& fin);
-  // Step events of a parameter-server run: slices are tallied per round and
-  // each round is emitted, in order, once all its slices are in.
-  struct RoundTally {
-    int expected = 0, done = 0;  // expected 0: every live worker's slice
-    double loss_sum = 0;
-    int64_t examples = 0, correct = 0;
-    int staleness = 0;
-  };
-  void tally_slice(const SliceResult& r);
-  void report_lost_worker(int worker, const std::string& reason, const std::string& what_next);
-  bool emit_rounds(TrainingPosition& pos, EpochProgress& ep, FinishedEvent& fin);
-  // Puts the servers' weights into the model (and their step count into the
-  // optimizer) before evaluating or saving; a no-op for other strategies.
+  // Puts a parameter-server run's weights into the model before evaluating
+  // or saving; a no-op for other strategies.
   void sync_model_from_servers();
 
   RunConfig config_;
@@ -174,18 +137,7 @@ private:
   ValidationFigures last_validation_;
   std::unique_ptr<LearningRateSchedule> schedule_;  // run(): needs the steps per epoch
   std::unique_ptr<TrainingCallbacks> callbacks_;     // prepare()
-  ParameterServerStrategy* ps_ = nullptr;  // strategy_ when it is a ParameterServerStrategy
-  std::unique_ptr<ClusterCoordinator> coordinator_;
-  std::unique_ptr<RemoteParameterStore> remote_;  // a worker rank's servers
-  // Per-worker loss since the last step event (sum, count) and the last one reported.
-  std::vector<std::pair<double, int64_t>> worker_loss_acc_;
-  std::vector<double> worker_last_loss_, worker_last_seconds_;
-  std::vector<int64_t> worker_steps_;
-  std::vector<bool> lost_workers_;
-  std::map<int64_t, RoundTally> rounds_;  // scheduled or pushed, not yet reported
-  std::vector<ServerStats> last_server_stats_;
-  std::vector<double> server_update_rates_;
-  double last_server_stats_time_ = 0;
+  std::unique_ptr<ParameterServerRun> ps_;  // when the strategy is a ParameterServerStrategy
 
   std::atomic<bool> stop_{false};
   std::atomic<bool> paused_{false};
@@ -194,11 +146,5 @@ private:
   double start_time_ = 0;
   double paused_seconds_ = 0;
 };
-
-// Builds the configured model (unbuilt), optimizer and loss; bad_input on
-// unknown types. Shared by the Trainer and tools such as evaluation.
-std::unique_ptr<nn::Sequential> make_model(const RunConfig& config);
-std::unique_ptr<nn::Optimizer> make_optimizer(const OptimizerConfig& config);
-std::unique_ptr<nn::Loss> make_loss(const TrainingConfig& config);
 
 }  // namespace strata

@@ -29,7 +29,7 @@
 #include "nn/GradientTape.h"
 #include "core/Rng.h"
 #include "nn/Loss.h"
-#include "train/Trainer.h"
+#include "train/ModelFactory.h"
 
 using namespace strata;
 using Json = nlohmann::json;

@@ -65,28 +65,24 @@ public:
     return versions;
   }
 
-  int64_t push(const std::vector<Tensor>& worker_grads, const std::vector<int64_t>& pulled, const PushMeta& m) override {
+  int64_t push(const std::vector<Tensor>& worker_grads, const std::vector<int64_t>& pulled, const PushRecord& m) override {
     const int S = o_.servers;
     // MPI sends host memory: gradients on a device come to the host first
     // (one wait, through pinned memory).
     const std::vector<const float*>& grads = host_.gather(worker_grads);
     std::vector<std::vector<float>> packed(static_cast<size_t>(S));
-    std::vector<std::array<double, PushHeader::kCount>> headers(static_cast<size_t>(S));
+    std::vector<std::array<double, kPushDoubles>> headers(static_cast<size_t>(S));
     std::vector<int64_t> acks(static_cast<size_t>(S), 0);
     std::vector<MPI_Request> sends, recvs;
     for (int s = 0; s < S; ++s) {
       auto& p = packed[static_cast<size_t>(s)];
       p.resize(static_cast<size_t>(layout_.shard_elements(s)));
       if (m.examples > 0) layout_.pack(s, grads, m.weight, p.data());
-      headers[static_cast<size_t>(s)] = {static_cast<double>(m.round), static_cast<double>(worker_), m.weight,
-                                         m.sync_slices > 0 ? 1.0 : 0.0, static_cast<double>(m.examples),
-                                         static_cast<double>(m.round_examples), static_cast<double>(m.correct), m.loss,
-                                         m.seconds, static_cast<double>(m.staleness),
-                                         static_cast<double>(pulled[static_cast<size_t>(s)])};
+      headers[static_cast<size_t>(s)] = encode_push(m, pulled[static_cast<size_t>(s)]);
       recvs.emplace_back();
       MPI_Irecv(&acks[static_cast<size_t>(s)], 1, MPI_INT64_T, s, kAck, MPI_COMM_WORLD, &recvs.back());
       sends.emplace_back();
-      MPI_Isend(headers[static_cast<size_t>(s)].data(), PushHeader::kCount, MPI_DOUBLE, s, kPush, MPI_COMM_WORLD, &sends.back());
+      MPI_Isend(headers[static_cast<size_t>(s)].data(), kPushDoubles, MPI_DOUBLE, s, kPush, MPI_COMM_WORLD, &sends.back());
       sends.emplace_back();
       MPI_Isend(p.data(), static_cast<int>(p.size()), MPI_FLOAT, s, kGradient, MPI_COMM_WORLD, &sends.back());
     }

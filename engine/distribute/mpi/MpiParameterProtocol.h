@@ -8,7 +8,7 @@
 //   PULL     w -> s  {round, worker}           answer HEADER {version, watermark, stop} + WEIGHTS
 //                    (deferred while round - 1 - watermark > bound; the chief
 //                    sets stop for rounds after the one a Stop chose)
-//   PUSH     w -> s  PushHeader + GRADIENT     answer ACK {updates between pull and push}
+//   PUSH     w -> s  PushWire + GRADIENT       answer ACK {updates between pull and push}
 //   EPOCH    w -> 0  {epoch, worker}           answer GO {continue?, workers lost} once all live workers sent it
 //   DONE     w -> s  {worker}
 //   ALIVE    w -> 0  {worker}                  heartbeat while a worker waits
@@ -16,6 +16,7 @@
 //   SNAPSHOT 0 -> s  {}                        answer STATE_HEADER {version, floats} + STATE
 #include <mpi.h>
 
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -23,10 +24,12 @@
 #include <list>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "core/Clock.h"
 #include "distribute/Cluster.h"
+#include "distribute/ParameterStore.h"
 
 namespace strata::mpi_ps {
 
@@ -47,31 +50,61 @@ enum Tag : int {
   kAlive
 };
 
-// The header of a push, as doubles (exact for every value it carries).
-struct PushHeader {
+// A push's header on the wire: a PushRecord as doubles (exact for every
+// value it carries) and the version of the shard the worker pulled.
+// encode_push and decode_push are the only code that reads or writes it.
+struct PushWire {
   double round, worker, weight, sync, examples, round_examples, correct, loss, seconds, staleness, pulled;
-  static constexpr int kCount = 11;
 };
+constexpr int kPushDoubles = 11;
+static_assert(sizeof(PushWire) == kPushDoubles * sizeof(double) && std::is_trivially_copyable_v<PushWire> &&
+                  std::is_standard_layout_v<PushWire>,
+              "PushWire must be exactly kPushDoubles doubles, copied byte for byte");
 
-// A push header as received (`count` doubles from another rank) into `out`,
-// or false when it is not one a worker of `workers` could have sent: the
-// wrong length, a non-finite value, a count or round that is negative, not
-// whole or beyond 2^53, a worker index out of range. Nothing received is
-// used as an index or converted to an integer before it passed here.
-inline bool decode_push_header(const double* h, int count, int workers, PushHeader& out) {
-  if (count != PushHeader::kCount) return false;
+inline std::array<double, kPushDoubles> encode_push(const PushRecord& r, int64_t pulled) {
+  const PushWire w{static_cast<double>(r.round),          static_cast<double>(r.worker),    r.weight,
+                   r.sync_slices > 0 ? 1.0 : 0.0,         static_cast<double>(r.examples),  static_cast<double>(r.round_examples),
+                   static_cast<double>(r.correct),        r.loss,                           r.seconds,
+                   static_cast<double>(r.staleness),      static_cast<double>(pulled)};
+  std::array<double, kPushDoubles> out;
+  std::memcpy(out.data(), &w, sizeof w);
+  return out;
+}
+
+// A push header as received (`count` doubles from another rank) into `out`
+// (sync_slices 1 for a synchronous push: the servers count the live
+// workers) and `pulled`, or false when it is not one a worker of `workers`
+// could have sent: the wrong length, a non-finite value, a count or round
+// that is negative, not whole or beyond 2^53, a worker index out of range.
+// Nothing received is used as an index or converted to an integer before it
+// passed here.
+inline bool decode_push(const double* h, int count, int workers, PushRecord& out, int64_t& pulled) {
+  if (count != kPushDoubles) return false;
   for (int i = 0; i < count; ++i)
     if (!std::isfinite(h[i])) return false;
   auto whole = [](double v) { return v >= 0 && v <= 9007199254740992.0 && v == std::floor(v); };
-  PushHeader p;
+  PushWire p;
   std::memcpy(&p, h, sizeof p);
   if (!whole(p.round) || !whole(p.worker) || !whole(p.examples) || !whole(p.round_examples) || !whole(p.correct) ||
       !whole(p.staleness) || !whole(p.pulled))
     return false;
-  if (p.worker >= workers || (p.sync != 0 && p.sync != 1) || p.weight < 0 || p.correct > p.examples ||
+  // A weight is a slice's share of its round (1 when asynchronous).
+  if (p.worker >= workers || (p.sync != 0 && p.sync != 1) || p.weight < 0 || p.weight > 1 || p.correct > p.examples ||
       p.staleness > 2147483647.0)
     return false;
-  out = p;
+  PushRecord r;
+  r.round = static_cast<int64_t>(p.round);
+  r.worker = static_cast<int>(p.worker);
+  r.weight = static_cast<float>(p.weight);
+  r.sync_slices = p.sync != 0 ? 1 : 0;
+  r.examples = static_cast<int64_t>(p.examples);
+  r.round_examples = static_cast<int64_t>(p.round_examples);
+  r.correct = static_cast<int64_t>(p.correct);
+  r.loss = p.loss;
+  r.seconds = p.seconds;
+  r.staleness = static_cast<int>(p.staleness);
+  out = r;
+  pulled = static_cast<int64_t>(p.pulled);
   return true;
 }
 

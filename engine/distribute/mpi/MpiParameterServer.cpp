@@ -101,7 +101,7 @@ private:
     switch (tag) {
       case kPull: case kEpoch: return 2;
       case kDone: case kAlive: return 1;
-      case kPush: type = MPI_DOUBLE; return PushHeader::kCount;
+      case kPush: type = MPI_DOUBLE; return kPushDoubles;
       case kLost: case kSnapshot: from_worker = false; return 1;
       default: return -1;
     }
@@ -131,40 +131,28 @@ private:
         break;
       }
       case kPush: {
-        double h[PushHeader::kCount];
-        MPI_Recv(h, PushHeader::kCount, MPI_DOUBLE, src, kPush, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        double h[kPushDoubles];
+        MPI_Recv(h, kPushDoubles, MPI_DOUBLE, src, kPush, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
         // The gradient follows its header; both are checked before use.
         MPI_Status gs;
         MPI_Probe(src, kGradient, MPI_COMM_WORLD, &gs);
         int floats = -1;
         MPI_Get_count(&gs, MPI_FLOAT, &floats);
-        PushHeader ph{};
-        if (!decode_push_header(h, PushHeader::kCount, W_, ph) || static_cast<int>(ph.worker) != w)
+        PushRecord push;
+        int64_t pulled = 0;
+        if (!decode_push(h, kPushDoubles, W_, push, pulled) || push.worker != w)
           return refuse(gs, "a push header with values no worker sends");
         if (floats != static_cast<int>(store_.shard_elements(me_)))
           return refuse(gs, "a gradient of " + std::to_string(floats) + " values for a shard of " +
                                 std::to_string(store_.shard_elements(me_)));
         std::vector<float> g(static_cast<size_t>(floats));
         MPI_Recv(g.data(), floats, MPI_FLOAT, src, kGradient, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-        const bool sync = ph.sync != 0;
-        int64_t between = 0;
+        const bool sync = push.sync_slices > 0;
         // An empty slice (a tiny last batch) only advances the worker's round.
-        if (ph.examples > 0 || sync)
-          between = store_.push_shard(me_, g.data(), static_cast<int64_t>(ph.pulled), sync ? live() : 0);
-        last_round_[static_cast<size_t>(w)] = std::max(last_round_[static_cast<size_t>(w)], static_cast<int64_t>(ph.round));
-        sends_.send(std::vector<int64_t>{between}, MPI_INT64_T, src, kAck);
-        if (observer_) {
-          PushMeta m;
-          m.round = static_cast<int64_t>(ph.round);
-          m.worker = w;
-          m.examples = static_cast<int64_t>(ph.examples);
-          m.round_examples = static_cast<int64_t>(ph.round_examples);
-          m.correct = static_cast<int64_t>(ph.correct);
-          m.loss = ph.loss;
-          m.seconds = ph.seconds;
-          m.staleness = static_cast<int>(ph.staleness);
-          observer_->pushed(m, between);
-        }
+        if (push.examples > 0 || sync) push.updates_between = store_.push_shard(me_, g.data(), pulled, sync ? live() : 0);
+        last_round_[static_cast<size_t>(w)] = std::max(last_round_[static_cast<size_t>(w)], push.round);
+        sends_.send(std::vector<int64_t>{push.updates_between}, MPI_INT64_T, src, kAck);
+        if (observer_) observer_->pushed(push);
         answer_pulls();
         break;
       }

@@ -1,70 +1,83 @@
-// The Trainer's ParameterServerStrategy half: the coordinator hands slices of
-// each global batch to whichever worker is free, and step events are emitted
-// as rounds (global batches) become fully applied, in round order.
+#include "train/ParameterServerRun.h"
+
 #include <algorithm>
 #include <csignal>
-#include <map>
 
 #include "core/Clock.h"
 #include "core/Error.h"
-#include "distribute/ParameterServerStrategy.h"
 #include "nn/GradientTape.h"
 #include "nn/Metrics.h"
-#include "train/Trainer.h"
+#include "train/LearningRateSchedule.h"
 #include "train/StepReadback.h"
 
 namespace strata {
 
-void Trainer::prepare_parameter_server() {
-  ps_ = dynamic_cast<ParameterServerStrategy*>(strategy_.get());
-  if (!ps_) {
-    if (config_.strategy.fail_worker >= 0 || config_.strategy.fail_server >= 0)
-      throw bad_input("fail_worker/fail_server: only parameter_server workers and servers can be failed on purpose (the strategy is " +
-                      strategy_->name() + ")");
-    return;
-  }
-  ps_->place(trainable_, *optimizer_);
-  const size_t w = static_cast<size_t>(ps_->num_workers());
+ParameterServerRun::ParameterServerRun(ParameterServerStrategy& strategy, const RunConfig& config, nn::Sequential& model,
+                                       nn::Loss& loss, nn::Optimizer& optimizer, std::vector<Variable*> trainable,
+                                       TrainingLoop& loop)
+    : ps_(strategy), config_(config), model_(model), loss_(loss), optimizer_(optimizer), trainable_(std::move(trainable)),
+      loop_(loop) {
+  ps_.place(trainable_, optimizer_);
+  const size_t w = static_cast<size_t>(ps_.num_workers());
   worker_loss_acc_.assign(w, {0.0, 0});
   worker_last_loss_.assign(w, 0.0);
   worker_last_seconds_.assign(w, 0.0);
   worker_steps_.assign(w, 0);
   lost_workers_.assign(w, false);
   if (config_.strategy.fail_server >= 0)
-    ps_->store().fail_at(config_.strategy.fail_server, std::max<int64_t>(1, config_.strategy.fail_server_update));
-  if (ps_->multi_process()) {
+    ps_.store().fail_at(config_.strategy.fail_server, std::max<int64_t>(1, config_.strategy.fail_server_update));
+  if (ps_.multi_process()) {
     const TrainingConfig& t = config_.training;
     // Only the chief learns the epochs' figures and the rounds' progress, so
     // only it can move the rate, which it can do for the shards it serves.
-    if (ps_->num_servers() > 1 && (!is_constant(t.lr_schedule) || t.reduce_lr_on_plateau.enabled))
+    if (ps_.num_servers() > 1 && (!is_constant(t.lr_schedule) || t.reduce_lr_on_plateau.enabled))
       throw bad_input("training.lr_schedule / reduce_lr_on_plateau: a parameter-server run across processes moves the "
                       "learning rate only with one server (strategy.servers is " +
-                      std::to_string(ps_->num_servers()) + ")");
+                      std::to_string(ps_.num_servers()) + ")");
     // Worker ranks talk to the server ranks; the failure of a worker rank is
     // a real process death (see work_remotely).
-    if (!ps_->is_server()) remote_ = connect_parameter_servers(ps_->cluster(), ps_->store(), remote_options());
+    if (!ps_.is_server()) remote_ = connect_parameter_servers(ps_.cluster(), ps_.store(), remote_options());
     return;
   }
-  coordinator_ = std::make_unique<ClusterCoordinator>(*ps_, [this](int worker, const Batch& in) { return worker_step(worker, in); });
+  coordinator_ = std::make_unique<ClusterCoordinator>(ps_, [this](int worker, const Batch& in) { return worker_step(worker, in); });
   if (config_.strategy.fail_worker >= 0)
     coordinator_->fail_worker_at(config_.strategy.fail_worker, std::max<int64_t>(1, config_.strategy.fail_worker_step));
 }
 
-RemoteServerOptions Trainer::remote_options() const {
+ParameterServerRun::~ParameterServerRun() = default;
+
+DistributedDataset ParameterServerRun::distribute(std::shared_ptr<BatchPipeline> pipeline) const {
+  return DistributedDataset(std::move(pipeline), ps_.num_workers(), std::max(0, ps_.worker_index()), 1, ps_.devices());
+}
+
+void ParameterServerRun::describe(RunStartedEvent& started) const {
+  started.cross_device_ops = "parameter_server";
+  started.servers = ps_.num_servers();
+  started.staleness_bound = ps_.staleness_bound();
+  started.shards = ps_.store().plan().describe(trainable_);
+}
+
+void ParameterServerRun::restore(const TrainingPosition& start) {
+  start_ = start;
+  ps_.store().copy_from_model();
+  ps_.store().set_updates(optimizer_.iterations());
+}
+
+RemoteServerOptions ParameterServerRun::remote_options() const {
   RemoteServerOptions o;
-  o.servers = ps_->num_servers();
-  o.bound = ps_->staleness_bound();
+  o.servers = ps_.num_servers();
+  o.bound = ps_.staleness_bound();
   o.timeout = config_.strategy.collective_timeout;
   o.first_round = start_.step + 1;
   o.first_epoch = start_.epoch_complete ? start_.epoch + 1 : start_.epoch;
   return o;
 }
 
-WorkerStep Trainer::worker_step(int worker, const Batch& in) {
+WorkerStep ParameterServerRun::worker_step(int worker, const Batch& in) {
   const double t0 = monotonic_seconds();
   GradientTape tape;
-  Tensor logits = (*model_)(in.features, true, tape);
-  Tensor per_example = (*loss_)(in.labels, logits);
+  Tensor logits = model_(in.features, true, tape);
+  Tensor per_example = loss_(in.labels, logits);
   // The mean over the worker's own slice: asynchronously every slice is a
   // step of its own (synchronous rounds weight the slices by size).
   Tensor loss = nn::compute_average_loss(per_example, in.size());
@@ -73,21 +86,20 @@ WorkerStep Trainer::worker_step(int worker, const Batch& in) {
   const StepReadback back = read_step(loss, logits, in.labels);
   out.loss = back.loss;
   out.correct = back.correct;
-  straggle(worker, monotonic_seconds() - t0);
+  loop_.straggle(worker, monotonic_seconds() - t0);
   return out;
 }
 
-void Trainer::sync_model_from_servers() {
-  if (!ps_) return;
-  ps_->store().copy_to_model();
-  optimizer_->set_iterations(ps_->store().updates());
+void ParameterServerRun::sync_model() {
+  ps_.store().copy_to_model();
+  optimizer_.set_iterations(ps_.store().updates());
   // Non-trainable state (batch-norm moving statistics) is each worker's own;
   // evaluation and checkpoints use worker 0's everywhere.
-  for (auto* v : model_->variables())
+  for (auto* v : model_.variables())
     for (int c = 1; c < v->num_components(); ++c) v->component(c).copy_from(v->component(0));
 }
 
-void Trainer::tally_slice(const SliceResult& r) {
+void ParameterServerRun::tally_slice(const PushRecord& r) {
   RoundTally& round = rounds_[r.round];
   round.done++;
   round.loss_sum += r.loss * static_cast<double>(r.examples);
@@ -103,18 +115,35 @@ void Trainer::tally_slice(const SliceResult& r) {
   worker_steps_[static_cast<size_t>(r.worker)]++;
 }
 
-void Trainer::report_lost_worker(int worker, const std::string& reason, const std::string& what_next) {
+void ParameterServerRun::report_lost_worker(int worker, const std::string& reason, const std::string& what_next) {
   lost_workers_[static_cast<size_t>(worker)] = true;
   const auto alive = std::count(lost_workers_.begin(), lost_workers_.end(), false);
-  const std::string where = ps_->multi_process() ? "rank " + std::to_string(worker + ps_->num_servers())
-                                                 : ps_->devices()[static_cast<size_t>(worker)].str();
-  sink_.emit(LogEvent{"warning", "worker " + std::to_string(worker) + " (" + where + ") lost: " + reason +
-                                     "; training continues on " + std::to_string(alive) + " worker" + (alive == 1 ? "" : "s") +
-                                     what_next,
-                      elapsed()});
+  const std::string where = ps_.multi_process() ? "rank " + std::to_string(worker + ps_.num_servers())
+                                                : ps_.devices()[static_cast<size_t>(worker)].str();
+  loop_.log("warning", "worker " + std::to_string(worker) + " (" + where + ") lost: " + reason + "; training continues on " +
+                           std::to_string(alive) + " worker" + (alive == 1 ? "" : "s") + what_next);
 }
 
-bool Trainer::emit_rounds(TrainingPosition& pos, EpochProgress& ep, FinishedEvent& fin) {
+std::vector<double> ParameterServerRun::server_update_rates() {
+  // Across processes the chief knows only its own server's count.
+  const double now = monotonic_seconds();
+  if (last_server_stats_.empty()) {
+    last_server_stats_ = ps_.store().stats();
+    if (ps_.multi_process()) last_server_stats_.resize(1);
+    last_server_stats_time_ = now;
+    server_update_rates_.assign(last_server_stats_.size(), 0.0);
+  } else if (now - last_server_stats_time_ >= 0.05) {
+    auto stats = ps_.store().stats();
+    stats.resize(last_server_stats_.size());
+    for (size_t s = 0; s < stats.size(); ++s)
+      server_update_rates_[s] = static_cast<double>(stats[s].updates - last_server_stats_[s].updates) / (now - last_server_stats_time_);
+    last_server_stats_ = stats;
+    last_server_stats_time_ = now;
+  }
+  return server_update_rates_;
+}
+
+bool ParameterServerRun::emit_rounds(TrainingPosition& pos, EpochProgress& ep, FinishedEvent& fin) {
   const size_t W = worker_steps_.size();
   const int live = static_cast<int>(std::count(lost_workers_.begin(), lost_workers_.end(), false));
   // In one process a round's slices are known when it is scheduled; across
@@ -136,30 +165,14 @@ bool Trainer::emit_rounds(TrainingPosition& pos, EpochProgress& ep, FinishedEven
     ev.worker_steps = worker_steps_;
     for (size_t w = 0; w < W; ++w)
       if (lost_workers_[w]) ev.lost_workers.push_back(static_cast<int>(w));
-    // Update rates over at least 50 ms, so they do not jitter from step to
-    // step. Across processes the chief knows only its own server's count.
-    const double now = monotonic_seconds();
-    if (last_server_stats_.empty()) {
-      last_server_stats_ = ps_->store().stats();
-      if (ps_->multi_process()) last_server_stats_.resize(1);
-      last_server_stats_time_ = now;
-      server_update_rates_.assign(last_server_stats_.size(), 0.0);
-    } else if (now - last_server_stats_time_ >= 0.05) {
-      auto stats = ps_->store().stats();
-      stats.resize(last_server_stats_.size());
-      for (size_t s = 0; s < stats.size(); ++s)
-        server_update_rates_[s] = static_cast<double>(stats[s].updates - last_server_stats_[s].updates) / (now - last_server_stats_time_);
-      last_server_stats_ = stats;
-      last_server_stats_time_ = now;
-    }
-    ev.server_updates_per_sec = server_update_rates_;
-    if (!record_step(ev, pos, round.examples, round.correct, ep, fin)) return false;
+    ev.server_updates_per_sec = server_update_rates();
+    if (!loop_.record_step(ev, pos, round.examples, round.correct, ep, fin)) return false;
   }
   return true;
 }
 
-void Trainer::run_epoch_async(TrainingPosition& pos, int64_t steps_per_epoch, DistributedDataset& dist, EpochProgress& ep,
-                              FinishedEvent& fin) {
+void ParameterServerRun::run_epoch(TrainingPosition& pos, int64_t steps_per_epoch, DistributedDataset& dist, EpochProgress& ep,
+                                   FinishedEvent& fin) {
   ClusterCoordinator& coord = *coordinator_;
   // Folds finished slices in and emits every complete round in order;
   // false when the loss diverged.
@@ -175,8 +188,8 @@ void Trainer::run_epoch_async(TrainingPosition& pos, int64_t steps_per_epoch, Di
   try {
     coord.start();
     while (scheduled < steps_per_epoch) {
-      wait_while_paused();  // the workers finish what is queued meanwhile
-      if (stop_) {
+      loop_.wait_while_paused();  // the workers finish what is queued meanwhile
+      if (loop_.stop_requested()) {
         ep.stopping = true;
         break;
       }
@@ -186,7 +199,7 @@ void Trainer::run_epoch_async(TrainingPosition& pos, int64_t steps_per_epoch, Di
       for (auto& s : *inputs) nonempty += s.size() > 0;
       rounds_[next_round].expected = nonempty;
       // Workers apply slices as they come: each at the rate current then.
-      set_step_learning_rate(next_round - 1);
+      loop_.set_step_learning_rate(next_round - 1);
       coord.schedule(next_round++, *inputs);
       ++scheduled;
       if (!report()) break;
@@ -194,8 +207,8 @@ void Trainer::run_epoch_async(TrainingPosition& pos, int64_t steps_per_epoch, Di
         // A checkpoint is a consistent cut: every scheduled round applied.
         coord.join();
         if (!report()) break;
-        pos.elapsed = elapsed();
-        save_checkpoint(pos);
+        pos.elapsed = loop_.elapsed();
+        loop_.save_checkpoint(pos);
         coord.start();
       }
     }
@@ -208,39 +221,23 @@ void Trainer::run_epoch_async(TrainingPosition& pos, int64_t steps_per_epoch, Di
     }
     throw;
   }
-  sync_model_from_servers();
+  sync_model();
 }
 
-}  // namespace strata
-
-namespace strata {
-
-FinishedEvent Trainer::run_parameter_server_process() {
-  start_time_ = monotonic_seconds() - start_.elapsed;
-  DistributedDataset dist(pipeline_, ps_->num_workers(), std::max(0, ps_->worker_index()), 1, strategy_->devices());
-  int64_t steps_per_epoch = dist.steps_per_epoch();
-  if (config_.training.max_steps_per_epoch > 0) steps_per_epoch = std::min(steps_per_epoch, config_.training.max_steps_per_epoch);
-  emit_run_started(steps_per_epoch);
-  schedule_ = std::make_unique<LearningRateSchedule>(config_.training.lr_schedule, config_.training.optimizer.learning_rate,
-                                                     steps_per_epoch, config_.training.epochs);
-  FinishedEvent fin;
-  TrainingPosition pos = start_.epoch_complete ? next_epoch(start_) : start_;
-  fin.epochs_completed = pos.epoch - 1;
-  fail_on_error(fin, [&] {
-    if (ps_->is_server()) serve_as_chief(pos, steps_per_epoch, fin);
-    else work_remotely(pos, steps_per_epoch, fin);
-  });
-  return finish_run(fin, pos);
+void ParameterServerRun::run_processes(TrainingPosition& pos, int64_t steps_per_epoch, DistributedDataset& dist,
+                                       FinishedEvent& fin) {
+  if (ps_.is_server()) serve_as_chief(pos, steps_per_epoch, fin);
+  else work_remotely(pos, steps_per_epoch, dist, fin);
 }
 
 namespace {
-// Forwards the chief server's reports to the trainer's functions.
+// Forwards the chief server's reports to the run's functions.
 struct ChiefObserver final : ServerObserver {
-  std::function<void(const PushMeta&)> on_push;
+  std::function<void(const PushRecord&)> on_push;
   std::function<void(int, const std::string&)> on_lost;
   std::function<bool(int)> on_epoch;
   std::function<bool()> on_poll;
-  void pushed(const PushMeta& m, int64_t) override { on_push(m); }
+  void pushed(const PushRecord& push) override { on_push(push); }
   void worker_lost(int w, const std::string& why) override { on_lost(w, why); }
   bool epoch_finished(int epoch) override { return on_epoch(epoch); }
   bool stop_requested() override { return on_poll(); }
@@ -249,66 +246,58 @@ struct ChiefObserver final : ServerObserver {
 
 // Every server rank serves its shard; rank 0 (the chief) also turns the
 // pushes into step events and evaluates and checkpoints at each epoch's end.
-void Trainer::serve_as_chief(TrainingPosition& pos, int64_t steps_per_epoch, FinishedEvent& fin) {
-  const bool chief = ps_->cluster().rank() == 0;
+void ParameterServerRun::serve_as_chief(TrainingPosition& pos, int64_t steps_per_epoch, FinishedEvent& fin) {
+  const bool chief = ps_.cluster().rank() == 0;
   EpochProgress ep;
-  ep.start = elapsed();
+  ep.start = loop_.elapsed();
   ChiefObserver observer;
-  observer.on_push = [&](const PushMeta& m) {
-    SliceResult r;
-    r.round = m.round;
-    r.worker = m.worker;
-    r.loss = m.loss;
-    r.correct = m.correct;
-    r.examples = m.examples;
-    r.seconds = m.seconds;
-    r.staleness = m.staleness;
-    tally_slice(r);
+  observer.on_push = [&](const PushRecord& push) {
+    tally_slice(push);
     emit_rounds(pos, ep, fin);
     // The chief applies the updates (one server): the next ones at the
     // rate of the round after the newest pushed.
-    set_step_learning_rate(std::max(pos.step, m.round));
+    loop_.set_step_learning_rate(std::max(pos.step, push.round));
   };
   observer.on_lost = [&](int w, const std::string& why) {
     report_lost_worker(w, why, "; its slices are skipped from now on");
     emit_rounds(pos, ep, fin);
   };
-  observer.on_poll = [&] { return stop_.load(); };
+  observer.on_poll = [&] { return loop_.stop_requested(); };
   observer.on_epoch = [&](int epoch) {
     emit_rounds(pos, ep, fin);
     if (fin.status == RunStatus::Failed) return false;
-    if (stop_ && pos.epoch_step < steps_per_epoch) {
+    if (loop_.stop_requested() && pos.epoch_step < steps_per_epoch) {
       // Stopped mid-epoch at the round the chief chose: a consistent cut.
       fin.status = RunStatus::Stopped;
       fin.message = stop_message(pos);
-      sync_model_from_servers();
-      pos.elapsed = elapsed();
-      save_checkpoint(pos);
+      sync_model();
+      pos.elapsed = loop_.elapsed();
+      loop_.save_checkpoint(pos);
       return false;
     }
     if (pos.epoch_step < steps_per_epoch)
       throw runtime_error("epoch " + std::to_string(epoch) + " ended after " + std::to_string(pos.epoch_step) + " of " +
                           std::to_string(steps_per_epoch) + " steps");
-    sync_model_from_servers();
-    if (!finish_epoch(pos, ep, fin)) return false;  // stopped early: the workers stop too
-    if (stop_) {
+    sync_model();
+    if (!loop_.finish_epoch(pos, ep, fin)) return false;  // stopped early: the workers stop too
+    if (loop_.stop_requested()) {
       fin.status = RunStatus::Stopped;
       fin.message = "stopped by request after epoch " + std::to_string(epoch);
       return false;
     }
     if (epoch >= config_.training.epochs) return true;
     pos = next_epoch(pos);
-    ep = EpochProgress{elapsed(), 0, false};
+    ep = EpochProgress{loop_.elapsed(), 0, false};
     return true;
   };
-  serve_parameters(ps_->cluster(), ps_->store(), remote_options(), chief ? &observer : nullptr);
+  serve_parameters(ps_.cluster(), ps_.store(), remote_options(), chief ? &observer : nullptr);
 }
 
 // A worker rank trains its slice of every global batch: pull, compute, push.
-void Trainer::work_remotely(TrainingPosition& pos, int64_t steps_per_epoch, FinishedEvent& fin) {
-  const int w = ps_->worker_index();
-  const bool sync = ps_->synchronous();
-  DistributedDataset dist(pipeline_, ps_->num_workers(), w, 1, strategy_->devices());
+void ParameterServerRun::work_remotely(TrainingPosition& pos, int64_t steps_per_epoch, DistributedDataset& dist,
+                                       FinishedEvent& fin) {
+  const int w = ps_.worker_index();
+  const bool sync = ps_.synchronous();
   int64_t my_steps = 0;
   for (; pos.epoch <= config_.training.epochs; pos = next_epoch(pos)) {
     dist.begin_epoch(pos.epoch - 1, pos.epoch_step);  // mid-epoch after a resume
@@ -319,12 +308,12 @@ void Trainer::work_remotely(TrainingPosition& pos, int64_t steps_per_epoch, Fini
       // Fault injection: a real process death, which the servers must notice.
       if (w == config_.strategy.fail_worker && ++my_steps >= config_.strategy.fail_worker_step) std::raise(SIGKILL);
       const int64_t round = pos.step + 1;
-      strategy_->run_replicas([&](ReplicaContext&) {
+      ps_.run_replicas([&](ReplicaContext&) {
         const double t0 = monotonic_seconds();
         const std::vector<int64_t> pulled = remote_->pull(0, round);
         if (remote_->stopping()) return;  // the chief's cut is before this round
         WorkerStep out = slice.size() ? worker_step(w, slice) : WorkerStep{};
-        PushMeta m;
+        PushRecord m;
         m.round = round;
         m.worker = w;
         m.examples = slice.size();
