@@ -22,8 +22,8 @@
 #include "project/ProjectFile.h"
 #include "project/RunDirectory.h"
 #include "project/RunNotes.h"
+#include "project/RunSession.h"
 #include "train/EventJson.h"
-#include "train/Trainer.h"
 
 using namespace strata;
 
@@ -360,48 +360,27 @@ int main(int argc, char** argv) {
       checkpoint = CheckpointManager::resolve(resume_run);
     }
 
-    FanOutSink sink;
-    Trainer trainer(config, sink);
-    trainer.prepare();  // all bad input surfaces here, before any output file exists
-    Cluster& cluster = trainer.strategy().cluster();
-    if (cluster.size() > 1) {
-      // Every rank must train the same project, or the collectives would mix
-      // different models, batches or updates.
-      const auto digest = agreement_digest(config);
-      std::vector<double> mine;
-      for (const auto& [part, crc] : digest) mine.push_back(static_cast<double>(crc));
-      const auto all = cluster.all_gather(mine);
-      for (size_t r = 1; r < all.size() / mine.size(); ++r)
-        for (size_t p = 0; p < mine.size(); ++p)
-          if (all[r * mine.size() + p] != all[p])
-            throw bad_input("rank " + std::to_string(r) + " was given a different project than rank 0: its " +
-                            digest[p].first + " settings differ (every rank must train the same model on the same "
-                            "data with the same batch size, seed, optimizer and strategy)");
-    }
-    const bool reporter = cluster.rank() == 0;
+    FanOutSink sink;  // the printer joins once this rank's role is known
+    RunSession session(config, sink);
+    session.prepare();  // all bad input surfaces here, before any output file exists
+    Cluster& cluster = session.cluster();
     ConsoleReporter console(stdout);
     JsonlPrinter jsonl;
     RankLogSink rank_log(cluster.rank(), cluster.host());
-    sink.add(!reporter ? static_cast<EventSink*>(&rank_log) : events == "jsonl" ? static_cast<EventSink*>(&jsonl) : &console);
-    std::unique_ptr<RunDirectory> dir;
-    if (!no_run_dir && reporter) {
-      dir = std::make_unique<RunDirectory>(run_dir.empty() ? RunDirectory::default_for(project_path) : run_dir, config,
-                                           resume);
-      sink.add(dir.get());
-      trainer.enable_checkpoints(dir->checkpoints());
-      if (run_notes) {
-        // A resumed run keeps its notes; the flags replace only what they give.
-        RunNotes n = read_run_notes(dir->path());
-        if (!run_notes->name.empty()) n.name = run_notes->name;
-        if (!run_notes->tags.empty()) n.tags = run_notes->tags;
-        write_run_notes(dir->path(), n);
-      }
-      if (events == "text") std::printf("run folder: %s\n", dir->path().c_str());
+    sink.add(cluster.rank() != 0 ? static_cast<EventSink*>(&rank_log)
+             : events == "jsonl" ? static_cast<EventSink*>(&jsonl)
+                                 : &console);
+    RunFolderOptions folder;
+    if (!no_run_dir) folder.dir = run_dir.empty() ? RunDirectory::default_for(project_path) : run_dir;
+    folder.resume_from = checkpoint;
+    folder.notes = run_notes;
+    session.open(folder);
+    if (events == "text") {
+      if (session.directory()) std::printf("run folder: %s\n", session.directory()->path().c_str());
+      if (session.resumed())
+        std::printf("resuming from %s (step %lld)\n", checkpoint.c_str(), static_cast<long long>(session.resumed()->position.step));
     }
-    if (resume) {
-      CheckpointInfo info = trainer.restore(checkpoint);
-      if (events == "text") std::printf("resuming from %s (step %lld)\n", checkpoint.c_str(), static_cast<long long>(info.position.step));
-    }
+    Trainer& trainer = session.trainer();
 
     std::signal(SIGINT, on_sigint);
     std::signal(SIGTERM, on_sigint);
@@ -417,7 +396,7 @@ int main(int argc, char** argv) {
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
       }
     });
-    FinishedEvent fin = trainer.run();
+    FinishedEvent fin = session.run();
     if (fin.status == RunStatus::Completed) return 0;
     if (fin.status == RunStatus::Stopped) return 130;
     // A failed worker must not leave the others waiting in a collective.

@@ -1,35 +1,18 @@
 #include "EngineBridge.h"
 
 #include "core/Error.h"
-#include "project/RunDirectory.h"
-#include "train/Trainer.h"
+#include "project/RunSession.h"
 
 namespace strata::ui {
 
-namespace {
-// Forwards to the UI queue and, once prepare() succeeded, to the run folder.
-class BridgeSink final : public EventSink {
-public:
-  BridgeSink(EventQueue& queue, std::unique_ptr<RunDirectory>& dir) : queue_(queue), dir_(dir) {}
-  void emit(const Event& e) override {
-    if (dir_) dir_->emit(e);
-    queue_.emit(e);
-  }
-
-private:
-  EventQueue& queue_;
-  std::unique_ptr<RunDirectory>& dir_;
-};
-}  // namespace
-
-EngineBridge::EngineBridge(QObject* parent) : QObject(parent) {
+EngineBridge::EngineBridge(QObject* parent) : RunBridge(parent) {
   timer_.setInterval(33);
   connect(&timer_, &QTimer::timeout, this, &EngineBridge::drain);
 }
 
 EngineBridge::~EngineBridge() {
   // Never leave a training thread behind: stop after the current step.
-  if (trainer_) trainer_->request_stop();
+  if (session_) session_->trainer().request_stop();
   if (thread_.joinable()) thread_.join();
   if (reaper_.joinable()) reaper_.join();
 }
@@ -40,23 +23,19 @@ void EngineBridge::start(const RunConfig& config, const std::string& run_dir, co
   queue_.take();
   prepare_failed_ = false;
   prepare_error_.clear();
-  run_dir_.reset();
-  auto sink = std::make_shared<BridgeSink>(queue_, run_dir_);
-  trainer_ = std::make_unique<Trainer>(config, *sink);
+  session_ = std::make_unique<RunSession>(config, queue_);
   running_ = true;
   paused_ = false;
-  Trainer* trainer = trainer_.get();
-  thread_ = std::thread([this, trainer, sink, config, run_dir, resume_from] {
+  RunSession* session = session_.get();
+  thread_ = std::thread([this, session, run_dir, resume_from] {
     try {
-      trainer->prepare();
-      // As strata-run does: the folder is created only once the config is
-      // known to be good, so a bad project leaves nothing behind.
-      if (!run_dir.empty()) {
-        auto dir = std::make_unique<RunDirectory>(run_dir, config, /*resume=*/!resume_from.empty());
-        trainer->enable_checkpoints(dir->checkpoints());
-        run_dir_ = std::move(dir);
-      }
-      if (!resume_from.empty()) trainer->restore(resume_from);
+      // The folder is created only once the config is known to be good, so
+      // a bad project leaves nothing behind.
+      session->prepare();
+      RunFolderOptions folder;
+      folder.dir = run_dir;
+      folder.resume_from = resume_from;
+      session->open(folder);
     } catch (const std::exception& e) {
       prepare_error_ = e.what();
       prepare_failed_ = true;
@@ -67,29 +46,29 @@ void EngineBridge::start(const RunConfig& config, const std::string& run_dir, co
       queue_.emit(f);
       return;
     }
-    trainer->run();
+    session->run();
   });
   timer_.start();
   Q_EMIT runningChanged(true);
 }
 
 void EngineBridge::pause() {
-  if (!running_ || paused_ || !trainer_) return;
-  trainer_->pause();
+  if (!running_ || paused_ || !session_) return;
+  session_->trainer().pause();
   paused_ = true;
   Q_EMIT pausedChanged(true);
 }
 
 void EngineBridge::resume() {
-  if (!running_ || !paused_ || !trainer_) return;
-  trainer_->resume();
+  if (!running_ || !paused_ || !session_) return;
+  session_->trainer().resume();
   paused_ = false;
   Q_EMIT pausedChanged(false);
 }
 
 void EngineBridge::stop() {
-  if (!running_ || !trainer_) return;
-  trainer_->request_stop();  // also releases a pause
+  if (!running_ || !session_) return;
+  session_->trainer().request_stop();  // also releases a pause
 }
 
 void EngineBridge::finishThread() {
@@ -99,10 +78,9 @@ void EngineBridge::finishThread() {
   // event was the trainer's last emit, and the run folder flushed it, so
   // nothing on the UI side needs them any more.
   if (reaper_.joinable()) reaper_.join();
-  reaper_ = std::thread([thread = std::move(thread_), trainer = std::move(trainer_), dir = std::move(run_dir_)]() mutable {
+  reaper_ = std::thread([thread = std::move(thread_), session = std::move(session_)]() mutable {
     if (thread.joinable()) thread.join();
-    trainer.reset();
-    dir.reset();
+    session.reset();
   });
 }
 

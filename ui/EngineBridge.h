@@ -1,5 +1,4 @@
 #pragma once
-#include <QObject>
 #include <QTimer>
 #include <memory>
 #include <string>
@@ -7,21 +6,21 @@
 #include <vector>
 
 #include "EventQueue.h"
+#include "RunBridge.h"
 #include "train/RunConfig.h"
 
 namespace strata {
-class Trainer;
-class RunDirectory;
+class RunSession;
 }  // namespace strata
 
 namespace strata::ui {
 
-// Runs a Trainer on a background std::thread and hands its events to the UI
+// Runs a training session (RunSession) on a background std::thread and hands its events to the UI
 // thread in batches (DESIGN §4): the trainer writes to an EventQueue, a
 // ~30 Hz QTimer swaps the queue out and emits one `events` signal per tick,
 // so however fast steps arrive the event loop sees at most 30 deliveries a
 // second and the training thread never waits for a repaint.
-class EngineBridge : public QObject {
+class EngineBridge final : public RunBridge {
   Q_OBJECT
 public:
   explicit EngineBridge(QObject* parent = nullptr);
@@ -34,24 +33,16 @@ public:
   // resume_from (a checkpoint folder): continue that run instead, appending
   // to run_dir's events.
   void start(const RunConfig& config, const std::string& run_dir, const std::string& resume_from = {});
-  void pause();
-  void resume();
-  // Finishes the current step, then the trainer reports "stopped".
-  void stop();
-  bool running() const { return running_; }
-  bool paused() const { return paused_; }
-  // Drain interval; the default gives ~30 updates a second.
-  void setInterval(int ms) { timer_.setInterval(ms); }
+  bool canPause() const override { return running_; }
+  void pause() override;
+  void resume() override;
+  void stop() override;
+  bool running() const override { return running_; }
+  bool paused() const override { return paused_; }
+  void setInterval(int ms) override { timer_.setInterval(ms); }
   // Processes what is queued now, without waiting for the timer (tests).
   void drainNow() { drain(); }
   size_t peakQueue() const { return queue_.peak_size(); }
-
-signals:
-  // Events in the order the trainer emitted them.
-  void events(const std::vector<strata::Event>& batch);
-  void prepareFailed(const QString& message);
-  void runningChanged(bool running);
-  void pausedChanged(bool paused);
 
 private:
   void drain();
@@ -59,8 +50,7 @@ private:
 
   EventQueue queue_;
   QTimer timer_;
-  std::unique_ptr<Trainer> trainer_;
-  std::unique_ptr<RunDirectory> run_dir_;
+  std::unique_ptr<RunSession> session_;
   std::thread thread_;
   std::thread reaper_;  // joins and frees the previous run off the UI thread
   bool running_ = false;

@@ -8,7 +8,7 @@
 
 namespace strata::ui {
 
-ProcessBridge::ProcessBridge(QObject* parent) : QObject(parent) {
+ProcessBridge::ProcessBridge(QObject* parent) : RunBridge(parent) {
   timer_.setInterval(33);
   connect(&timer_, &QTimer::timeout, this, &ProcessBridge::drain);
   connect(&process_, &QProcess::readyReadStandardOutput, this, &ProcessBridge::readStdout);

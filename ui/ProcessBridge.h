@@ -1,11 +1,10 @@
 #pragma once
-#include <QObject>
 #include <QProcess>
 #include <QTimer>
 #include <sys/types.h>
 #include <vector>
 
-#include "train/Events.h"
+#include "RunBridge.h"
 
 namespace strata::ui {
 
@@ -17,7 +16,7 @@ namespace strata::ui {
 // come out as `logLine`. The run's status is the stream's finished event,
 // never mpirun's exit code (0 under --enable-recovery whatever the ranks
 // did).
-class ProcessBridge : public QObject {
+class ProcessBridge final : public RunBridge {
   Q_OBJECT
 public:
   explicit ProcessBridge(QObject* parent = nullptr);
@@ -26,20 +25,13 @@ public:
   // Graceful: SIGTERM to the local ranks, which finish the current step,
   // agree over MPI to stop, checkpoint and exit 130 (see the .cpp for why
   // not SIGINT to mpirun, which is only the fallback).
-  void stop();
-  bool running() const { return running_; }
+  void stop() override;
+  bool running() const override { return running_; }
   qint64 pid() const { return process_.processId(); }
-  void setInterval(int ms) { timer_.setInterval(ms); }
+  void setInterval(int ms) override { timer_.setInterval(ms); }
   // How long mpirun may outlive rank 0's finished event before it is ended
   // (see endLingeringMpirun).
   void setExitGrace(int ms) { exit_grace_ms_ = ms; }
-
-signals:
-  void events(const std::vector<strata::Event>& batch);
-  void logLine(const QString& level, const QString& text);
-  // The process ended before the run started (a bad launch or project).
-  void prepareFailed(const QString& message);
-  void runningChanged(bool running);
 
 private:
   void readStdout();

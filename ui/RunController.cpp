@@ -23,8 +23,7 @@ namespace {
 // The ranks read the project from a file in another folder: make dataset
 // paths absolute, or they would resolve against that folder.
 RunConfig with_absolute_paths(RunConfig c) {
-  for (std::string* p : {&c.dataset.path, &c.dataset.train_images, &c.dataset.train_labels, &c.dataset.test_images,
-                         &c.dataset.test_labels, &c.dataset.train_csv, &c.dataset.test_csv})
+  for (std::string* p : c.dataset.paths())
     if (!p->empty()) *p = resolve_path(*p, c.base_dir);
   return c;
 }
@@ -32,22 +31,20 @@ RunConfig with_absolute_paths(RunConfig c) {
 
 RunController::RunController(ChartsPanel* charts, StatusPanel* status, LogPanel* log, QObject* parent)
     : QObject(parent), bridge_(new EngineBridge(this)), process_(new ProcessBridge(this)), charts_(charts), status_(status), log_(log) {
-  connect(bridge_, &EngineBridge::events, this, &RunController::onEvents);
-  connect(process_, &ProcessBridge::events, this, &RunController::onEvents);
-  connect(bridge_, &EngineBridge::runningChanged, this, &RunController::runningChanged);
-  connect(process_, &ProcessBridge::runningChanged, this, &RunController::runningChanged);
-  connect(process_, &ProcessBridge::logLine, this, [this](const QString& level, const QString& text) { log_->addLine(level, text); });
-  connect(bridge_, &EngineBridge::pausedChanged, this, [this](bool paused) {
-    status_->setPaused(paused);
-    Q_EMIT pausedChanged(paused);
-  });
-  auto failed = [this](const QString& message) {
-    status_->reset();
-    log_->addLine("error", message);
-    Q_EMIT prepareFailed(message);
-  };
-  connect(bridge_, &EngineBridge::prepareFailed, this, failed);
-  connect(process_, &ProcessBridge::prepareFailed, this, failed);
+  for (RunBridge* b : {static_cast<RunBridge*>(bridge_), static_cast<RunBridge*>(process_)}) {
+    connect(b, &RunBridge::events, this, &RunController::onEvents);
+    connect(b, &RunBridge::runningChanged, this, &RunController::runningChanged);
+    connect(b, &RunBridge::logLine, this, [this](const QString& level, const QString& text) { log_->addLine(level, text); });
+    connect(b, &RunBridge::pausedChanged, this, [this](bool paused) {
+      status_->setPaused(paused);
+      Q_EMIT pausedChanged(paused);
+    });
+    connect(b, &RunBridge::prepareFailed, this, [this](const QString& message) {
+      status_->reset();
+      log_->addLine("error", message);
+      Q_EMIT prepareFailed(message);
+    });
+  }
 }
 
 RunController::~RunController() = default;
@@ -79,12 +76,13 @@ void RunController::resumeRun(const RunConfig& config, const QString& run_dir, c
 void RunController::launch(const RunConfig& config, const QString& run_dir, const QString& resume_from,
                            const MultiWorkerOptions& workers) {
   run_dir_ = run_dir;
-  as_processes_ = launches_with_mpirun(config.strategy, workers);
+  const bool as_processes = launches_with_mpirun(config.strategy, workers);
+  active_ = as_processes ? static_cast<RunBridge*>(process_) : bridge_;
   status_->reset();
   log_->addLine("info", tr("starting %1 (%2)").arg(QString::fromStdString(config.name), QString::fromStdString(config.strategy.name)));
   log_->addLine("info", run_dir_.isEmpty() ? tr("unsaved project: this run is not stored (save the project to keep runs)")
                                            : tr("run folder: %1").arg(run_dir_));
-  if (as_processes_) {
+  if (as_processes) {
     launchProcess(config, run_dir_, !resume_from.isEmpty(), workers);
     return;
   }
@@ -126,20 +124,21 @@ bool RunController::launchProcess(const RunConfig& config, const QString& run_di
 }
 
 void RunController::pause() {
-  if (!as_processes_) bridge_->pause();
+  if (active_) active_->pause();
 }
 void RunController::resume() {
-  if (!as_processes_) bridge_->resume();
+  if (active_) active_->resume();
 }
 void RunController::stop() {
   if (!running()) return;
-  log_->addLine("info", as_processes_ ? tr("stop requested: every rank finishes the current step and checkpoints")
-                                      : tr("stop requested: finishing the current step"));
-  if (as_processes_) process_->stop();
-  else bridge_->stop();
+  log_->addLine("info", acrossProcesses() ? tr("stop requested: every rank finishes the current step and checkpoints")
+                                          : tr("stop requested: finishing the current step"));
+  active_->stop();
 }
-bool RunController::running() const { return bridge_->running() || process_->running(); }
-bool RunController::paused() const { return bridge_->paused(); }
+bool RunController::running() const { return active_ && active_->running(); }
+bool RunController::paused() const { return active_ && active_->paused(); }
+bool RunController::canPause() const { return active_ && active_->canPause(); }
+bool RunController::acrossProcesses() const { return active_ == process_; }
 
 void RunController::onEvents(const std::vector<Event>& batch) {
   QElapsedTimer cost;

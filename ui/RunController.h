@@ -15,6 +15,7 @@ class ChartsPanel;
 class EngineBridge;
 class LogPanel;
 class ProcessBridge;
+class RunBridge;
 class StatusPanel;
 
 // Connects one training run to the panels that show it: starts the engine
@@ -39,10 +40,10 @@ public:
   bool running() const;
   bool paused() const;
   // Pause exists only in-process: mpirun cannot hold ranks between steps.
-  bool canPause() const { return running() && !as_processes_; }
+  bool canPause() const;
   // The last run went to mpirun (multi-worker, or parameter server as
   // processes) rather than the in-process engine.
-  bool acrossProcesses() const { return as_processes_; }
+  bool acrossProcesses() const;
   EngineBridge* bridge() const { return bridge_; }
   ProcessBridge* processBridge() const { return process_; }
   QString lastRunDir() const { return run_dir_; }
@@ -68,7 +69,7 @@ private:
   QString run_dir_;
   QStringList command_;
   std::unique_ptr<QTemporaryDir> temp_project_;  // an unsaved project's file for the ranks
-  bool as_processes_ = false;
+  RunBridge* active_ = nullptr;  // the bridge of the last run: bridge_ or process_
 };
 
 }  // namespace strata::ui

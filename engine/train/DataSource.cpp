@@ -31,8 +31,7 @@ std::string resolve_path(const std::string& p, const std::string& base) {
 
 LoadedData load_data(const DatasetConfig& config, uint64_t seed, const std::string& base_dir) {
   DatasetConfig c = config;
-  for (auto* p : {&c.path, &c.train_images, &c.train_labels, &c.test_images, &c.test_labels, &c.train_csv, &c.test_csv})
-    *p = resolve_path(*p, base_dir);
+  for (std::string* p : c.paths()) *p = resolve_path(*p, base_dir);
   DatasetSplits splits;
   if (c.kind == "fashion_mnist") {
     splits = load_fashion_mnist(c.path);

@@ -22,6 +22,13 @@ struct DatasetConfig {
   int synthetic_classes = 4;
   double validation_split = 0.0;  // fraction of train held out (else the test split validates)
   bool standardize = false;       // per-feature mean/std from the train split
+
+  // Every field above that names a file or folder (relative ones resolve
+  // against the project's folder): a new one must be listed here, beside
+  // its declaration, for a project written elsewhere to keep finding it.
+  std::vector<std::string*> paths() {
+    return {&path, &train_images, &train_labels, &test_images, &test_labels, &train_csv, &test_csv};
+  }
 };
 
 struct OptimizerConfig {
