@@ -36,11 +36,6 @@ double read_number(const Json& j, const char* key) {
   return it->get<double>();
 }
 
-std::optional<double> read_optional(const Json& j, const char* key) {
-  if (!j.contains(key) || j[key].is_null()) return std::nullopt;
-  return read_number(j, key);
-}
-
 template <typename T>
 struct element {
   using type = T;
@@ -73,98 +68,244 @@ T get_or(const Json& j, const char* key, T fallback) {
   return it->get<T>();
 }
 
-Json opt(const std::optional<double>& v) { return v ? number(*v) : Json(nullptr); }
+template <typename T>
+struct is_optional : std::false_type {};
+template <typename T>
+struct is_optional<std::optional<T>> : std::true_type {};
+
+// Writes an event's fields (the `fields` lists below) into a JSON object.
+// Numbers go through number(), so NaN and infinities survive.
+struct Writer {
+  Json& j;
+  static constexpr bool reading = false;
+  template <typename T>
+  void operator()(const char* key, const T& v) {
+    j[key] = value(v);
+  }
+  // Fields written only when `present` (read whenever they are there).
+  template <typename F>
+  void when(bool present, F&& fields) {
+    if (present) fields();
+  }
+
+private:
+  static Json value(double v) { return number(v); }
+  static Json value(RunStatus s) { return status_name(s); }
+  static Json value(FailureKind k) { return failure_name(k); }
+  static Json value(const DeviceStat& d);
+  template <typename T>
+  static Json value(const std::optional<T>& v) {
+    return v ? value(*v) : Json(nullptr);
+  }
+  template <typename T>
+  static Json value(const std::vector<T>& v) {
+    Json out = Json::array();
+    for (const auto& x : v) out.push_back(value(x));
+    return out;
+  }
+  template <typename T>
+  static Json value(const T& v) {
+    return v;
+  }
+};
+
+// Reads the same fields back: a field that is absent or null keeps the
+// struct's default (streams from older versions lack newer fields), a
+// field of the wrong kind is bad input naming it.
+struct Reader {
+  const Json& j;
+  static constexpr bool reading = true;
+  template <typename T>
+  void operator()(const char* key, T& v) {
+    auto it = j.find(key);
+    if (it == j.end()) return;
+    if constexpr (is_optional<T>::value) {
+      if (it->is_null()) {
+        v.reset();
+        return;
+      }
+      typename T::value_type x{};
+      read(key, *it, x);
+      v = x;
+    } else if (!it->is_null()) {
+      read(key, *it, v);
+    }
+  }
+  template <typename F>
+  void when(bool, F&& fields) {
+    fields();
+  }
+
+private:
+  static void read(const char* key, const Json& v, double& out) { out = read_number(Json{{key, v}}, key); }
+  static void read(const char* key, const Json& v, RunStatus& out) {
+    const auto known = v.is_string() ? status_from_name(v.get<std::string>()) : std::nullopt;
+    if (!known) throw bad_input(std::string("event field '") + key + "': status must be completed, stopped or failed, got '" + text(v) + "'");
+    out = *known;
+  }
+  static void read(const char* key, const Json& v, FailureKind& out) {
+    if (v == "") return;  // as absent: the kind is inferred (fields(FinishedEvent))
+    const auto known = v.is_string() ? failure_from_name(v.get<std::string>()) : std::nullopt;
+    if (!known) throw bad_input(std::string("event field '") + key + "': unknown failure kind '" + text(v) + "'");
+    out = *known;
+  }
+  static void read(const char* key, const Json& v, DeviceStat& out);
+  static std::string text(const Json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
+  template <typename T>
+  static void read(const char* key, const Json& v, std::vector<T>& out) {
+    if (!v.is_array()) throw bad_input(std::string("event field '") + key + "': not a list");
+    out.clear();
+    for (const auto& x : v) read(key, x, out.emplace_back());
+  }
+  template <typename T>
+  static void read(const char* key, const Json& v, T& out) {
+    out = get_or<T>(Json{{key, v}}, key, out);
+  }
+};
+
+// Each event's fields, named once for writing and reading (docs/events.md
+// is their reference). `when` marks fields a writer leaves out when they do
+// not apply.
+template <typename IO>
+void fields(IO& io, RunStartedEvent& e) {
+  io("project", e.project);
+  io("strategy", e.strategy);
+  io("devices", e.devices);
+  io("replicas", e.replicas);
+  io("global_batch", e.global_batch);
+  io("per_replica_batch", e.per_replica_batch);
+  io("steps_per_epoch", e.steps_per_epoch);
+  io("epochs", e.epochs);
+  io("dataset", e.dataset);
+  io("train_examples", e.train_examples);
+  io("validation_examples", e.validation_examples);
+  io("params", e.params);
+  io("cross_device_ops", e.cross_device_ops);
+  io("threads_per_replica", e.threads_per_replica);
+  io("workers", e.workers);
+  io("hosts", e.hosts);
+  io.when(e.servers > 0, [&] {
+    io("servers", e.servers);
+    io("staleness_bound", e.staleness_bound);
+    io("shards", e.shards);
+  });
+}
+
+template <typename IO>
+void fields(IO& io, StepEvent& e) {
+  io("step", e.step);
+  io("epoch", e.epoch);
+  io("epoch_step", e.epoch_step);
+  io("time", e.time);
+  io("replica_losses", e.replica_losses);
+  io("loss", e.loss);
+  io.when(!std::isnan(e.accuracy), [&] { io("accuracy", e.accuracy); });
+  io("lr", e.lr);
+  io("samples_per_sec", e.samples_per_sec);
+  io("worker_step_times", e.worker_step_times);
+  io.when(!e.replica_step_times.empty(), [&] { io("replica_step_times", e.replica_step_times); });
+  io.when(e.staleness.has_value(), [&] {
+    io("staleness", e.staleness);
+    io("worker_steps", e.worker_steps);
+    io("lost_workers", e.lost_workers);
+    io("server_updates_per_sec", e.server_updates_per_sec);
+  });
+}
+
+template <typename IO>
+void fields(IO& io, EpochEvent& e) {
+  io("epoch", e.epoch);
+  io("loss", e.loss);
+  io("accuracy", e.accuracy);
+  io("val_loss", e.val_loss);
+  io("val_accuracy", e.val_accuracy);
+  io("time", e.time);
+  io("samples_per_sec", e.samples_per_sec);
+  io("lr", e.lr);
+  io("best", e.best);
+}
+
+template <typename IO>
+void fields(IO& io, DeviceStat& d) {
+  io("device", d.device);
+  io("utilization", d.utilization);
+  io("memory_used", d.memory_used);
+  io("memory_total", d.memory_total);
+}
+
+template <typename IO>
+void fields(IO& io, DeviceStatsEvent& e) {
+  io("time", e.time);
+  io("devices", e.devices);
+}
+
+template <typename IO>
+void fields(IO& io, LogEvent& e) {
+  io("level", e.level);
+  io("message", e.message);
+  io("time", e.time);
+}
+
+template <typename IO>
+void fields(IO& io, CheckpointEvent& e) {
+  io("path", e.path);
+  io("step", e.step);
+  io("epoch", e.epoch);
+  io("time", e.time);
+}
+
+template <typename IO>
+void fields(IO& io, FinishedEvent& e) {
+  io("status", e.status);
+  io.when(e.status == RunStatus::Failed, [&] { io("failure", e.failure); });
+  io("message", e.message);
+  io("time", e.time);
+  io("steps", e.steps);
+  io("epochs_completed", e.epochs_completed);
+  io.when(e.stopped_early, [&] { io("stopped_early", e.stopped_early); });
+  if (IO::reading && e.status == RunStatus::Failed && e.failure == FailureKind::None) {
+    // Streams written before the failure kind existed: what their messages
+    // said, the one place a message is read for it.
+    const bool diverged = e.message.find("NaN") != std::string::npos || e.message.find("infinite") != std::string::npos;
+    e.failure = diverged ? FailureKind::Diverged : FailureKind::Internal;
+  }
+  if (IO::reading && e.status != RunStatus::Failed) e.failure = FailureKind::None;
+}
+
+Json Writer::value(const DeviceStat& d) {
+  Json out = Json::object();
+  Writer w{out};
+  fields(w, const_cast<DeviceStat&>(d));  // a Writer only reads
+  return out;
+}
+
+void Reader::read(const char* key, const Json& v, DeviceStat& out) {
+  if (!v.is_object()) throw bad_input(std::string("event field '") + key + "': not an object");
+  Reader r{v};
+  fields(r, out);
+}
+
+// The alternative of Event whose type name is `type`, read from j.
+template <size_t I = 0>
+Event read_event(const std::string& type, const Json& j) {
+  if constexpr (I == std::variant_size_v<Event>) {
+    throw bad_input("event: unknown type '" + type + "'");
+  } else {
+    using E = std::variant_alternative_t<I, Event>;
+    if (type != event_type(Event(std::in_place_index<I>))) return read_event<I + 1>(type, j);
+    E e;
+    Reader r{j};
+    fields(r, e);
+    return e;
+  }
+}
 }  // namespace
 
 Json event_to_json(const Event& event) {
   Json j;
   j["type"] = event_type(event);
-  std::visit(
-      [&](const auto& e) {
-        using T = std::decay_t<decltype(e)>;
-        if constexpr (std::is_same_v<T, RunStartedEvent>) {
-          j["project"] = e.project;
-          j["strategy"] = e.strategy;
-          j["devices"] = e.devices;
-          j["replicas"] = e.replicas;
-          j["global_batch"] = e.global_batch;
-          j["per_replica_batch"] = e.per_replica_batch;
-          j["steps_per_epoch"] = e.steps_per_epoch;
-          j["epochs"] = e.epochs;
-          j["dataset"] = e.dataset;
-          j["train_examples"] = e.train_examples;
-          j["validation_examples"] = e.validation_examples;
-          j["params"] = e.params;
-          j["cross_device_ops"] = e.cross_device_ops;
-          j["threads_per_replica"] = e.threads_per_replica;
-          j["workers"] = e.workers;
-          j["hosts"] = e.hosts;
-          if (e.servers > 0) {
-            j["servers"] = e.servers;
-            j["staleness_bound"] = e.staleness_bound ? Json(*e.staleness_bound) : Json(nullptr);
-            j["shards"] = e.shards;
-          }
-        } else if constexpr (std::is_same_v<T, StepEvent>) {
-          j["step"] = e.step;
-          j["epoch"] = e.epoch;
-          j["epoch_step"] = e.epoch_step;
-          j["time"] = e.time;
-          Json losses = Json::array();
-          for (double l : e.replica_losses) losses.push_back(number(l));
-          j["replica_losses"] = losses;
-          j["loss"] = number(e.loss);
-          if (!std::isnan(e.accuracy)) j["accuracy"] = e.accuracy;
-          j["lr"] = e.lr;
-          j["samples_per_sec"] = e.samples_per_sec;
-          j["worker_step_times"] = e.worker_step_times;
-          if (!e.replica_step_times.empty()) j["replica_step_times"] = e.replica_step_times;
-          if (e.staleness) {
-            j["staleness"] = *e.staleness;
-            j["worker_steps"] = e.worker_steps;
-            j["lost_workers"] = e.lost_workers;
-            j["server_updates_per_sec"] = e.server_updates_per_sec;
-          }
-        } else if constexpr (std::is_same_v<T, EpochEvent>) {
-          j["epoch"] = e.epoch;
-          j["loss"] = number(e.loss);
-          j["accuracy"] = e.accuracy;
-          j["val_loss"] = opt(e.val_loss);
-          j["val_accuracy"] = opt(e.val_accuracy);
-          j["time"] = e.time;
-          j["samples_per_sec"] = e.samples_per_sec;
-          j["lr"] = e.lr;
-          j["best"] = e.best;
-        } else if constexpr (std::is_same_v<T, DeviceStatsEvent>) {
-          j["time"] = e.time;
-          Json devs = Json::array();
-          for (auto& d : e.devices) {
-            Json dj{{"device", d.device}};
-            dj["utilization"] = opt(d.utilization);
-            dj["memory_used"] = d.memory_used ? Json(*d.memory_used) : Json(nullptr);
-            dj["memory_total"] = d.memory_total ? Json(*d.memory_total) : Json(nullptr);
-            devs.push_back(dj);
-          }
-          j["devices"] = devs;
-        } else if constexpr (std::is_same_v<T, LogEvent>) {
-          j["level"] = e.level;
-          j["message"] = e.message;
-          j["time"] = e.time;
-        } else if constexpr (std::is_same_v<T, CheckpointEvent>) {
-          j["path"] = e.path;
-          j["step"] = e.step;
-          j["epoch"] = e.epoch;
-          j["time"] = e.time;
-        } else if constexpr (std::is_same_v<T, FinishedEvent>) {
-          j["status"] = status_name(e.status);
-          if (e.status == RunStatus::Failed) j["failure"] = failure_name(e.failure);
-          j["message"] = e.message;
-          j["time"] = e.time;
-          j["steps"] = e.steps;
-          j["epochs_completed"] = e.epochs_completed;
-          if (e.stopped_early) j["stopped_early"] = true;
-        }
-      },
-      event);
+  Writer w{j};
+  std::visit([&](const auto& e) { fields(w, const_cast<std::decay_t<decltype(e)>&>(e)); }, event);  // a Writer only reads
   return j;
 }
 
@@ -174,124 +315,10 @@ Event event_from_json(const Json& j) {
   if (!j.is_object() || !j.contains("type") || !j["type"].is_string()) throw bad_input("event: missing \"type\"");
   const std::string type = j["type"];
   try {
-    if (type == "run_started") {
-      RunStartedEvent e;
-      e.project = get_or<std::string>(j, "project", "");
-      e.strategy = get_or<std::string>(j, "strategy", "");
-      e.devices = get_or<std::vector<std::string>>(j, "devices", {});
-      e.replicas = get_or<int>(j, "replicas", 1);
-      e.global_batch = get_or<int64_t>(j, "global_batch", 0);
-      e.per_replica_batch = get_or<std::vector<int64_t>>(j, "per_replica_batch", {});
-      e.steps_per_epoch = get_or<int64_t>(j, "steps_per_epoch", 0);
-      e.epochs = get_or<int>(j, "epochs", 0);
-      e.dataset = get_or<std::string>(j, "dataset", "");
-      e.train_examples = get_or<int64_t>(j, "train_examples", 0);
-      e.validation_examples = get_or<int64_t>(j, "validation_examples", 0);
-      e.params = get_or<int64_t>(j, "params", 0);
-      e.cross_device_ops = get_or<std::string>(j, "cross_device_ops", "");
-      e.threads_per_replica = get_or<int>(j, "threads_per_replica", 1);
-      e.workers = get_or<int>(j, "workers", 1);
-      e.hosts = get_or<std::vector<std::string>>(j, "hosts", {});
-      e.servers = get_or<int>(j, "servers", 0);
-      if (j.contains("staleness_bound") && !j["staleness_bound"].is_null()) e.staleness_bound = get_or<int>(j, "staleness_bound", 0);
-      e.shards = get_or<std::string>(j, "shards", "");
-      return e;
-    }
-    if (type == "step") {
-      StepEvent e;
-      e.step = get_or<int64_t>(j, "step", 0);
-      e.epoch = get_or<int>(j, "epoch", 0);
-      e.epoch_step = get_or<int64_t>(j, "epoch_step", 0);
-      e.time = read_number(j, "time");
-      if (j.contains("replica_losses"))
-        for (size_t i = 0; i < j["replica_losses"].size(); ++i) {
-          Json wrap{{"v", j["replica_losses"][i]}};
-          e.replica_losses.push_back(read_number(wrap, "v"));
-        }
-      e.loss = read_number(j, "loss");
-      if (j.contains("accuracy")) e.accuracy = read_number(j, "accuracy");
-      e.lr = read_number(j, "lr");
-      e.samples_per_sec = read_number(j, "samples_per_sec");
-      e.worker_step_times = get_or<std::vector<double>>(j, "worker_step_times", {});
-      e.replica_step_times = get_or<std::vector<double>>(j, "replica_step_times", {});
-      if (j.contains("staleness") && !j["staleness"].is_null()) e.staleness = get_or<int>(j, "staleness", 0);
-      e.worker_steps = get_or<std::vector<int64_t>>(j, "worker_steps", {});
-      e.lost_workers = get_or<std::vector<int>>(j, "lost_workers", {});
-      e.server_updates_per_sec = get_or<std::vector<double>>(j, "server_updates_per_sec", {});
-      return e;
-    }
-    if (type == "epoch") {
-      EpochEvent e;
-      e.epoch = get_or<int>(j, "epoch", 0);
-      e.loss = read_number(j, "loss");
-      e.accuracy = read_number(j, "accuracy");
-      e.val_loss = read_optional(j, "val_loss");
-      e.val_accuracy = read_optional(j, "val_accuracy");
-      e.time = read_number(j, "time");
-      e.samples_per_sec = read_number(j, "samples_per_sec");
-      if (j.contains("lr")) e.lr = read_number(j, "lr");
-      e.best = get_or<bool>(j, "best", false);
-      return e;
-    }
-    if (type == "device_stats") {
-      DeviceStatsEvent e;
-      e.time = read_number(j, "time");
-      if (j.contains("devices"))
-        for (auto& d : j["devices"]) {
-          DeviceStat s;
-          s.device = get_or<std::string>(d, "device", "");
-          s.utilization = read_optional(d, "utilization");
-          if (d.contains("memory_used") && !d["memory_used"].is_null()) s.memory_used = get_or<int64_t>(d, "memory_used", 0);
-          if (d.contains("memory_total") && !d["memory_total"].is_null()) s.memory_total = get_or<int64_t>(d, "memory_total", 0);
-          e.devices.push_back(s);
-        }
-      return e;
-    }
-    if (type == "log") {
-      LogEvent e;
-      e.level = get_or<std::string>(j, "level", "info");
-      e.message = get_or<std::string>(j, "message", "");
-      e.time = read_number(j, "time");
-      return e;
-    }
-    if (type == "checkpoint") {
-      CheckpointEvent e;
-      e.path = get_or<std::string>(j, "path", "");
-      e.step = get_or<int64_t>(j, "step", 0);
-      e.epoch = get_or<int>(j, "epoch", 0);
-      e.time = read_number(j, "time");
-      return e;
-    }
-    if (type == "finished") {
-      FinishedEvent e;
-      const std::string status = get_or<std::string>(j, "status", "completed");
-      const auto known = status_from_name(status);
-      if (!known) throw bad_input("event 'finished': status must be completed, stopped or failed, got '" + status + "'");
-      e.status = *known;
-      e.message = get_or<std::string>(j, "message", "");
-      if (e.status == RunStatus::Failed) {
-        const std::string failure = get_or<std::string>(j, "failure", "");
-        if (auto kind = failure_from_name(failure)) {
-          e.failure = *kind;
-        } else if (!failure.empty()) {
-          throw bad_input("event 'finished': unknown failure kind '" + failure + "'");
-        } else {
-          // Streams written before the failure kind existed: what their
-          // messages said, the one place a message is read for it.
-          const bool diverged = e.message.find("NaN") != std::string::npos || e.message.find("infinite") != std::string::npos;
-          e.failure = diverged ? FailureKind::Diverged : FailureKind::Internal;
-        }
-      }
-      e.time = read_number(j, "time");
-      e.steps = get_or<int64_t>(j, "steps", 0);
-      e.epochs_completed = get_or<int>(j, "epochs_completed", 0);
-      e.stopped_early = get_or<bool>(j, "stopped_early", false);
-      return e;
-    }
+    return read_event(type, j);
   } catch (const nlohmann::json::exception& ex) {
     throw bad_input("event '" + type + "': " + ex.what());
   }
-  throw bad_input("event: unknown type '" + type + "'");
 }
 
 Event event_from_jsonl(const std::string& line) {

@@ -522,6 +522,9 @@ private slots:
     st.loss = std::nan("");
     st.lr = 1e30;
     st.samples_per_sec = 1000.25;
+    // Every number of every list goes through the same writer and reader,
+    // so a time the step could not measure survives as well as a loss.
+    st.worker_step_times = {0.25, std::nan("")};
     const std::string line = event_to_jsonl(st);
     QVERIFY2(line.find('\n') == std::string::npos, line.c_str());
     QVERIFY(json::parse(line)["type"] == "step");
@@ -538,6 +541,9 @@ private slots:
     QCOMPARE(st2.lr, 1e30);
     QCOMPARE(st2.time, 1.5);
     QCOMPARE(st2.samples_per_sec, 1000.25);
+    QCOMPARE(st2.worker_step_times.size(), size_t(2));
+    QCOMPARE(st2.worker_step_times[0], 0.25);
+    QVERIFY(std::isnan(st2.worker_step_times[1]));
 
     EpochEvent ep;
     ep.epoch = 4;
