@@ -69,7 +69,9 @@ void MpiCluster::wait(void* request, const std::string& what) {
                     "rank %d (%s): no answer within %.0f s during %s from the other ranks (on %s): a host is "
                     "unreachable, or a rank has died or hangs",
                     rank_, host_.c_str(), timeout_, what.c_str(), peer_hosts().c_str());
-      abort(1, msg);
+      // The caller decides what ends: strata-run fails the run and then
+      // aborts the job, so no other rank waits on this one.
+      throw worker_lost(msg);
     }
     if (std::chrono::steady_clock::now() > spin_until) std::this_thread::sleep_for(std::chrono::microseconds(50));
   }

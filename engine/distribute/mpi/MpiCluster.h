@@ -26,7 +26,8 @@ public:
   [[noreturn]] void abort(int code, const std::string& message) override;
 
 private:
-  // Polls a request until done or the deadline; on timeout aborts naming `what`.
+  // Polls a request until done or the deadline; on timeout throws a
+  // worker_lost error naming `what` and the peers' hosts.
   void wait(void* request, const std::string& what);
   // The hosts of the other ranks, for a timeout's message.
   std::string peer_hosts() const;
