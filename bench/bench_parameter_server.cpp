@@ -21,7 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "BenchUtil.h"
-#include "distribute/ParameterServerStrategy.h"
+#include "distribute/parameter_server/ParameterServerStrategy.h"
 #include "nn/Dense.h"
 #include "nn/Sequential.h"
 

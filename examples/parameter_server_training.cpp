@@ -10,8 +10,8 @@
 #include <string>
 
 #include "data/FashionMnist.h"
-#include "distribute/ClusterCoordinator.h"
-#include "distribute/ParameterServerStrategy.h"
+#include "distribute/parameter_server/ClusterCoordinator.h"
+#include "distribute/parameter_server/ParameterServerStrategy.h"
 #include "nn/Dense.h"
 #include "nn/Flatten.h"
 #include "nn/GradientTape.h"

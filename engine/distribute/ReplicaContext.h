@@ -2,9 +2,9 @@
 #include <vector>
 
 #include "core/Tensor.h"
-#include "distribute/CrossDeviceOps.h"
-#include "distribute/GradientBuckets.h"
-#include "distribute/ReduceOp.h"
+#include "distribute/collectives/CrossDeviceOps.h"
+#include "distribute/collectives/GradientBuckets.h"
+#include "distribute/collectives/ReduceOp.h"
 #include "nn/ReplicaSync.h"
 
 namespace strata {

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "backend/cpu/CpuBackend.h"
-#include "distribute/CrossDeviceOps.h"
+#include "distribute/collectives/CrossDeviceOps.h"
 #include "distribute/ReplicaContext.h"
 
 namespace strata {

@@ -3,49 +3,8 @@
 #include <algorithm>
 
 #include "core/Error.h"
-#include "distribute/ParameterServerStrategy.h"
-#include "distribute/ReduceToOneDevice.h"
 
 namespace strata {
-
-namespace {
-std::vector<Device> default_cpu_replicas() {
-  std::vector<Device> d;
-  const int n = std::max(1, std::min(hardware_threads(), 8));
-  for (int i = 0; i < n; ++i) d.push_back(Device{DeviceKind::Cpu, i});
-  return d;
-}
-
-std::vector<Device> parse_all(std::initializer_list<const char*> names) {
-  std::vector<Device> d;
-  for (auto* n : names) d.push_back(Device::parse(n));
-  return d;
-}
-}  // namespace
-
-OneDeviceStrategy::OneDeviceStrategy(Device device, const StrategyOptions& options)
-    : Strategy(validate_devices({device}, "one_device"), options, std::make_unique<ReduceToOneDevice>(), false, 1) {}
-
-MirroredStrategy::MirroredStrategy(std::vector<Device> devices, const StrategyOptions& options)
-    : Strategy(validate_devices(devices.empty() ? default_cpu_replicas() : devices, "mirrored"), options,
-               select_cross_device_ops(devices.empty() ? default_cpu_replicas() : devices, options.cross_device_ops),
-               false, static_cast<int>(devices.empty() ? default_cpu_replicas().size() : devices.size())) {}
-
-MirroredStrategy::MirroredStrategy(std::initializer_list<const char*> devices, const StrategyOptions& options)
-    : MirroredStrategy(parse_all(devices), options) {}
-
-CentralStorageStrategy::CentralStorageStrategy(std::vector<Device> devices, const StrategyOptions& options)
-    : Strategy(validate_devices(devices.empty() ? default_cpu_replicas() : devices, "central_storage"), options,
-               std::make_unique<ReduceToOneDevice>(), true, 1) {}
-
-MultiWorkerMirroredStrategy::MultiWorkerMirroredStrategy(std::vector<Device> devices, const StrategyOptions& options,
-                                                         std::shared_ptr<Cluster> cluster)
-    : Strategy(validate_devices(devices.empty() ? std::vector<Device>{Device{}} : devices, "multi_worker_mirrored"),
-               options,
-               select_cross_device_ops(devices.empty() ? std::vector<Device>{Device{}} : devices, options.cross_device_ops,
-                                       cluster),
-               false,
-               static_cast<int>(devices.empty() ? 1 : devices.size()), cluster) {}
 
 std::vector<std::string> strategy_names() {
   return {"one_device", "mirrored", "central_storage", "multi_worker_mirrored", "parameter_server"};

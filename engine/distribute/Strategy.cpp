@@ -10,6 +10,13 @@ namespace strata {
 
 int logical_cpu_device_count() { return std::max(hardware_threads(), 8); }
 
+std::vector<Device> Strategy::default_cpu_replicas() {
+  std::vector<Device> d;
+  const int n = std::max(1, std::min(hardware_threads(), 8));
+  for (int i = 0; i < n; ++i) d.push_back(Device{DeviceKind::Cpu, i});
+  return d;
+}
+
 std::vector<Device> Strategy::validate_devices(std::vector<Device> devices, const std::string& strategy) {
   if (devices.empty()) throw bad_input(strategy + ": needs at least one device (zero replicas)");
   std::set<std::pair<int, int>> seen;

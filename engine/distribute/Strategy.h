@@ -10,7 +10,7 @@
 #include "distribute/Cluster.h"
 #include "distribute/DistributedDataset.h"
 #include "distribute/PerReplica.h"
-#include "distribute/ReduceOp.h"
+#include "distribute/collectives/ReduceOp.h"
 #include "distribute/ReplicaPool.h"
 #include "nn/Variable.h"
 
@@ -106,6 +106,8 @@ protected:
            bool variables_shared, int variable_components, std::shared_ptr<Cluster> cluster = nullptr);
   // Checks a replica device list: non-empty, known devices, no repeats.
   static std::vector<Device> validate_devices(std::vector<Device> devices, const std::string& strategy);
+  // A CPU replica per core, up to 8: the replicas when none are named.
+  static std::vector<Device> default_cpu_replicas();
 
 private:
   std::shared_ptr<Cluster> cluster_;

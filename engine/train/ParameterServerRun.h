@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "distribute/ClusterCoordinator.h"
+#include "distribute/parameter_server/ClusterCoordinator.h"
 #include "distribute/DistributedDataset.h"
-#include "distribute/ParameterServerStrategy.h"
-#include "distribute/RemoteParameterServers.h"
+#include "distribute/parameter_server/ParameterServerStrategy.h"
+#include "distribute/parameter_server/RemoteParameterServers.h"
 #include "nn/Loss.h"
 #include "nn/Optimizer.h"
 #include "nn/Sequential.h"

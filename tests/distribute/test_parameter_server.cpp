@@ -10,10 +10,10 @@
 #include <nlohmann/json.hpp>
 
 #include "core/DeviceMemory.h"
-#include "distribute/ClusterCoordinator.h"
-#include "distribute/HostGradients.h"
-#include "distribute/LocalParameterStore.h"
-#include "distribute/ParameterServerStrategy.h"
+#include "distribute/parameter_server/ClusterCoordinator.h"
+#include "distribute/collectives/HostGradients.h"
+#include "distribute/parameter_server/LocalParameterStore.h"
+#include "distribute/parameter_server/ParameterServerStrategy.h"
 #include "distribute/Strategies.h"
 #include "engine/RecordingSink.h"
 #include "nn/Dense.h"

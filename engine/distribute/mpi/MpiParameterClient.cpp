@@ -11,8 +11,8 @@
 
 #include "core/Clock.h"
 #include "core/Error.h"
-#include "distribute/HostGradients.h"
-#include "distribute/RemoteParameterServers.h"
+#include "distribute/collectives/HostGradients.h"
+#include "distribute/parameter_server/RemoteParameterServers.h"
 #include "distribute/mpi/MpiParameterProtocol.h"
 
 namespace strata {

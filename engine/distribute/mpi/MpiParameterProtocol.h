@@ -29,7 +29,7 @@
 
 #include "core/Clock.h"
 #include "distribute/Cluster.h"
-#include "distribute/ParameterStore.h"
+#include "distribute/parameter_server/ParameterStore.h"
 
 namespace strata::mpi_ps {
 

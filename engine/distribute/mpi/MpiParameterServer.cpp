@@ -14,7 +14,7 @@
 
 #include "core/Clock.h"
 #include "core/Error.h"
-#include "distribute/RemoteParameterServers.h"
+#include "distribute/parameter_server/RemoteParameterServers.h"
 #include "distribute/mpi/MpiParameterProtocol.h"
 
 namespace strata {

@@ -1,0 +1,18 @@
+#pragma once
+#include <memory>
+
+#include "distribute/Strategy.h"
+
+namespace strata {
+
+// Synchronous data parallelism over worker processes launched by mpirun:
+// each worker has its local replica devices, gradients are reduced first
+// within the process, then across workers (MPI), every step
+// (tf.distribute.MultiWorkerMirroredStrategy).
+class MultiWorkerMirroredStrategy final : public Strategy {
+public:
+  MultiWorkerMirroredStrategy(std::vector<Device> devices, const StrategyOptions& options, std::shared_ptr<Cluster> cluster);
+  std::string name() const override { return "multi_worker_mirrored"; }
+};
+
+}  // namespace strata

@@ -1,0 +1,59 @@
+#include "distribute/collectives/Barrier.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+#include "core/Error.h"
+
+namespace strata {
+
+namespace {
+inline void cpu_relax() {
+#if defined(__x86_64__)
+  _mm_pause();
+#endif
+}
+}  // namespace
+
+void Barrier::arrive_and_wait() {
+  if (aborted_.load(std::memory_order_acquire)) throw Error(ErrorKind::Aborted, "collective aborted: another replica failed");
+  const uint64_t gen = generation_.load(std::memory_order_acquire);
+  if (waiting_.fetch_add(1, std::memory_order_acq_rel) + 1 == parties_) {
+    // Reset before releasing: nobody arrives for the next round until the
+    // generation moves.
+    waiting_.store(0, std::memory_order_relaxed);
+    {
+      std::lock_guard lock(mutex_);
+      generation_.fetch_add(1, std::memory_order_acq_rel);
+    }
+    cv_.notify_all();
+    return;
+  }
+  for (int spin = 0; spin < 4000; ++spin) {
+    if (generation_.load(std::memory_order_acquire) != gen) return;
+    if (aborted_.load(std::memory_order_acquire)) break;
+    cpu_relax();
+  }
+  std::unique_lock lock(mutex_);
+  cv_.wait(lock, [&] { return generation_.load(std::memory_order_acquire) != gen || aborted_.load(); });
+  if (generation_.load(std::memory_order_acquire) == gen)
+    throw Error(ErrorKind::Aborted, "collective aborted: another replica failed");
+}
+
+void Barrier::abort() {
+  {
+    std::lock_guard lock(mutex_);
+    aborted_ = true;
+  }
+  cv_.notify_all();
+}
+
+void Barrier::reset() {
+  std::lock_guard lock(mutex_);
+  aborted_ = false;
+  waiting_ = 0;
+  generation_.fetch_add(1);
+}
+
+}  // namespace strata

@@ -1,0 +1,67 @@
+#include "distribute/collectives/CrossDeviceOps.h"
+
+#include <algorithm>
+
+#include "core/Error.h"
+#include "distribute/collectives/DeviceAllReduce.h"
+#include "distribute/collectives/InProcessAllReduce.h"
+#include "distribute/collectives/MultiWorkerAllReduce.h"
+#include "distribute/collectives/ReduceToOneDevice.h"
+#ifdef STRATA_WITH_NCCL
+#include "distribute/collectives/nccl/NcclAllReduce.h"
+#endif
+
+namespace strata {
+
+bool host_devices_only(const std::vector<Device>& devices, const std::string& who, std::string* why_not) {
+  for (auto& d : devices)
+    if (d.kind != DeviceKind::Cpu) {
+      if (why_not) *why_not = who + " serves host (cpu) replicas only, not " + d.str();
+      return false;
+    }
+  return true;
+}
+
+bool accelerators_of_one_kind(const std::vector<Device>& devices, const std::string& who, std::string* why_not) {
+  for (auto& d : devices)
+    if (d.is_host() || d.kind != devices.front().kind) {
+      if (why_not) *why_not = who + " serves accelerator replicas of one kind only, not " + d.str();
+      return false;
+    }
+  return true;
+}
+
+std::vector<std::unique_ptr<CrossDeviceOps>> all_cross_device_ops(const std::shared_ptr<Cluster>& cluster) {
+  std::vector<std::unique_ptr<CrossDeviceOps>> ops;
+#ifdef STRATA_WITH_NCCL
+  ops.push_back(std::make_unique<NcclAllReduce>(cluster));
+#endif
+  if (cluster) {
+    ops.push_back(std::make_unique<MultiWorkerAllReduce>(cluster));
+    return ops;
+  }
+  ops.push_back(std::make_unique<InProcessAllReduce>());
+  ops.push_back(std::make_unique<DeviceAllReduce>());
+  ops.push_back(std::make_unique<ReduceToOneDevice>());
+  std::stable_sort(ops.begin(), ops.end(), [](auto& a, auto& b) { return a->priority() > b->priority(); });
+  return ops;
+}
+
+std::unique_ptr<CrossDeviceOps> select_cross_device_ops(const std::vector<Device>& devices, const std::string& name,
+                                                        const std::shared_ptr<Cluster>& cluster) {
+  std::string names;
+  for (auto& op : all_cross_device_ops(cluster)) {
+    names += (names.empty() ? "" : ", ") + op->name();
+    std::string why;
+    const bool ok = op->enabled(devices, &why);
+    if (name == "auto" && ok && op->preferred(devices)) return std::move(op);
+    if (op->name() == name) {
+      if (!ok) throw bad_input("cross_device_ops '" + name + "' is not available: " + why);
+      return std::move(op);
+    }
+  }
+  if (name == "auto") throw bad_input("no cross-device all-reduce is available for these devices");
+  throw bad_input("cross_device_ops '" + name + "' does not exist (choose auto, " + names + ")");
+}
+
+}  // namespace strata

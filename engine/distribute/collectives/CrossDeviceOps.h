@@ -1,0 +1,89 @@
+#pragma once
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/Device.h"
+#include "core/DeviceMemory.h"
+#include "distribute/collectives/Barrier.h"
+
+namespace strata {
+
+// Shared state of the replicas of one process taking part in a collective:
+// each replica publishes its buffer, then all meet at the barrier. On devices
+// with streams they also publish events: a replica's stream waits for the
+// others' work before it reads their buffers, without the host waiting. One
+// array per phase of a collective, so no replica overwrites an event another
+// may still be reading.
+struct ReplicaGroup {
+  explicit ReplicaGroup(std::vector<Device> replica_devices)
+      : ReplicaGroup(static_cast<int>(replica_devices.size())) {
+    devices = std::move(replica_devices);
+  }
+  explicit ReplicaGroup(int n)
+      : size(n), barrier(n), devices(static_cast<size_t>(n)), buffers(static_cast<size_t>(n)), ready(static_cast<size_t>(n)),
+        reduced(static_cast<size_t>(n)), done(static_cast<size_t>(n)),
+        barrier_events{std::vector<EventPtr>(static_cast<size_t>(n)), std::vector<EventPtr>(static_cast<size_t>(n))} {}
+  int size;
+  Barrier barrier;
+  std::vector<Device> devices;  // each replica's
+  std::vector<float*> buffers;
+  std::vector<EventPtr> ready, reduced, done;
+  std::vector<EventPtr> barrier_events[2];  // alternate barriers use alternate arrays
+};
+
+// A buffer in a device's memory: host code passes it on, never reads it.
+struct DeviceSpan {
+  Device device;
+  float* data = nullptr;
+  size_t size = 0;
+  size_t bytes() const { return size * sizeof(float); }
+};
+
+// *How* replicas combine a buffer (the *what* - which gradients, packed into
+// which buckets - is ReplicaContext's). Every replica of the group calls
+// all_reduce_sum with its own buffer of equal length; on return each buffer
+// holds the element-wise sum, bit-identical on every replica.
+class CrossDeviceOps {
+public:
+  virtual ~CrossDeviceOps() = default;
+  virtual std::string name() const = 0;
+  // Higher wins when several are enabled for the same devices.
+  virtual int priority() const = 0;
+  // Whether this implementation can serve these replica devices, and if not why.
+  virtual bool enabled(const std::vector<Device>& devices, std::string* why_not) const = 0;
+  virtual void all_reduce_sum(ReplicaGroup& group, int replica, DeviceSpan buffer) = 0;
+  // The same sum, started: the buffer holds it once wait_all() has returned
+  // (in the replica's stream order). Implementations that communicate on a
+  // stream of their own (NCCL) start the collective there so it overlaps the
+  // replica's computation; the others complete it at once. Every replica
+  // starts the same collectives in the same order.
+  virtual void start_all_reduce_sum(ReplicaGroup& group, int replica, DeviceSpan buffer) {
+    all_reduce_sum(group, replica, buffer);
+  }
+  // Makes the replica's later work wait for every collective it started.
+  virtual void wait_all(ReplicaGroup& /*group*/, int /*replica*/) {}
+  // Whether this implementation is chosen by "auto" for these devices when
+  // enabled (NCCL only for two or more GPUs: on one GPU the device-memory
+  // reduce is cheaper, though NCCL can be named).
+  virtual bool preferred(const std::vector<Device>& /*devices*/) const { return true; }
+};
+
+// True when every device is a host (cpu) device; else says which is not.
+bool host_devices_only(const std::vector<Device>& devices, const std::string& who, std::string* why_not);
+// True when no device is a host device and all are of one kind; else says why.
+bool accelerators_of_one_kind(const std::vector<Device>& devices, const std::string& who, std::string* why_not);
+
+class Cluster;
+
+// Every implementation this build has, best first: those that reduce across
+// the processes of `cluster` when one is given (multi-worker strategies),
+// else those within one process.
+std::vector<std::unique_ptr<CrossDeviceOps>> all_cross_device_ops(const std::shared_ptr<Cluster>& cluster = nullptr);
+// The highest-priority enabled implementation, or the one named ("auto" =
+// choose). A named one that is not enabled is a bad_input error saying why.
+std::unique_ptr<CrossDeviceOps> select_cross_device_ops(const std::vector<Device>& devices, const std::string& name = "auto",
+                                                        const std::shared_ptr<Cluster>& cluster = nullptr);
+
+}  // namespace strata

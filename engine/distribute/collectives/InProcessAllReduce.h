@@ -1,0 +1,19 @@
+#pragma once
+#include "distribute/collectives/CrossDeviceOps.h"
+
+namespace strata {
+
+// Host replicas in one process: reduce-scatter then all-gather over shared
+// memory. Replica r sums chunk r of every buffer (in replica order, so every
+// run and every replica gets the same bits) into its own buffer, then each
+// replica copies the other chunks from their owners. Every replica thread
+// does 1/N of the adds: all cores work.
+class InProcessAllReduce final : public CrossDeviceOps {
+public:
+  std::string name() const override { return "in_process"; }
+  int priority() const override { return 100; }
+  bool enabled(const std::vector<Device>& devices, std::string* why_not) const override;
+  void all_reduce_sum(ReplicaGroup& group, int replica, DeviceSpan buffer) override;
+};
+
+}  // namespace strata

@@ -1,0 +1,18 @@
+#pragma once
+#include "distribute/collectives/CrossDeviceOps.h"
+
+namespace strata {
+
+// The fallback that works for any devices: replica 0 sums everything (in
+// replica order), then every replica copies the result; on devices with
+// streams the sums and copies run there, ordered by events. Also what
+// CentralStorage uses: gather to the storage device, then broadcast.
+class ReduceToOneDevice final : public CrossDeviceOps {
+public:
+  std::string name() const override { return "reduce_to_one_device"; }
+  int priority() const override { return 0; }
+  bool enabled(const std::vector<Device>&, std::string*) const override { return true; }
+  void all_reduce_sum(ReplicaGroup& group, int replica, DeviceSpan buffer) override;
+};
+
+}  // namespace strata

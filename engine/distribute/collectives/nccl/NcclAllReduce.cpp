@@ -1,0 +1,297 @@
+#include "distribute/collectives/nccl/NcclAllReduce.h"
+
+#include <algorithm>
+#include <chrono>
+#include <set>
+
+#include "backend/Backend.h"
+#include "backend/cuda/CudaBackend.h"
+#include "backend/cuda/CudaCheck.h"
+#include "core/Clock.h"
+#include "core/Error.h"
+#include "distribute/collectives/nccl/NcclLibrary.h"
+
+namespace strata {
+
+namespace {
+const nccl::NcclLibrary& lib() { return nccl::NcclLibrary::get(); }
+
+// Makes `index` the calling thread's CUDA device and restores the previous
+// one after: CudaBackend caches each thread's current device, so a change
+// must not outlive the scope.
+class DeviceGuard {
+public:
+  explicit DeviceGuard(int index) {
+    STRATA_CUDA(cudaGetDevice(&previous_));
+    if (previous_ != index) STRATA_CUDA(cudaSetDevice(index));
+  }
+  ~DeviceGuard() { cudaSetDevice(previous_); }
+  DeviceGuard(const DeviceGuard&) = delete;
+  DeviceGuard& operator=(const DeviceGuard&) = delete;
+
+private:
+  int previous_ = 0;
+};
+
+cudaStream_t compute_stream(const Device& device) { return static_cast<CudaBackend&>(backend_for(device)).stream(); }
+
+bool capturing(cudaStream_t stream) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  return cudaStreamIsCapturing(stream, &status) == cudaSuccess && status != cudaStreamCaptureStatusNone;
+}
+}  // namespace
+
+NcclAllReduce::NcclAllReduce(std::shared_ptr<Cluster> cluster) : cluster_(std::move(cluster)) {
+  if (cluster_) timeout_ = cluster_->timeout_seconds();
+}
+
+NcclAllReduce::~NcclAllReduce() {
+  {
+    std::lock_guard lock(mutex_);
+    stop_ = true;
+  }
+  stop_cv_.notify_all();
+  if (watchdog_.joinable()) watchdog_.join();
+  for (Gpu& g : gpus_) {
+    DeviceGuard guard(g.index);
+    if (g.comm) {
+      // A communicator with an unfinished or failed collective is aborted:
+      // destroying it would wait for peers that may be gone.
+      if (error_.empty()) lib().ncclCommDestroy(g.comm);
+      else lib().ncclCommAbort(g.comm);
+    }
+    if (g.ready) cudaEventDestroy(g.ready);
+    if (g.done) cudaEventDestroy(g.done);
+    if (g.stream) cudaStreamDestroy(g.stream);
+  }
+}
+
+bool NcclAllReduce::enabled(const std::vector<Device>& devices, std::string* why_not) const {
+  for (const Device& d : devices)
+    if (d.kind != DeviceKind::Gpu) {
+      if (why_not) *why_not = "nccl serves GPU replicas only, not " + d.str();
+      return false;
+    }
+  if (std::string why = nccl::NcclLibrary::unavailable(); !why.empty()) {
+    if (why_not) *why_not = why;
+    return false;
+  }
+  return true;
+}
+
+bool NcclAllReduce::preferred(const std::vector<Device>& devices) const {
+  if (cluster_ && cluster_->size() > 1) return true;
+  std::set<int> distinct;
+  for (const Device& d : devices) distinct.insert(d.index);
+  return distinct.size() > 1;
+}
+
+void NcclAllReduce::all_reduce_sum(ReplicaGroup& group, int replica, DeviceSpan buffer) {
+  start_all_reduce_sum(group, replica, buffer);
+  wait_all(group, replica);
+}
+
+void NcclAllReduce::start_all_reduce_sum(ReplicaGroup& group, int replica, DeviceSpan buffer) {
+  const auto me = static_cast<size_t>(replica);
+  const bool first = !initialized_;
+  Backend& be = backend_for(buffer.device);
+  group.buffers[me] = buffer.data;
+  group.ready[me] = be.record_event();
+  group.barrier.arrive_and_wait();  // every buffer and its ready event published
+  if (first) {
+    if (replica == 0) init(group);
+    group.barrier.arrive_and_wait();
+  }
+  throw_if_failed();
+
+  Gpu& g = gpus_[static_cast<size_t>(gpu_of_[me])];
+  if (g.leader == replica) {
+    // The GPU's replicas sum into the leader's buffer, in replica order.
+    for (int r : g.replicas) {
+      if (r == replica) continue;
+      be.wait_event(group.ready[static_cast<size_t>(r)]);
+      be.axpby(static_cast<int64_t>(buffer.size), 1.0f, group.buffers[static_cast<size_t>(r)], 1.0f, buffer.data);
+    }
+    DeviceGuard guard(g.index);
+    const cudaStream_t compute = compute_stream(buffer.device);
+    STRATA_CUDA(cudaEventRecord(g.ready, compute));
+    STRATA_CUDA(cudaStreamWaitEvent(g.stream, g.ready, 0));
+    // The message is built only on failure: this runs for every bucket.
+    const ncclResult_t result =
+        lib().ncclAllReduce(buffer.data, buffer.data, buffer.size, ncclFloat, ncclSum, g.comm, g.stream);
+    if (result == ncclInProgress) settle(g, "ncclAllReduce on " + describe(g));  // non-blocking (multi-worker) communicators
+    else if (result != ncclSuccess) lib().check(result, "ncclAllReduce on " + describe(g), g.comm);
+    for (int r : g.replicas)
+      if (r != replica)
+        STRATA_CUDA(cudaMemcpyAsync(group.buffers[static_cast<size_t>(r)], buffer.data, buffer.bytes(),
+                                    cudaMemcpyDeviceToDevice, g.stream));
+    std::lock_guard lock(mutex_);
+    STRATA_CUDA(cudaEventRecord(g.done, g.stream));
+    // A captured step's collectives are timed by its replays, not here.
+    if (g.pending_since < 0 && !capturing(compute)) g.pending_since = monotonic_seconds();
+  }
+  // Leaders have read the others' buffer addresses; and the done event of
+  // each GPU is recorded before any replica waits on it.
+  group.barrier.arrive_and_wait();
+}
+
+void NcclAllReduce::wait_all(ReplicaGroup& /*group*/, int replica) {
+  if (!initialized_) return;  // nothing was started
+  throw_if_failed();
+  const Gpu& g = gpus_[static_cast<size_t>(gpu_of_[static_cast<size_t>(replica)])];
+  DeviceGuard guard(g.index);
+  std::lock_guard lock(mutex_);
+  STRATA_CUDA(cudaStreamWaitEvent(compute_stream(Device{DeviceKind::Gpu, g.index}), g.done, 0));
+}
+
+void NcclAllReduce::init(const ReplicaGroup& group) {
+  gpu_of_.assign(static_cast<size_t>(group.size), -1);
+  for (int r = 0; r < group.size; ++r) {
+    const Device& d = group.devices[static_cast<size_t>(r)];
+    auto it = std::find_if(gpus_.begin(), gpus_.end(), [&](const Gpu& g) { return g.index == d.index; });
+    if (it == gpus_.end()) {
+      Gpu g;
+      g.index = d.index;
+      g.leader = r;
+      gpus_.push_back(g);
+      it = gpus_.end() - 1;
+    }
+    it->replicas.push_back(r);
+    gpu_of_[static_cast<size_t>(r)] = static_cast<int>(it - gpus_.begin());
+  }
+  for (Gpu& g : gpus_) {
+    DeviceGuard guard(g.index);
+    int least = 0, greatest = 0;
+    STRATA_CUDA(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+    // Gradient all-reduces go ahead of queued compute kernels, as in PyTorch.
+    STRATA_CUDA(cudaStreamCreateWithPriority(&g.stream, cudaStreamNonBlocking, greatest));
+    STRATA_CUDA(cudaEventCreateWithFlags(&g.ready, cudaEventDisableTiming));
+    STRATA_CUDA(cudaEventCreateWithFlags(&g.done, cudaEventDisableTiming));
+  }
+  create_communicators();
+  watchdog_ = std::thread([this] { watch(); });
+  initialized_ = true;
+}
+
+void NcclAllReduce::create_communicators() {
+  const auto& api = lib();
+  const auto local = static_cast<int>(gpus_.size());
+  if (!cluster_ || cluster_->size() == 1) {
+    std::vector<ncclComm_t> comms(gpus_.size());
+    std::vector<int> devs;
+    std::string names;
+    for (const Gpu& g : gpus_) {
+      devs.push_back(g.index);
+      names += (names.empty() ? "gpu:" : ", gpu:") + std::to_string(g.index);
+    }
+    api.check(api.ncclCommInitAll(comms.data(), local, devs.data()), "creating the NCCL communicator over " + names);
+    ranks_ = local;
+    for (int i = 0; i < local; ++i) {
+      gpus_[static_cast<size_t>(i)].comm = comms[static_cast<size_t>(i)];
+      gpus_[static_cast<size_t>(i)].rank = i;
+    }
+    return;
+  }
+  // Across workers: every worker's GPUs, in worker rank order, form one
+  // communicator.
+  const std::vector<double> counts = cluster_->all_gather({static_cast<double>(local)});
+  int offset = 0;
+  for (int r = 0; r < static_cast<int>(counts.size()); ++r) {
+    if (r == cluster_->rank()) offset = ranks_;
+    ranks_ += static_cast<int>(counts[static_cast<size_t>(r)]);
+  }
+  ncclUniqueId id{};
+  if (cluster_->rank() == 0) api.check(api.ncclGetUniqueId(&id), "ncclGetUniqueId");
+  cluster_->broadcast(std::as_writable_bytes(std::span<ncclUniqueId>(&id, 1)), 0);
+  // Non-blocking, so that joining can give up after the collective timeout
+  // when a worker never arrives.
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  api.check(api.ncclGroupStart(), "ncclGroupStart");
+  for (int i = 0; i < local; ++i) {
+    Gpu& g = gpus_[static_cast<size_t>(i)];
+    g.rank = offset + i;
+    DeviceGuard guard(g.index);
+    api.check(api.ncclCommInitRankConfig(&g.comm, ranks_, id, g.rank, &config), "joining the NCCL communicator on " + describe(g));
+  }
+  api.check(api.ncclGroupEnd(), "joining the NCCL communicator");
+  for (Gpu& g : gpus_) settle(g, "joining the NCCL communicator on " + describe(g));
+}
+
+void NcclAllReduce::settle(Gpu& gpu, const std::string& what) const {
+  const auto& api = lib();
+  const double deadline = monotonic_seconds() + timeout_;
+  for (;;) {
+    ncclResult_t state = ncclSuccess;
+    api.check(api.ncclCommGetAsyncError(gpu.comm, &state), what, gpu.comm);
+    if (state == ncclSuccess) return;
+    api.check(state, what, gpu.comm);  // throws unless still in progress
+    if (monotonic_seconds() > deadline) {
+      const std::string msg = what + ": no progress within " + std::to_string(static_cast<int>(timeout_)) +
+                              " s; a worker has died or hangs";
+      if (cluster_ && cluster_->size() > 1) cluster_->abort(1, msg);
+      throw runtime_error(msg);
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+}
+
+std::string NcclAllReduce::describe(const Gpu& gpu) const {
+  std::string s = "gpu:" + std::to_string(gpu.index) + " (NCCL rank " + std::to_string(gpu.rank) + " of " +
+                  std::to_string(ranks_);
+  if (cluster_ && cluster_->size() > 1) s += ", worker " + std::to_string(cluster_->rank()) + " on " + cluster_->host();
+  return s + ")";
+}
+
+void NcclAllReduce::watch() {
+  const auto& api = lib();
+  std::unique_lock lock(mutex_);
+  while (!stop_cv_.wait_for(lock, std::chrono::milliseconds(50), [&] { return stop_; })) {
+    if (!error_.empty()) continue;
+    std::string failure;
+    for (Gpu& g : gpus_) {
+      ncclResult_t state = ncclSuccess;
+      api.ncclCommGetAsyncError(g.comm, &state);
+      if (state != ncclSuccess && state != ncclInProgress) {
+        const char* last = api.ncclGetLastError(g.comm);
+        failure = "NCCL failed on " + describe(g) + ": " + api.ncclGetErrorString(state) +
+                  (last && *last ? " (" + std::string(last) + ")" : "");
+        break;
+      }
+      if (g.pending_since < 0) continue;
+      const cudaError_t q = cudaEventQuery(g.done);
+      if (q == cudaSuccess) {
+        g.pending_since = -1;
+      } else if (q == cudaErrorNotReady && monotonic_seconds() - g.pending_since > timeout_) {
+        failure = "an NCCL all-reduce on " + describe(g) + " did not complete within " +
+                  std::to_string(static_cast<int>(timeout_)) + " s: a peer has died or hangs";
+        break;
+      } else if (q != cudaErrorNotReady) {
+        cudaGetLastError();  // e.g. queried while a step is being captured: not an error of ours
+      }
+    }
+    if (failure.empty()) continue;
+    lock.unlock();
+    fail(failure);
+    lock.lock();
+  }
+}
+
+void NcclAllReduce::fail(const std::string& message) {
+  {
+    std::lock_guard lock(mutex_);
+    if (!error_.empty()) return;
+    error_ = message;
+  }
+  // Aborting ends the communicators' kernels, so the streams (and a host
+  // waiting on them) move on.
+  for (Gpu& g : gpus_) lib().ncclCommAbort(g.comm);
+  if (cluster_ && cluster_->size() > 1) cluster_->abort(1, message);
+}
+
+void NcclAllReduce::throw_if_failed() {
+  std::lock_guard lock(mutex_);
+  if (!error_.empty()) throw runtime_error(error_);
+}
+
+}  // namespace strata

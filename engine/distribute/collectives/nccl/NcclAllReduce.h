@@ -1,0 +1,86 @@
+#pragma once
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "distribute/Cluster.h"
+#include "distribute/collectives/CrossDeviceOps.h"
+
+namespace strata {
+
+// NCCL all-reduce for GPU replicas, as PyTorch DDP and Horovod use it.
+//
+// Replicas on one GPU first sum into the lowest one's buffer through device
+// memory (NCCL refuses two ranks on one GPU); that replica, the GPU's
+// leader, all-reduces with the other GPUs' leaders and copies the result
+// back to its GPU's other replicas. With a cluster, the communicator spans
+// the leaders of every worker: rank 0 makes the unique id and MPI broadcasts
+// it; MPI keeps the control traffic (losses, stop requests).
+//
+// Collectives run on a high-priority communication stream per GPU, ordered
+// against the compute stream by events, so a bucket started during the
+// backward pass overlaps it; wait_all() makes the compute stream wait.
+//
+// A watchdog thread (as PyTorch's ProcessGroupNCCL has) polls NCCL's
+// asynchronous errors and the age of the oldest unfinished collective: past
+// the collective timeout it aborts the communicators (which ends the stuck
+// kernels) and, across workers, ends the job naming the rank and host, so a
+// dead peer never leaves a GPU spinning forever.
+class NcclAllReduce final : public CrossDeviceOps {
+public:
+  // Without a cluster (or a one-worker one): the GPUs of this process.
+  explicit NcclAllReduce(std::shared_ptr<Cluster> cluster = nullptr);
+  ~NcclAllReduce() override;
+  std::string name() const override { return "nccl"; }
+  int priority() const override { return 100; }
+  bool enabled(const std::vector<Device>& devices, std::string* why_not) const override;
+  bool preferred(const std::vector<Device>& devices) const override;
+  void all_reduce_sum(ReplicaGroup& group, int replica, DeviceSpan buffer) override;
+  void start_all_reduce_sum(ReplicaGroup& group, int replica, DeviceSpan buffer) override;
+  void wait_all(ReplicaGroup& group, int replica) override;
+
+private:
+  struct Gpu {
+    int index = 0;              // CUDA device
+    int leader = 0;             // the lowest replica on it
+    std::vector<int> replicas;  // in replica order
+    int rank = 0;               // in the communicator
+    ncclComm_t comm = nullptr;
+    cudaStream_t stream = nullptr;       // communication
+    cudaEvent_t ready = nullptr, done = nullptr;
+    double pending_since = -1;  // when the oldest unfinished collective was queued (-1: none)
+  };
+
+  // On replica 0's thread, between barriers, at the first collective.
+  void init(const ReplicaGroup& group);
+  void create_communicators();
+  // Waits for a non-blocking communicator to finish its current operation.
+  void settle(Gpu& gpu, const std::string& what) const;
+  std::string describe(const Gpu& gpu) const;
+  void watch();
+  // Records the error, aborts every communicator; ends the job across workers.
+  void fail(const std::string& message);
+  void throw_if_failed();
+
+  std::shared_ptr<Cluster> cluster_;
+  double timeout_ = 300;
+  int ranks_ = 0;
+  std::vector<Gpu> gpus_;
+  std::vector<int> gpu_of_;  // replica -> gpus_ index
+  bool initialized_ = false;  // written by replica 0 between barriers only
+
+  std::mutex mutex_;  // pending_since, error_, the events' records and the watchdog's queries
+  std::string error_;
+  std::condition_variable stop_cv_;
+  bool stop_ = false;
+  std::thread watchdog_;
+};
+
+}  // namespace strata
