@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "project/WeightExport.h"
 #include "train/Trainer.h"
 
 namespace strata {
@@ -48,12 +49,8 @@ int evaluate_command(const RunConfig& config, const std::string& checkpoint, boo
 }
 
 int export_command(const RunConfig& config, const std::string& checkpoint, const std::string& out) {
-  NullSink sink;
-  RunConfig c = config;
-  Trainer trainer(c, sink);
-  trainer.prepare();
-  CheckpointManager::export_weights(checkpoint, trainer.model(), out, config.name);
-  std::printf("wrote %s (%lld parameters)\n", out.c_str(), static_cast<long long>(trainer.model().param_count()));
+  const int64_t params = export_checkpoint_weights(config, checkpoint, out);
+  std::printf("wrote %s (%lld parameters)\n", out.c_str(), static_cast<long long>(params));
   return 0;
 }
 

@@ -45,7 +45,8 @@ std::pair<int, int64_t> index_at(const std::string& flag, const std::string& v, 
   if (at == std::string::npos) throw bad_input(flag + ": expected " + form + ", got '" + v + "'");
   const int index = to_int(flag, v.substr(0, at));
   const int64_t n = to_int(flag, v.substr(at + 1));
-  if (index < 0 || n < 1) throw bad_input(flag + ": expected " + form + " with a first number >= 0 and a second >= 1, got '" + v + "'");
+  if (index < 0 || n < 1)
+    throw bad_input(flag + ": expected " + form + " with a first number >= 0 and a second >= 1, got '" + v + "'");
   return {index, n};
 }
 }  // namespace
@@ -101,7 +102,8 @@ RunOptions parse_run_options(int argc, char** argv) {
   auto monitor_flag = [](const std::string& flag, const std::string& v, bool with_factor) {
     const auto parts = split(v, ':');
     if (parts.size() < 2 || parts.size() > (with_factor ? 3u : 2u) || parts[0].empty())
-      throw bad_input(flag + ": expected METRIC:PATIENCE" + (with_factor ? "[:FACTOR]" : "") + ", e.g. val_loss:3; got '" + v + "'");
+      throw bad_input(flag + ": expected METRIC:PATIENCE" + (with_factor ? "[:FACTOR]" : "") + ", e.g. val_loss:3; got '" +
+                      v + "'");
     return std::tuple{parts[0], to_int(flag, parts[1]), parts.size() == 3 ? to_double(flag, parts[2]) : 0.1};
   };
   for (int i = 1; i < argc; ++i) {
@@ -121,7 +123,8 @@ RunOptions parse_run_options(int argc, char** argv) {
       return o;
     } else if (a == "--learning-rate") {
       const double lr = to_double(a, value());
-      if (!(lr > 0) || !std::isfinite(lr)) throw bad_input(std::string("--learning-rate: must be a positive number, got ") + argv[i]);
+      if (!(lr > 0) || !std::isfinite(lr))
+        throw bad_input(std::string("--learning-rate: must be a positive number, got ") + argv[i]);
       set([lr](RunConfig& c) { c.training.optimizer.learning_rate = static_cast<float>(lr); });
     } else if (a == "--lr-schedule") {
       set([type = value()](RunConfig& c) { c.training.lr_schedule.type = type; });
@@ -154,7 +157,8 @@ RunOptions parse_run_options(int argc, char** argv) {
       set([epochs](RunConfig& c) { c.training.epochs = epochs; });
     } else if (a == "--events") {
       o.events = value();
-      if (o.events != "text" && o.events != "jsonl") throw bad_input("--events: must be text or jsonl, got '" + o.events + "'");
+      if (o.events != "text" && o.events != "jsonl")
+        throw bad_input("--events: must be text or jsonl, got '" + o.events + "'");
     } else if (a == "--run-dir") {
       o.run_dir = value();
     } else if (a == "--resume") {
@@ -220,7 +224,8 @@ RunOptions parse_run_options(int argc, char** argv) {
           throw bad_input("--straggler: expected R or R:FACTOR, got '" + v + "'");
         }
       }
-      if (replica < 0 || !(slowdown >= 1.0)) throw bad_input("--straggler: replica must be >= 0 and the factor >= 1, got '" + v + "'");
+      if (replica < 0 || !(slowdown >= 1.0))
+        throw bad_input("--straggler: replica must be >= 0 and the factor >= 1, got '" + v + "'");
       set([replica, slowdown](RunConfig& c) {
         c.strategy.straggler = replica;
         c.strategy.slowdown = slowdown;

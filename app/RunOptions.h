@@ -21,10 +21,10 @@ struct RunOptions {
   std::string run_dir;          // empty: PROJECT.runs/<time>
   bool no_run_dir = false;
   bool resume = false;
-  std::string resume_run;             // empty with resume: the latest run
-  std::string evaluate;               // --evaluate CHECKPOINT
+  std::string resume_run;              // empty with resume: the latest run
+  std::string evaluate;                // --evaluate CHECKPOINT
   std::string export_from, export_to;  // --export-weights CHECKPOINT OUT
-  std::optional<RunNotes> run_notes;  // --run-name, --tags
+  std::optional<RunNotes> run_notes;   // --run-name, --tags
   std::vector<std::function<void(RunConfig&)>> overrides;
 
   void apply(RunConfig& config) const {

@@ -70,11 +70,11 @@ void print_devices() {
   if (const auto gpus = gpu_inventory(); gpus.gpus.empty()) std::printf("no GPU: %s\n", gpus.unavailable.c_str());
 }
 
-
 // Trains the project: resolves the run to resume, runs the session with
 // Ctrl-C as a graceful stop, returns the exit code.
 int train(const RunOptions& o, const RunConfig& config) {
-  if (o.run_notes && o.no_run_dir) throw bad_input("--run-name/--tags: name a run folder; they cannot be combined with --no-run-dir");
+  if (o.run_notes && o.no_run_dir)
+    throw bad_input("--run-name/--tags: name a run folder; they cannot be combined with --no-run-dir");
   std::string run_dir = o.run_dir, checkpoint;
   if (o.resume) {
     if (o.no_run_dir) throw bad_input("--resume: continues a run folder; it cannot be combined with --no-run-dir");
@@ -95,7 +95,7 @@ int train(const RunOptions& o, const RunConfig& config) {
   ConsoleReporter console(stdout);
   JsonlPrinter jsonl;
   RankLogSink rank_log(cluster.rank(), cluster.host());
-  sink.add(cluster.rank() != 0      ? static_cast<EventSink*>(&rank_log)
+  sink.add(cluster.rank() != 0   ? static_cast<EventSink*>(&rank_log)
            : o.events == "jsonl" ? static_cast<EventSink*>(&jsonl)
                                  : &console);
   RunFolderOptions folder;
@@ -106,7 +106,8 @@ int train(const RunOptions& o, const RunConfig& config) {
   if (o.events == "text") {
     if (session.directory()) std::printf("run folder: %s\n", session.directory()->path().c_str());
     if (session.resumed())
-      std::printf("resuming from %s (step %lld)\n", checkpoint.c_str(), static_cast<long long>(session.resumed()->position.step));
+      std::printf("resuming from %s (step %lld)\n", checkpoint.c_str(),
+                  static_cast<long long>(session.resumed()->position.step));
   }
 
   std::signal(SIGINT, on_sigint);

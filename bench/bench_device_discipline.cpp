@@ -1,4 +1,4 @@
-// Per-step device discipline on the simulated accelerator (DESIGN §10): after
+// Per-step device discipline on the simulated accelerator (docs/architecture.md §10): after
 // warm-up, how many device allocations, host<->device copies (and bytes) and
 // host synchronisations one training step costs, per strategy and model. The
 // figures are counted by the sim devices' backends (what a CUDA backend would

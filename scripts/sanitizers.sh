@@ -24,8 +24,9 @@ export QTEST_FUNCTION_TIMEOUT=1800000
 export STRATA_SANITIZER_RUN=1
 case "$kind" in
   asan)
-    tests=(test_kernels test_gradients test_data test_project test_trainer test_sim_device test_conv_layers
-           test_checkpoints test_schedules test_strategies test_parameter_server test_distributed_runs test_strata_run)
+    tests=(test_kernels test_image_kernels test_image_reference test_gradients test_data test_project test_trainer
+           test_sim_device test_conv_layers test_checkpoints test_schedules test_strategies test_parameter_server
+           test_distributed_runs test_strata_run)
     cmake --build --preset asan -j "$jobs" --target strata-run "${tests[@]}"
     export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:halt_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1"
     export LSAN_OPTIONS="suppressions=$supp/lsan.supp:print_suppressions=0"

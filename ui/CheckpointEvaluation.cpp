@@ -86,11 +86,4 @@ CheckpointEvaluation evaluate_checkpoint(const RunConfig& config, const std::str
   return out;
 }
 
-void export_checkpoint_weights(const RunConfig& config, const std::string& checkpoint, const std::string& out) {
-  NullSink sink;
-  Trainer trainer(config, sink);
-  trainer.prepare();
-  CheckpointManager::export_weights(checkpoint, trainer.model(), out, config.name);
-}
-
 }  // namespace strata::ui

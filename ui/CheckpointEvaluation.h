@@ -48,8 +48,5 @@ RunConfig run_config(const std::string& run_dir, const std::string& base_dir);
 // `samples` test examples. Slow (loads data, builds the model): call it off
 // the UI thread. bad_input when the dataset has no test split.
 CheckpointEvaluation evaluate_checkpoint(const RunConfig& config, const std::string& checkpoint, int samples);
-// Writes the checkpoint's weights as one safetensors file (builds the model
-// to know the variables). Also slow-ish: off the UI thread.
-void export_checkpoint_weights(const RunConfig& config, const std::string& checkpoint, const std::string& out);
 
 }  // namespace strata::ui

@@ -16,7 +16,7 @@ class RunSession;
 namespace strata::ui {
 
 // Runs a training session (RunSession) on a background std::thread and hands its events to the UI
-// thread in batches (DESIGN §4): the trainer writes to an EventQueue, a
+// thread in batches (docs/architecture.md §4): the trainer writes to an EventQueue, a
 // ~30 Hz QTimer swaps the queue out and emits one `events` signal per tick,
 // so however fast steps arrive the event loop sees at most 30 deliveries a
 // second and the training thread never waits for a repaint.

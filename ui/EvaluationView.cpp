@@ -1,5 +1,7 @@
 #include "EvaluationView.h"
 
+#include "project/WeightExport.h"
+
 #include <algorithm>
 
 #include <QComboBox>

@@ -7,7 +7,7 @@
 
 namespace strata::ui {
 
-// The training thread's side of the engine bridge (DESIGN §4). emit() only
+// The training thread's side of the engine bridge (docs/architecture.md §4). emit() only
 // appends under a short lock, so training never waits on the UI; the UI
 // thread swaps the whole buffer out on its timer. Qt-free on purpose: the
 // training thread must not touch any QObject.

@@ -69,7 +69,7 @@ private:
   QString run_dir_;
   QStringList command_;
   std::unique_ptr<QTemporaryDir> temp_project_;  // an unsaved project's file for the ranks
-  RunBridge* active_ = nullptr;  // the bridge of the last run: bridge_ or process_
+  RunBridge* active_ = nullptr;                  // the bridge of the last run: bridge_ or process_
 };
 
 }  // namespace strata::ui

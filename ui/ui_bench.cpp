@@ -1,4 +1,4 @@
-// strata_ui_bench: what the dashboard costs. Prints JSON (DESIGN §7: a
+// strata_ui_bench: what the dashboard costs. Prints JSON (docs/architecture.md §7: a
 // benchmark, not a timed test):
 //  - training throughput with the dashboard attached vs a headless Trainer
 //    on the same project (goal >= 0.97),

@@ -1,5 +1,5 @@
 #pragma once
-// One exception type crosses module boundaries (DESIGN §6). It carries a
+// One exception type crosses module boundaries (docs/architecture.md §6). It carries a
 // category so front ends can map it to an exit code without parsing text:
 // bad input (files, project fields, devices) is the user's to fix (exit 2),
 // everything else is a training failure (exit 1), of a kind a front end can

@@ -14,8 +14,8 @@ std::vector<Device> parse_all(std::initializer_list<const char*> names) {
 
 MirroredStrategy::MirroredStrategy(std::vector<Device> devices, const StrategyOptions& options)
     : Strategy(validate_devices(devices.empty() ? default_cpu_replicas() : devices, "mirrored"), options,
-               select_cross_device_ops(devices.empty() ? default_cpu_replicas() : devices, options.cross_device_ops),
-               false, static_cast<int>(devices.empty() ? default_cpu_replicas().size() : devices.size())) {}
+               select_cross_device_ops(devices.empty() ? default_cpu_replicas() : devices, options.cross_device_ops), false,
+               static_cast<int>(devices.empty() ? default_cpu_replicas().size() : devices.size())) {}
 
 MirroredStrategy::MirroredStrategy(std::initializer_list<const char*> devices, const StrategyOptions& options)
     : MirroredStrategy(parse_all(devices), options) {}

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "backend/cpu/CpuBackend.h"
-#include "distribute/collectives/CrossDeviceOps.h"
 #include "distribute/ReplicaContext.h"
+#include "distribute/collectives/CrossDeviceOps.h"
 
 namespace strata {
 

@@ -10,8 +10,8 @@
 #include "distribute/Cluster.h"
 #include "distribute/DistributedDataset.h"
 #include "distribute/PerReplica.h"
-#include "distribute/collectives/ReduceOp.h"
 #include "distribute/ReplicaPool.h"
+#include "distribute/collectives/ReduceOp.h"
 #include "nn/Variable.h"
 
 namespace strata {

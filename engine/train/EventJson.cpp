@@ -140,7 +140,9 @@ private:
   static void read(const char* key, const Json& v, double& out) { out = read_number(Json{{key, v}}, key); }
   static void read(const char* key, const Json& v, RunStatus& out) {
     const auto known = v.is_string() ? status_from_name(v.get<std::string>()) : std::nullopt;
-    if (!known) throw bad_input(std::string("event field '") + key + "': status must be completed, stopped or failed, got '" + text(v) + "'");
+    if (!known)
+      throw bad_input(std::string("event field '") + key + "': status must be completed, stopped or failed, got '" + text(v) +
+                      "'");
     out = *known;
   }
   static void read(const char* key, const Json& v, FailureKind& out) {

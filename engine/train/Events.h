@@ -1,5 +1,5 @@
 #pragma once
-// The engine's one typed event stream (DESIGN §4; schema in docs/events.md).
+// The engine's one typed event stream (docs/architecture.md §4; schema in docs/events.md).
 // The same events feed the dashboard in-process, print as JSON Lines from
 // `strata-run --events jsonl`, and are stored in every run folder.
 #include <cstdint>

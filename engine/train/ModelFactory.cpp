@@ -23,7 +23,8 @@ std::unique_ptr<nn::Loss> make_loss(const TrainingConfig& c) {
   // Reduction None: the step scales by the global batch (compute_average_loss).
   if (c.loss == "sparse_categorical_crossentropy")
     return std::make_unique<nn::SparseCategoricalCrossentropy>(c.from_logits, nn::Reduction::None);
-  throw bad_input("training.loss: '" + c.loss + "' is not supported for labelled classification data "
+  throw bad_input("training.loss: '" + c.loss +
+                  "' is not supported for labelled classification data "
                   "(use sparse_categorical_crossentropy)");
 }
 

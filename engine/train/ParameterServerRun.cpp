@@ -15,7 +15,12 @@ namespace strata {
 ParameterServerRun::ParameterServerRun(ParameterServerStrategy& strategy, const RunConfig& config, nn::Sequential& model,
                                        nn::Loss& loss, nn::Optimizer& optimizer, std::vector<Variable*> trainable,
                                        TrainingLoop& loop)
-    : ps_(strategy), config_(config), model_(model), loss_(loss), optimizer_(optimizer), trainable_(std::move(trainable)),
+    : ps_(strategy),
+      config_(config),
+      model_(model),
+      loss_(loss),
+      optimizer_(optimizer),
+      trainable_(std::move(trainable)),
       loop_(loop) {
   ps_.place(trainable_, optimizer_);
   const size_t w = static_cast<size_t>(ps_.num_workers());
@@ -31,15 +36,18 @@ ParameterServerRun::ParameterServerRun(ParameterServerStrategy& strategy, const 
     // Only the chief learns the epochs' figures and the rounds' progress, so
     // only it can move the rate, which it can do for the shards it serves.
     if (ps_.num_servers() > 1 && (!is_constant(t.lr_schedule) || t.reduce_lr_on_plateau.enabled))
-      throw bad_input("training.lr_schedule / reduce_lr_on_plateau: a parameter-server run across processes moves the "
-                      "learning rate only with one server (strategy.servers is " +
-                      std::to_string(ps_.num_servers()) + ")");
+      throw bad_input(
+          "training.lr_schedule / reduce_lr_on_plateau: a parameter-server run across processes moves the "
+          "learning rate only with one server (strategy.servers is " +
+          std::to_string(ps_.num_servers()) + ")");
     // Worker ranks talk to the server ranks; the failure of a worker rank is
     // a real process death (see work_remotely).
     if (!ps_.is_server()) remote_ = connect_parameter_servers(ps_.cluster(), ps_.store(), remote_options());
     return;
   }
-  coordinator_ = std::make_unique<ClusterCoordinator>(ps_, [this](int worker, const Batch& in) { return worker_step(worker, in); });
+  coordinator_ = std::make_unique<ClusterCoordinator>(ps_, [this](int worker, const Batch& in) {
+    return worker_step(worker, in);
+  });
   if (config_.strategy.fail_worker >= 0)
     coordinator_->fail_worker_at(config_.strategy.fail_worker, std::max<int64_t>(1, config_.strategy.fail_worker_step));
 }
@@ -136,7 +144,8 @@ std::vector<double> ParameterServerRun::server_update_rates() {
     auto stats = ps_.store().stats();
     stats.resize(last_server_stats_.size());
     for (size_t s = 0; s < stats.size(); ++s)
-      server_update_rates_[s] = static_cast<double>(stats[s].updates - last_server_stats_[s].updates) / (now - last_server_stats_time_);
+      server_update_rates_[s] = static_cast<double>(stats[s].updates - last_server_stats_[s].updates) /
+                                (now - last_server_stats_time_);
     last_server_stats_ = stats;
     last_server_stats_time_ = now;
   }
@@ -171,8 +180,8 @@ bool ParameterServerRun::emit_rounds(TrainingPosition& pos, EpochProgress& ep, F
   return true;
 }
 
-void ParameterServerRun::run_epoch(TrainingPosition& pos, int64_t steps_per_epoch, DistributedDataset& dist, EpochProgress& ep,
-                                   FinishedEvent& fin) {
+void ParameterServerRun::run_epoch(TrainingPosition& pos, int64_t steps_per_epoch, DistributedDataset& dist,
+                                   EpochProgress& ep, FinishedEvent& fin) {
   ClusterCoordinator& coord = *coordinator_;
   // Folds finished slices in and emits every complete round in order;
   // false when the loss diverged.

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "distribute/parameter_server/ClusterCoordinator.h"
 #include "distribute/DistributedDataset.h"
+#include "distribute/parameter_server/ClusterCoordinator.h"
 #include "distribute/parameter_server/ParameterServerStrategy.h"
 #include "distribute/parameter_server/RemoteParameterServers.h"
 #include "nn/Loss.h"
@@ -81,7 +81,7 @@ private:
   nn::Optimizer& optimizer_;
   const std::vector<Variable*> trainable_;
   TrainingLoop& loop_;
-  TrainingPosition start_;  // where the run begins (a restored checkpoint's position)
+  TrainingPosition start_;                           // where the run begins (a restored checkpoint's position)
   std::unique_ptr<ClusterCoordinator> coordinator_;  // in one process
   std::unique_ptr<RemoteParameterStore> remote_;     // a worker rank's servers
   // Per-worker loss since the last step event (sum, count) and the last one reported.

@@ -72,8 +72,9 @@ void Trainer::prepare() {
     ps_ = std::make_unique<ParameterServerRun>(*ps, config_, *model_, *loss_, *optimizer_, trainable_,
                                                static_cast<TrainingLoop&>(*this));
   else if (config_.strategy.fail_worker >= 0 || config_.strategy.fail_server >= 0)
-    throw bad_input("fail_worker/fail_server: only parameter_server workers and servers can be failed on purpose (the strategy is " +
-                    strategy_->name() + ")");
+    throw bad_input(
+        "fail_worker/fail_server: only parameter_server workers and servers can be failed on purpose (the strategy is " +
+        strategy_->name() + ")");
   const auto out = model_->summary(data_.train->example_shape()).back().output_shape;
   if (out.rank() != 1 || out[0] < data_.train->num_classes())
     throw bad_input("model: the last layer gives " + out.str() + " outputs per example but the dataset has " +
@@ -170,8 +171,8 @@ Trainer::StepResult Trainer::step_result(const Tensor& stats, const Batch& in) c
   StepResult r;
   r.figures.scaled_loss = back.loss;
   r.examples = in.size();
-  r.figures.local_loss =
-      r.examples ? back.loss * static_cast<double>(in.global_batch_size) / static_cast<double>(r.examples) : 0.0;
+  r.figures.local_loss = r.examples ? back.loss * static_cast<double>(in.global_batch_size) / static_cast<double>(r.examples)
+                                    : 0.0;
   r.correct = back.correct;
   return r;
 }
@@ -399,9 +400,9 @@ void Trainer::run_epoch_sync(TrainingPosition& pos, int64_t steps_per_epoch, Dis
     }
     mine.worker.compute_seconds = compute;
     mine.worker.stop = stop_ ? 1.0 : 0.0;
-    const std::vector<StepFigures> all =
-        cluster.size() > 1 ? StepFigures::unpack_all(cluster.all_gather(mine.pack()), results.num_replicas())
-                           : std::vector<StepFigures>{mine};
+    const std::vector<StepFigures> all = cluster.size() > 1 ? StepFigures::unpack_all(cluster.all_gather(mine.pack()),
+                                                                                      results.num_replicas())
+                                                            : std::vector<StepFigures>{mine};
     StepEvent ev;
     int64_t batch = 0, correct = 0;
     ep.stopping = false;

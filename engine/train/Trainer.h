@@ -137,7 +137,7 @@ private:
   ValidationFigures last_validation_;
   std::unique_ptr<LearningRateSchedule> schedule_;  // run(): needs the steps per epoch
   std::unique_ptr<TrainingCallbacks> callbacks_;     // prepare()
-  std::unique_ptr<ParameterServerRun> ps_;  // when the strategy is a ParameterServerStrategy
+  std::unique_ptr<ParameterServerRun> ps_;           // when the strategy is a ParameterServerStrategy
 
   std::atomic<bool> stop_{false};
   std::atomic<bool> paused_{false};

@@ -10,11 +10,11 @@
 #include <nlohmann/json.hpp>
 
 #include "core/DeviceMemory.h"
-#include "distribute/parameter_server/ClusterCoordinator.h"
+#include "distribute/Strategies.h"
 #include "distribute/collectives/HostGradients.h"
+#include "distribute/parameter_server/ClusterCoordinator.h"
 #include "distribute/parameter_server/LocalParameterStore.h"
 #include "distribute/parameter_server/ParameterServerStrategy.h"
-#include "distribute/Strategies.h"
 #include "engine/RecordingSink.h"
 #include "nn/Dense.h"
 #include "nn/GradientTape.h"

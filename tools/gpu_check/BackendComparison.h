@@ -8,7 +8,7 @@
 // Sizes include awkward ones (rows not a multiple of 32, one column, one row,
 // no rows, an empty gemm product) and a few of more than 2^20 elements, where
 // a kernel's grid has many blocks. Inputs avoid exact ties and kinks except
-// where ties are the point (argmax, max pooling), since DESIGN §10: two correct
+// where ties are the point (argmax, max pooling), since docs/architecture.md §10: two correct
 // implementations may differ there.
 #include <cstdint>
 #include <vector>

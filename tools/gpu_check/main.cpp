@@ -1,6 +1,6 @@
 // strata-gpu-check: checks a device backend against the CPU backend, section
 // by section, on the machine it runs on. Qt-free, so it builds and runs on a
-// GPU server without the dashboard's dependencies (DESIGN §7). Exit codes:
+// GPU server without the dashboard's dependencies (docs/architecture.md §7). Exit codes:
 // 0 every check passed, 1 a check failed, 2 bad arguments or no such device.
 #include <chrono>
 #include <cstdio>

@@ -25,9 +25,9 @@
 
 #include "core/Device.h"
 #include "core/Error.h"
+#include "core/Rng.h"
 #include "distribute/Strategies.h"
 #include "nn/GradientTape.h"
-#include "core/Rng.h"
 #include "nn/Loss.h"
 #include "train/ModelFactory.h"
 

@@ -12,8 +12,8 @@
 #include "core/Clock.h"
 #include "core/Error.h"
 #include "distribute/collectives/HostGradients.h"
-#include "distribute/parameter_server/RemoteParameterServers.h"
 #include "distribute/mpi/MpiParameterProtocol.h"
+#include "distribute/parameter_server/RemoteParameterServers.h"
 
 namespace strata {
 

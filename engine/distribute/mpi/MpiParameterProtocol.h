@@ -62,10 +62,17 @@ static_assert(sizeof(PushWire) == kPushDoubles * sizeof(double) && std::is_trivi
               "PushWire must be exactly kPushDoubles doubles, copied byte for byte");
 
 inline std::array<double, kPushDoubles> encode_push(const PushRecord& r, int64_t pulled) {
-  const PushWire w{static_cast<double>(r.round),          static_cast<double>(r.worker),    r.weight,
-                   r.sync_slices > 0 ? 1.0 : 0.0,         static_cast<double>(r.examples),  static_cast<double>(r.round_examples),
-                   static_cast<double>(r.correct),        r.loss,                           r.seconds,
-                   static_cast<double>(r.staleness),      static_cast<double>(pulled)};
+  const PushWire w{static_cast<double>(r.round),
+                   static_cast<double>(r.worker),
+                   r.weight,
+                   r.sync_slices > 0 ? 1.0 : 0.0,
+                   static_cast<double>(r.examples),
+                   static_cast<double>(r.round_examples),
+                   static_cast<double>(r.correct),
+                   r.loss,
+                   r.seconds,
+                   static_cast<double>(r.staleness),
+                   static_cast<double>(pulled)};
   std::array<double, kPushDoubles> out;
   std::memcpy(out.data(), &w, sizeof w);
   return out;

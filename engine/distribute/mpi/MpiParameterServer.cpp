@@ -14,8 +14,8 @@
 
 #include "core/Clock.h"
 #include "core/Error.h"
-#include "distribute/parameter_server/RemoteParameterServers.h"
 #include "distribute/mpi/MpiParameterProtocol.h"
+#include "distribute/parameter_server/RemoteParameterServers.h"
 
 namespace strata {
 

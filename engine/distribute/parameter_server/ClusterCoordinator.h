@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "data/Batch.h"
-#include "distribute/parameter_server/ParameterServerStrategy.h"
 #include "distribute/PerReplica.h"
+#include "distribute/parameter_server/ParameterServerStrategy.h"
 
 namespace strata {
 

@@ -1,8 +1,8 @@
 #pragma once
 #include <memory>
 
-#include "distribute/parameter_server/LocalParameterStore.h"
 #include "distribute/Strategy.h"
+#include "distribute/parameter_server/LocalParameterStore.h"
 
 namespace strata {
 

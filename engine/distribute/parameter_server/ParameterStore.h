@@ -37,7 +37,7 @@ struct PushRecord {
   int64_t updates_between = 0;
 };
 
-// What workers need from the parameter servers (DESIGN §8: what to
+// What workers need from the parameter servers (docs/architecture.md §8: what to
 // communicate, apart from how): read the current weights, send gradients.
 // LocalParameterStore keeps the shards in this process's memory; a transport
 // over MPI implements the same calls with messages.
