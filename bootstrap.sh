@@ -9,6 +9,7 @@ mode="${1:-run}"
 
 packages=(build-essential cmake ninja-build pkg-config
           qt6-base-dev libqcustomplot-dev libeigen3-dev nlohmann-json3-dev zlib1g-dev
+          libdnnl-dev  # oneDNN: the CPU backend's convolutions
           libopenmpi-dev openmpi-bin
           dataset-fashion-mnist xvfb xauth python3-numpy
           iproute2)  # ip netns: the network-fault tests (tests/netns)

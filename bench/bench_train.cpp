@@ -1,7 +1,7 @@
 // Training throughput of the Fashion-MNIST MLP 784-256-128-10 (ReLU, Adam
-// 1e-3, sparse CE from logits) through the real Trainer, as strata-run would
-// train it. Prints one JSON line per (configuration, repetition) and a summary
-// line per configuration with median, min and max samples/s.
+// 1e-3, sparse CE from logits), or of a project's model (--project, e.g. the
+// TF-tutorial CNN), through the real Trainer, as strata-run would train it. Prints one JSON line per (configuration,
+// repetition) and a summary line per configuration with median, min and max samples/s.
 //
 // Timing: the Trainer emits a step event after every step with a timestamp.
 // We sum the intervals between consecutive step events of the same epoch,
@@ -13,6 +13,7 @@
 //
 //   bench_train                         # the three default configurations
 //   bench_train --strategy mirrored --replicas 2 --threads 2 --batch 256
+//   bench_train --project resources/examples/fashion-cnn.strata --batch 64 --threads 1
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -24,6 +25,7 @@
 
 #include "BenchUtil.h"
 #include "core/Error.h"
+#include "project/ProjectFile.h"
 #include "train/Trainer.h"
 
 namespace {
@@ -44,6 +46,7 @@ struct Options {
   int reps = 3;
   std::string data_dir;  // empty: the Debian package's directory
   std::string cross_device_ops = "auto";
+  std::string project;  // the model of this project instead of the MLP
   std::vector<BenchConfig> configs;
 };
 
@@ -65,9 +68,9 @@ public:
   }
 };
 
-RunConfig mlp_config(const Options& o, const BenchConfig& b) {
+RunConfig bench_config(const Options& o, const BenchConfig& b) {
   RunConfig c;
-  c.name = "bench-fashion-mlp";
+  c.name = "mlp-784-256-128-10";
   c.dataset.kind = "fashion_mnist";
   c.dataset.path = o.data_dir;
   c.layers = {
@@ -76,6 +79,13 @@ RunConfig mlp_config(const Options& o, const BenchConfig& b) {
       {{"type", "dense"}, {"units", 128}, {"activation", "relu"}},
       {{"type", "dense"}, {"units", 10}, {"activation", "linear"}},
   };
+  if (!o.project.empty()) {
+    // Another model (e.g. the TF-tutorial CNN) on the same data, loop and
+    // optimizer: only the layers come from the project.
+    const RunConfig p = strata::load_project(o.project);
+    c.name = p.name;
+    c.layers = p.layers;
+  }
   c.training.batch_size = o.batch;
   c.training.optimizer.type = "adam";
   c.training.optimizer.learning_rate = 1e-3f;
@@ -99,6 +109,7 @@ RunConfig mlp_config(const Options& o, const BenchConfig& b) {
                "usage: bench_train [--batch N] [--steps N] [--warmup N] [--reps N]\n"
                "                   [--strategy one_device|mirrored|central_storage] [--replicas N] [--threads N]\n"
                "                   [--cross-device-ops auto|in_process|reduce_to_one_device] [--data DIR]\n"
+               "                   [--project FILE: train that project's model instead of the MLP]\n"
                "Without --strategy/--threads/--replicas runs: one_device x1 thread, one_device x2 threads,\n"
                "mirrored 2 replicas x 1 thread (repetitions interleaved).\n");
   std::exit(code);
@@ -120,6 +131,7 @@ Options parse(int argc, char** argv) {
     else if (a == "--reps") o.reps = std::stoi(value());
     else if (a == "--data") o.data_dir = value();
     else if (a == "--cross-device-ops") o.cross_device_ops = value();
+    else if (a == "--project") o.project = value();
     else if (a == "--strategy") { single.strategy = value(); custom = true; }
     else if (a == "--replicas") { single.replicas = std::stoi(value()); custom = true; }
     else if (a == "--threads") { single.threads = std::stoi(value()); custom = true; }
@@ -150,7 +162,8 @@ int main(int argc, char** argv) {
       for (size_t ci = 0; ci < o.configs.size(); ++ci) {
         const BenchConfig& b = o.configs[ci];
         StepClock clock;
-        strata::Trainer trainer(mlp_config(o, b), clock);
+        const RunConfig config = bench_config(o, b);
+        strata::Trainer trainer(config, clock);
         trainer.prepare();
         trainer.run();
         if (!clock.failure.empty()) throw std::runtime_error("training failed: " + clock.failure);
@@ -165,12 +178,17 @@ int main(int argc, char** argv) {
         }
         const double sps = static_cast<double>(measured * o.batch) / seconds;
         results[ci].push_back(sps);
-        nlohmann::json j = {{"bench", "train"},        {"model", "mlp-784-256-128-10"},
-                            {"strategy", b.strategy},   {"replicas", b.replicas},
-                            {"threads", b.threads},     {"threads_per_replica", trainer.strategy().threads_per_replica()},
+        nlohmann::json j = {{"bench", "train"},
+                            {"model", config.name},
+                            {"strategy", b.strategy},
+                            {"replicas", b.replicas},
+                            {"threads", b.threads},
+                            {"threads_per_replica", trainer.strategy().threads_per_replica()},
                             {"cross_device_ops", b.replicas > 1 ? trainer.strategy().cross_device_ops().name() : "none"},
-                            {"batch", o.batch},         {"steps", measured},
-                            {"rep", rep},               {"seconds", seconds},
+                            {"batch", o.batch},
+                            {"steps", measured},
+                            {"rep", rep},
+                            {"seconds", seconds},
                             {"samples_per_sec", sps}};
         std::cout << j.dump() << std::endl;
       }

@@ -9,6 +9,10 @@ many short timings (best-of is the least disturbed by other processes on a
 shared machine). One JSON line per core type.
 
   /usr/bin/python3 bench/pytorch_coretype.py [--types SKYLAKEX,COOPERLAKE,ZEN,HASWELL] [--threads 1]
+  /usr/bin/python3 bench/pytorch_coretype.py --pick     # the fastest correct one, for scripts
+
+A kernel set the CPU cannot run (AVX-512 kernels on an AVX2 machine die with
+SIGILL) is reported as not correct.
 """
 import argparse
 import json
@@ -50,6 +54,23 @@ print(json.dumps({"bench": "openblas_coretype", "OPENBLAS_CORETYPE": os.environ.
 """
 
 
+def probe(core_type, threads, trials):
+    """One JSON record for one core type, run in a fresh interpreter: a kernel
+    set this CPU cannot execute (SIGILL) or that fails is reported, not fatal."""
+    env = dict(os.environ, LD_LIBRARY_PATH=BLAS_DIR)
+    env.pop("OPENBLAS_CORETYPE", None)
+    if core_type != "DEFAULT":
+        env["OPENBLAS_CORETYPE"] = core_type
+    out = subprocess.run([sys.executable, "-c", CHILD, str(threads), str(trials)], env=env, capture_output=True, text=True)
+    if out.returncode == 0:
+        return json.loads(out.stdout.strip().splitlines()[-1])
+    why = (f"killed by signal {-out.returncode}" + (" (illegal instruction: this CPU lacks the kernels' instructions)"
+                                                     if out.returncode == -4 else "")
+           if out.returncode < 0 else f"exit status {out.returncode}: {out.stderr.strip().splitlines()[-1:]}")
+    return {"bench": "openblas_coretype", "OPENBLAS_CORETYPE": None if core_type == "DEFAULT" else core_type,
+            "threads": threads, "best_gflops": 0.0, "correct": False, "error": why}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--types", default="DEFAULT,SKYLAKEX,COOPERLAKE,ZEN,HASWELL",
@@ -57,16 +78,21 @@ def main():
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--trials", type=int, default=40)
     ap.add_argument("--rounds", type=int, default=2, help="rounds over all types (interleaved)")
+    ap.add_argument("--pick", action="store_true",
+                    help="print only the fastest correct core type (the records go to stderr); "
+                         "DEFAULT when OpenBLAS's own choice is the fastest")
     args = ap.parse_args()
+    best = {}
     for _ in range(args.rounds):
         for t in args.types.split(","):
-            env = dict(os.environ, LD_LIBRARY_PATH=BLAS_DIR)
-            env.pop("OPENBLAS_CORETYPE", None)
-            if t != "DEFAULT":
-                env["OPENBLAS_CORETYPE"] = t
-            out = subprocess.run([sys.executable, "-c", CHILD, str(args.threads), str(args.trials)], env=env,
-                                 check=True, capture_output=True, text=True).stdout
-            print(out.strip(), flush=True)
+            r = probe(t, args.threads, args.trials)
+            print(json.dumps(r), file=sys.stderr if args.pick else sys.stdout, flush=True)
+            if r["correct"]:
+                best[t] = max(best.get(t, 0.0), r["best_gflops"])
+    if args.pick:
+        if not best:
+            sys.exit("pytorch_coretype: no core type computed correctly")
+        print(max(best, key=best.get))
 
 
 if __name__ == "__main__":

@@ -5,9 +5,12 @@
 #
 #   bench/run_cpu_comparison.sh BUILD_DIR [REPS]
 #
-# Environment: STEPS (400), WARMUP (50), BATCH (128), SKIP_FULL_RUN=1 to skip
-# the 10-epoch strata-run (peak RSS, accuracy), STRATA_STRATEGY_FULL to run
-# that with another strategy (e.g. mirrored), OPENBLAS_CORETYPE (COOPERLAKE),
+# Environment: STEPS (400), WARMUP (50), BATCH (128), CNN_STEPS (60, batch 64),
+# SKIP_FULL_RUN=1 to skip the 10-epoch strata-run (peak RSS, accuracy),
+# STRATA_STRATEGY_FULL to run that with another strategy (e.g. mirrored),
+# PEER_CORETYPE (OpenBLAS kernel set for PyTorch; default: the fastest that
+# computes correctly here, picked by bench/pytorch_coretype.py --pick; the
+# environment's OPENBLAS_CORETYPE is ignored, it may name a slow safe set),
 # OPENBLAS_LIB_DIR (/usr/lib/x86_64-linux-gnu/openblas-openmp), TORCH_PYTHON
 # (/usr/bin/python3: Debian's python3-torch), OUT (a file to keep the JSON lines),
 # QUIET_WAIT (see below), SUMMARY_ONLY=1 to print the tables of an existing OUT.
@@ -29,7 +32,9 @@ STEPS=${STEPS:-400}
 WARMUP=${WARMUP:-50}
 BATCH=${BATCH:-128}
 PY=${TORCH_PYTHON:-/usr/bin/python3}
-export OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-COOPERLAKE}
+CNN_STEPS=${CNN_STEPS:-60}
+CNN_PROJECT="$ROOT/resources/examples/fashion-cnn.strata"
+unset OPENBLAS_CORETYPE
 BLAS_DIR=${OPENBLAS_LIB_DIR:-/usr/lib/x86_64-linux-gnu/openblas-openmp}
 BENCH_TRAIN="$BUILD/bench/bench_train"
 STRATA_RUN="$BUILD/app/strata-run"
@@ -41,7 +46,18 @@ done
 
 OUT=${OUT:-$(mktemp /tmp/strata-cpu-comparison.XXXXXX.jsonl)}
 if [[ "${SUMMARY_ONLY:-0}" == 1 ]]; then REPS=0; SKIP_FULL_RUN=1; else : >"$OUT"; fi
-torch_env=(env LD_LIBRARY_PATH="$BLAS_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" OPENBLAS_CORETYPE="$OPENBLAS_CORETYPE")
+# The peer in its best correct configuration: OpenBLAS (openmp build) with
+# the kernel set the probe found fastest among those that compute correctly.
+if [[ -z "${PEER_CORETYPE:-}" && "${SUMMARY_ONLY:-0}" != 1 ]]; then
+  echo "probing OpenBLAS kernel sets for the PyTorch peer (bench/pytorch_coretype.py)..." >&2
+  PEER_CORETYPE=$(OPENBLAS_LIB_DIR="$BLAS_DIR" "$PY" "$HERE/pytorch_coretype.py" --pick --rounds 2 --trials 15 2>>"$OUT.probe")
+  sed 's/^/  /' "$OUT.probe" >&2
+fi
+PEER_CORETYPE=${PEER_CORETYPE:-DEFAULT}
+echo "PyTorch peer: OpenBLAS from $BLAS_DIR, OPENBLAS_CORETYPE=$PEER_CORETYPE" >&2
+torch_env=(env LD_LIBRARY_PATH="$BLAS_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
+[[ "$PEER_CORETYPE" != DEFAULT ]] && torch_env+=(OPENBLAS_CORETYPE="$PEER_CORETYPE")
+cnn=(--batch 64 --steps "$CNN_STEPS" --warmup 10 --reps 1)
 common=(--batch "$BATCH" --steps "$STEPS" --warmup "$WARMUP" --reps 1)
 
 # Noise gauge: CPU time the whole machine spent busy during a repetition minus
@@ -80,6 +96,10 @@ for ((rep = 1; rep <= REPS; ++rep)); do
   "${torch_env[@]}" "$PY" "$HERE/pytorch_mlp.py" --threads 1,2 "${common[@]}" | grep -v '"summary"' | sed "$tag" >>"$OUT"
   "${torch_env[@]}" "$PY" "$HERE/pytorch_ddp.py" --procs 2 --threads 1 "${common[@]}" | grep -v '"summary"' | sed "$tag" >>"$OUT"
   "$BENCH_TRAIN" "${common[@]}" --strategy mirrored --replicas 1 --threads 1 | grep -v '"summary"' | sed "$tag" >>"$OUT"
+  for t in 1 2; do
+    "$BENCH_TRAIN" --project "$CNN_PROJECT" "${cnn[@]}" --strategy one_device --threads $t | grep -v '"summary"' | sed "$tag" >>"$OUT"
+    "${torch_env[@]}" "$PY" "$HERE/pytorch_cnn.py" --threads $t "${cnn[@]}" | sed "$tag" >>"$OUT"
+  done
   cpu_report "$rep"
 done
 
@@ -122,23 +142,30 @@ def cell(v):
 def ratio(a, b):
     return f"{statistics.median(a) / statistics.median(b):.2f}" if a and b else "n/a"
 
+MLP = "mlp-784-256-128-10"
+
 def table(reps, title):
-    S = lambda strat, nrep, th: rates(lambda r: r["bench"] == "train" and r["strategy"] == strat
-                                      and r["replicas"] == nrep and r["threads"] == th, reps)
+    S = lambda strat, nrep, th, model=MLP: rates(lambda r: r["bench"] == "train" and r["strategy"] == strat
+                                                 and r["replicas"] == nrep and r["threads"] == th
+                                                 and r.get("model", MLP) == model, reps)
     P = lambda th: rates(lambda r: r["bench"] == "pytorch_mlp" and r["threads"] == th, reps)
+    C = lambda th: rates(lambda r: r["bench"] == "pytorch_cnn" and r["threads"] == th, reps)
+    SC = lambda th: rates(lambda r: r["bench"] == "train" and r.get("model", MLP) != MLP and r["threads"] == th, reps)
     D = rates(lambda r: r["bench"] == "pytorch_ddp", reps)
     print(f"\n{title}: samples/s, median (min-max) over {len(reps)} repetitions {sorted(reps)}\n")
     print(f"{'workload':<34}{'Strata':>24}{'PyTorch':>24}  Strata/PyTorch")
-    for name, s, p in [("1 thread", S("one_device", 1, 1), P(1)),
-                       ("2 threads", S("one_device", 1, 2), P(2)),
-                       ("mirrored 2x1 vs DDP gloo 2x1", S("mirrored", 2, 2), D)]:
+    for name, s, p in [("MLP b128, 1 thread", S("one_device", 1, 1), P(1)),
+                       ("MLP b128, 2 threads", S("one_device", 1, 2), P(2)),
+                       ("MLP mirrored 2x1 vs DDP gloo 2x1", S("mirrored", 2, 2), D),
+                       ("TF-tutorial CNN b64, 1 thread", SC(1), C(1)),
+                       ("TF-tutorial CNN b64, 2 threads", SC(2), C(2))]:
         print(f"{name:<34}{cell(s)}{cell(p)}  {ratio(s, p):>14}")
     m1, m2 = S("mirrored", 1, 1), S("mirrored", 2, 2)
     print(f"Strata scaling, mirrored 2 replicas / 1 replica (1 thread each): "
           f"{cell(m2).strip()} / {cell(m1).strip()} = {ratio(m2, m1)}x")
 
 info = next((r for r in rows if r["bench"] == "pytorch_info"), {})
-print(f"\nPyTorch {info.get('torch')} BLAS {info.get('blas_libs')} core {info.get('openblas_core')}"
+print(f"\nPyTorch peer: {info.get('torch')} BLAS {info.get('blas_libs')} core {info.get('openblas_core')}"
       f" (OPENBLAS_CORETYPE={info.get('OPENBLAS_CORETYPE')}), flush_denormal={info.get('flush_denormal')}")
 print(f"other processes' CPU use during each repetition, in cores: {[noise[k] for k in sorted(noise)]}")
 all_reps = set(noise)

@@ -61,6 +61,20 @@ if(Qt6Widgets_FOUND AND Qt6PrintSupport_FOUND)
 endif()
 strata_resolve(UI ${_ui_found} "${_ui_reason}")
 
+# oneDNN (libdnnl-dev) for the CPU backend's convolutions: the library
+# PyTorch itself convolves with on the CPU. Without it the CPU backend
+# convolves as im2col + gemm.
+set(STRATA_WITH_DNNL AUTO CACHE STRING "Convolve on the CPU with oneDNN (ON, OFF, AUTO)")
+# (Found by header and library: Debian's dnnl CMake package also demands
+# the OpenCL headers of its GPU runtime, which the CPU path does not use.)
+find_path(STRATA_DNNL_INCLUDE_DIR oneapi/dnnl/dnnl.hpp)
+find_library(STRATA_DNNL_LIBRARY dnnl)
+set(_dnnl_found OFF)
+if(STRATA_DNNL_INCLUDE_DIR AND STRATA_DNNL_LIBRARY)
+  set(_dnnl_found ON)
+endif()
+strata_resolve(DNNL ${_dnnl_found} "oneDNN not found (apt install libdnnl-dev)")
+
 find_package(MPI QUIET COMPONENTS CXX)
 strata_resolve(MPI "${MPI_CXX_FOUND}" "MPI not found (apt install libopenmpi-dev openmpi-bin)")
 

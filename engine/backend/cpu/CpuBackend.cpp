@@ -11,6 +11,9 @@
 #include "core/Error.h"
 #include "core/HostAllocator.h"
 #include "core/Rng.h"
+#ifdef STRATA_WITH_DNNL
+#include "backend/cpu/DnnlConvolution.h"
+#endif
 
 namespace strata {
 
@@ -37,8 +40,37 @@ void gemm_block(Map c, const Lhs& a, const Rhs& b, float alpha, float beta) {
 }  // namespace
 
 CpuBackend::CpuBackend(int threads, int device_index) : pool_(threads), device_index_(device_index) {
+#ifdef STRATA_WITH_DNNL
+  dnnl_ = std::make_unique<DnnlConvolution>(pool_);
+#endif
   enable_flush_denormals();
 }
+
+CpuBackend::~CpuBackend() = default;
+
+#ifdef STRATA_WITH_DNNL
+bool CpuBackend::has_conv2d(const Window2D& w, int64_t) { return DnnlConvolution::supports(w); }
+void CpuBackend::conv2d(const Window2D& w, int64_t filters, const float* x, const float* kernel, float* y) {
+  dnnl_->forward(w, filters, x, kernel, y);
+}
+void CpuBackend::conv2d_backward_data(const Window2D& w, int64_t filters, const float* dy, const float* kernel, float* dx) {
+  dnnl_->backward_data(w, filters, dy, kernel, dx);
+}
+void CpuBackend::conv2d_backward_filter(const Window2D& w, int64_t filters, const float* x, const float* dy, float* dkernel) {
+  dnnl_->backward_filter(w, filters, x, dy, dkernel);
+}
+#else
+bool CpuBackend::has_conv2d(const Window2D&, int64_t) { return false; }
+void CpuBackend::conv2d(const Window2D& w, int64_t filters, const float* x, const float* kernel, float* y) {
+  Backend::conv2d(w, filters, x, kernel, y);
+}
+void CpuBackend::conv2d_backward_data(const Window2D& w, int64_t filters, const float* dy, const float* kernel, float* dx) {
+  Backend::conv2d_backward_data(w, filters, dy, kernel, dx);
+}
+void CpuBackend::conv2d_backward_filter(const Window2D& w, int64_t filters, const float* x, const float* dy, float* dkernel) {
+  Backend::conv2d_backward_filter(w, filters, x, dy, dkernel);
+}
+#endif
 
 // ---- memory: the host's, so every call is complete when it returns ---------
 

@@ -6,6 +6,8 @@
 
 namespace strata {
 
+class DnnlConvolution;
+
 // Eigen kernels on a private thread pool. Eigen's own threading is off
 // (EIGEN_DONT_PARALLELIZE): we split the output ourselves, so a replica thread
 // uses exactly its share of cores and the split, hence the rounding, depends
@@ -13,6 +15,7 @@ namespace strata {
 class CpuBackend final : public Backend {
 public:
   explicit CpuBackend(int threads, int device_index = 0);
+  ~CpuBackend() override;
   Device device() const override { return Device{DeviceKind::Cpu, device_index_}; }
   int threads() const override { return pool_.size(); }
 
@@ -60,6 +63,12 @@ public:
   void max_pool_backward(const Window2D& w, const float* dy, const int32_t* argmax, float* dx) override;
   void avg_pool(const Window2D& w, const float* x, float* y) override;
   void avg_pool_backward(const Window2D& w, const float* dy, float* dx) override;
+  // With oneDNN in the build (STRATA_WITH_DNNL): convolutions in one call,
+  // without the patch matrix; otherwise im2col + gemm (Backend's defaults).
+  bool has_conv2d(const Window2D& w, int64_t filters) override;
+  void conv2d(const Window2D& w, int64_t filters, const float* x, const float* kernel, float* y) override;
+  void conv2d_backward_data(const Window2D& w, int64_t filters, const float* dy, const float* kernel, float* dx) override;
+  void conv2d_backward_filter(const Window2D& w, int64_t filters, const float* x, const float* dy, float* dkernel) override;
   void channel_sums(const float* x, int64_t rows, int64_t channels, float* sum, float* sumsq) override;
   void batch_norm_stats(const float* sums, int64_t channels, float epsilon, float* mean, float* inv_std) override;
   void batch_norm_inference_stats(const float* moving_mean, const float* moving_var, int64_t channels, float epsilon,
@@ -83,6 +92,7 @@ public:
 private:
   ThreadPool pool_;
   int device_index_;
+  std::unique_ptr<DnnlConvolution> dnnl_;  // null without oneDNN
   float label_error_[2] = {0.0f, 0.0f};
 };
 

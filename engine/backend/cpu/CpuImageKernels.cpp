@@ -79,24 +79,35 @@ void CpuBackend::col2im(const Window2D& w, const float* col, float* dx) {
 void CpuBackend::max_pool(const Window2D& w, const float* x, float* y, int32_t* argmax) {
   const int64_t C = w.channels;
   pool_.parallel_for(w.batch * w.out_h, 4, [&](int64_t lo, int64_t hi) {
-    std::vector<float> best(static_cast<size_t>(C));
-    std::vector<int32_t> where(static_cast<size_t>(C));
     for (int64_t row = lo; row < hi; ++row) {
       const int64_t n = row / w.out_h, oy = row % w.out_h;
       for (int64_t ox = 0; ox < w.out_w; ++ox) {
-        std::fill(best.begin(), best.end(), -std::numeric_limits<float>::infinity());
-        std::fill(where.begin(), where.end(), -1);
-        for_each_window_pixel(w, n, oy, ox, [&](int64_t, int64_t base) {
-          for (int64_t c = 0; c < C; ++c)
-            if (x[base + c] > best[static_cast<size_t>(c)] || where[static_cast<size_t>(c)] < 0) {
-              best[static_cast<size_t>(c)] = x[base + c];
-              where[static_cast<size_t>(c)] = static_cast<int32_t>(base + c);
-            }
-        });
         const int64_t out = ((n * w.out_h + oy) * w.out_w + ox) * C;
-        for (int64_t c = 0; c < C; ++c) {
-          y[out + c] = best[static_cast<size_t>(c)];
-          argmax[out + c] = where[static_cast<size_t>(c)];
+        float* best = y + out;
+        int32_t* where = argmax + out;
+        // The window's first pixel starts every channel (NaN included), the
+        // others replace it only where strictly greater: a branch-free
+        // select the compiler vectorises over the channels.
+        bool first = true;
+        for_each_window_pixel(w, n, oy, ox, [&](int64_t, int64_t base) {
+          const float* v = x + base;
+          if (first) {
+            for (int64_t c = 0; c < C; ++c) {
+              best[c] = v[c];
+              where[c] = static_cast<int32_t>(base + c);
+            }
+            first = false;
+            return;
+          }
+          for (int64_t c = 0; c < C; ++c) {
+            const bool greater = v[c] > best[c];
+            best[c] = greater ? v[c] : best[c];
+            where[c] = greater ? static_cast<int32_t>(base + c) : where[c];
+          }
+        });
+        if (first) {  // a window entirely in the padding
+          std::fill(best, best + C, -std::numeric_limits<float>::infinity());
+          std::fill(where, where + C, -1);
         }
       }
     }

@@ -1,0 +1,190 @@
+#include "backend/cpu/DnnlConvolution.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <oneapi/dnnl/dnnl.hpp>
+#include <tuple>
+#include <vector>
+
+#include "core/Error.h"
+
+namespace strata {
+
+namespace {
+using dnnl::memory;
+using Tag = memory::format_tag;
+constexpr auto f32 = memory::data_type::f32;
+
+int64_t pad_bottom(const Window2D& w) { return (w.out_h - 1) * w.stride_h + w.kernel_h - w.height - w.pad_top; }
+int64_t pad_right(const Window2D& w) { return (w.out_w - 1) * w.stride_w + w.kernel_w - w.width - w.pad_left; }
+
+// The shape a primitive was made for (the batch is a slice's).
+using Key = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t>;
+Key key_of(const Window2D& w, int64_t filters) {
+  return {w.batch, w.height, w.width, w.channels, w.kernel_h, w.kernel_w, w.stride_h, w.stride_w, w.pad_top, w.pad_left, filters};
+}
+
+dnnl::primitive_attr user_scratchpad() {
+  // Slices run one primitive concurrently: each brings its own scratchpad.
+  dnnl::primitive_attr a;
+  a.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  return a;
+}
+}  // namespace
+
+struct DnnlConvolution::Impl {
+  // One slice shape's three primitives and the weight layouts they chose.
+  struct Shape {
+    memory::desc src, dst, user_weights;
+    dnnl::convolution_forward::primitive_desc fwd_pd;
+    dnnl::convolution_backward_data::primitive_desc bwd_data_pd;
+    dnnl::convolution_backward_weights::primitive_desc bwd_weights_pd;
+    dnnl::convolution_forward fwd;
+    dnnl::convolution_backward_data bwd_data;
+    dnnl::convolution_backward_weights bwd_weights;
+  };
+
+  explicit Impl(ThreadPool& p) : pool(p), engine(dnnl::engine::kind::cpu, 0) {}
+
+  Shape& shape(const Window2D& w, int64_t filters) {
+    std::lock_guard lock(mutex);
+    const Key k = key_of(w, filters);
+    if (auto it = shapes.find(k); it != shapes.end()) return it->second;
+    const memory::dims src_dims{w.batch, w.channels, w.height, w.width};  // logical NCHW, stored NHWC
+    const memory::dims dst_dims{w.batch, filters, w.out_h, w.out_w};
+    const memory::dims wei_dims{filters, w.channels, w.kernel_h, w.kernel_w};
+    const memory::dims strides{w.stride_h, w.stride_w}, pad_l{w.pad_top, w.pad_left}, pad_r{pad_bottom(w), pad_right(w)};
+    const memory::desc src(src_dims, f32, Tag::nhwc), dst(dst_dims, f32, Tag::nhwc);
+    const memory::desc any_weights(wei_dims, f32, Tag::any);
+    const auto algo = dnnl::algorithm::convolution_direct;
+    const dnnl::primitive_attr attr = user_scratchpad();
+    dnnl::convolution_forward::primitive_desc fwd_pd(
+        {dnnl::prop_kind::forward_training, algo, src, any_weights, dst, strides, pad_l, pad_r}, attr, engine);
+    dnnl::convolution_backward_data::primitive_desc bwd_data_pd({algo, src, any_weights, dst, strides, pad_l, pad_r}, attr,
+                                                                engine, fwd_pd);
+    dnnl::convolution_backward_weights::primitive_desc bwd_weights_pd(
+        {algo, src, any_weights, dst, strides, pad_l, pad_r}, attr, engine, fwd_pd);
+    Shape s{src, dst, memory::desc(wei_dims, f32, Tag::hwio), fwd_pd, bwd_data_pd, bwd_weights_pd,
+            dnnl::convolution_forward(fwd_pd), dnnl::convolution_backward_data(bwd_data_pd),
+            dnnl::convolution_backward_weights(bwd_weights_pd)};
+    return shapes.emplace(k, std::move(s)).first->second;
+  }
+
+  // The user's HWIO kernel in the layout `want`: itself, or a reorder of it.
+  memory weights_as(const memory::desc& want, const memory::desc& user, const float* kernel) {
+    memory mine(user, engine, const_cast<float*>(kernel));
+    if (want == user) return mine;
+    memory out(want, engine);
+    dnnl::stream s(engine);
+    dnnl::reorder(mine, out).execute(s, mine, out);
+    s.wait();
+    return out;
+  }
+
+  // Runs body(slice window, first example, stream, scratchpad) for slices of
+  // the batch on the pool's threads, each with a one-thread oneDNN call.
+  void for_slices(const Window2D& w, int64_t filters,
+                  const std::function<void(Shape&, int64_t, dnnl::stream&, const memory&)>& body) {
+    try {
+      pool.parallel_for(w.batch, 1, [&](int64_t begin, int64_t end) {
+        omp_set_num_threads(1);  // per calling thread
+        Window2D slice = w;
+        slice.batch = end - begin;
+        Shape& s = shape(slice, filters);
+        dnnl::stream stream(engine);
+        thread_local std::vector<uint8_t> scratch;
+        size_t need = std::max({s.fwd_pd.scratchpad_desc().get_size(), s.bwd_data_pd.scratchpad_desc().get_size(),
+                                s.bwd_weights_pd.scratchpad_desc().get_size()});
+        if (scratch.size() < need) scratch.resize(need);
+        body(s, begin, stream, memory(memory::desc({static_cast<memory::dim>(need)}, memory::data_type::u8, Tag::a),
+                                      engine, scratch.data()));
+        stream.wait();
+      });
+    } catch (const dnnl::error& e) {
+      throw runtime_error(std::string("oneDNN convolution: ") + e.what());
+    }
+  }
+
+  ThreadPool& pool;
+  dnnl::engine engine;
+  std::mutex mutex;
+  std::map<Key, Shape> shapes;
+};
+
+DnnlConvolution::DnnlConvolution(ThreadPool& pool) : impl_(std::make_unique<Impl>(pool)) {}
+DnnlConvolution::~DnnlConvolution() = default;
+
+bool DnnlConvolution::supports(const Window2D& w) { return pad_bottom(w) >= 0 && pad_right(w) >= 0; }
+
+void DnnlConvolution::forward(const Window2D& w, int64_t filters, const float* x, const float* kernel, float* y) {
+  Impl& d = *impl_;
+  // Slice shapes choose the same weight layout (it follows the channels and
+  // the kernel, not the batch): reorder once, for the first; a slice that
+  // chose another reorders its own.
+  Window2D first = w;
+  first.batch = (w.batch + d.pool.size() - 1) / d.pool.size();
+  Impl::Shape& f = d.shape(first, filters);
+  const memory wei = d.weights_as(f.fwd_pd.weights_desc(), f.user_weights, kernel);
+  const int64_t in = w.height * w.width * w.channels, out = w.out_h * w.out_w * filters;
+  d.for_slices(w, filters, [&](Impl::Shape& s, int64_t begin, dnnl::stream& stream, const memory& scratch) {
+    memory src(s.src, d.engine, const_cast<float*>(x + begin * in)), dst(s.dst, d.engine, y + begin * out);
+    const memory slice_wei = s.fwd_pd.weights_desc() == wei.get_desc()
+                                 ? wei
+                                 : d.weights_as(s.fwd_pd.weights_desc(), s.user_weights, kernel);
+    s.fwd.execute(stream, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, slice_wei}, {DNNL_ARG_DST, dst}, {DNNL_ARG_SCRATCHPAD, scratch}});
+  });
+}
+
+void DnnlConvolution::backward_data(const Window2D& w, int64_t filters, const float* dy, const float* kernel, float* dx) {
+  Impl& d = *impl_;
+  Window2D first = w;
+  first.batch = (w.batch + d.pool.size() - 1) / d.pool.size();
+  Impl::Shape& f = d.shape(first, filters);
+  const memory wei = d.weights_as(f.bwd_data_pd.weights_desc(), f.user_weights, kernel);
+  const int64_t in = w.height * w.width * w.channels, out = w.out_h * w.out_w * filters;
+  d.for_slices(w, filters, [&](Impl::Shape& s, int64_t begin, dnnl::stream& stream, const memory& scratch) {
+    memory diff_dst(s.dst, d.engine, const_cast<float*>(dy + begin * out)), diff_src(s.src, d.engine, dx + begin * in);
+    const memory slice_wei = s.bwd_data_pd.weights_desc() == wei.get_desc()
+                                 ? wei
+                                 : d.weights_as(s.bwd_data_pd.weights_desc(), s.user_weights, kernel);
+    s.bwd_data.execute(stream, {{DNNL_ARG_DIFF_DST, diff_dst},
+                                {DNNL_ARG_WEIGHTS, slice_wei},
+                                {DNNL_ARG_DIFF_SRC, diff_src},
+                                {DNNL_ARG_SCRATCHPAD, scratch}});
+  });
+}
+
+void DnnlConvolution::backward_filter(const Window2D& w, int64_t filters, const float* x, const float* dy, float* dkernel) {
+  Impl& d = *impl_;
+  const int64_t in = w.height * w.width * w.channels, out = w.out_h * w.out_w * filters;
+  const size_t n = static_cast<size_t>(w.kernel_h * w.kernel_w * w.channels * filters);
+  // Each slice's gradient in HWIO, keyed by its first example.
+  std::mutex m;
+  std::map<int64_t, std::vector<float>> partial;
+  d.for_slices(w, filters, [&](Impl::Shape& s, int64_t begin, dnnl::stream& stream, const memory& scratch) {
+    std::vector<float> mine(n);
+    memory src(s.src, d.engine, const_cast<float*>(x + begin * in)), diff_dst(s.dst, d.engine, const_cast<float*>(dy + begin * out));
+    memory user(s.user_weights, d.engine, mine.data());
+    const memory::desc chosen = s.bwd_weights_pd.diff_weights_desc();
+    memory diff_wei = chosen == s.user_weights ? user : memory(chosen, d.engine);
+    s.bwd_weights.execute(stream, {{DNNL_ARG_SRC, src},
+                                   {DNNL_ARG_DIFF_DST, diff_dst},
+                                   {DNNL_ARG_DIFF_WEIGHTS, diff_wei},
+                                   {DNNL_ARG_SCRATCHPAD, scratch}});
+    if (chosen != s.user_weights) dnnl::reorder(diff_wei, user).execute(stream, diff_wei, user);
+    stream.wait();
+    std::lock_guard lock(m);
+    partial.emplace(begin, std::move(mine));
+  });
+  // Summed in slice order: the same bits for the same thread count.
+  auto it = partial.begin();
+  std::copy(it->second.begin(), it->second.end(), dkernel);
+  for (++it; it != partial.end(); ++it)
+    for (size_t i = 0; i < n; ++i) dkernel[i] += it->second[i];
+}
+
+}  // namespace strata
