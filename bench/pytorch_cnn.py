@@ -9,9 +9,10 @@ memory. Prints one JSON line per repetition.
   build/app/strata-run resources/examples/fashion-cnn.strata --no-run-dir \
       --epochs 1 --max-steps 150 --threads 2 --events jsonl      # Strata, same work
 
-PyTorch runs convolutions through its own (mkldnn/oneDNN or native) kernels,
-not the BLAS, so no BLAS selection is needed here; denormals are flushed as
-Strata does.
+PyTorch convolves with its bundled oneDNN; its dense layers (the 3136x1024
+one is most of their work) use the BLAS, so run it with OpenBLAS and the
+kernel set bench/pytorch_coretype.py --pick chooses, as run_cpu_comparison.sh
+does. Denormals are flushed as Strata does.
 """
 import argparse
 import json
@@ -20,7 +21,7 @@ import time
 import torch
 import torch.nn.functional as F
 
-from pytorch_mlp import load_fashion_mnist
+from pytorch_mlp import blas_info, load_fashion_mnist
 
 
 def make_model():
@@ -42,6 +43,10 @@ def main():
     torch.set_flush_denormal(True)
     x, y = load_fashion_mnist()
     x = x.reshape(-1, 1, 28, 28)
+    # Which peer ran: the BLAS of its dense layers, its OpenBLAS kernel set.
+    info = blas_info()
+    info.update({"bench": "pytorch_info", "torch": torch.__version__, "mkldnn": torch.backends.mkldnn.is_available()})
+    print(json.dumps(info), flush=True)
     torch.manual_seed(0)
     model = make_model()
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)

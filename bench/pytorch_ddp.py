@@ -4,7 +4,7 @@
 for 2), gloo backend on this machine, 1 thread per process. Rank 0 prints one
 JSON line per repetition and a summary line with global samples/s.
 
-  LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-openmp OPENBLAS_CORETYPE=COOPERLAKE \
+  LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-openmp OPENBLAS_CORETYPE=$(/usr/bin/python3 bench/pytorch_coretype.py --pick) \
       /usr/bin/python3 bench/pytorch_ddp.py --procs 2
 
 --allreduce also measures gloo's all-reduce of 1 MB and 25 MB of floats

@@ -6,7 +6,7 @@ per (thread count, repetition) and a summary line per thread count.
 
 Run it with Debian's torch and an optimized BLAS (see docs/benchmarks.md):
 
-  LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-openmp OPENBLAS_CORETYPE=COOPERLAKE \
+  LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-openmp OPENBLAS_CORETYPE=$(/usr/bin/python3 bench/pytorch_coretype.py --pick) \
       /usr/bin/python3 bench/pytorch_mlp.py --threads 1,2
 
 Timing matches bench_train: warm-up steps first, then the sum of per-step

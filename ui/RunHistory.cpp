@@ -114,7 +114,7 @@ std::vector<RunRecord> list_runs(const std::string& project_path) {
     const RunSeries series = load_run(r.dir);
     r.summary = summarize(series);
     r.strategy = series.started ? series.started->strategy : std::string();
-    r.status = series.finished ? status_name(series.finished->status) : "interrupted";
+    if (series.finished) r.status = series.finished->status;
     r.has_checkpoint = has_checkpoint(r.dir);
     r.steps = static_cast<int64_t>(series.step.size());
     for (const EpochEvent& e : series.epochs) {

@@ -29,10 +29,13 @@ struct RunRecord {
   // run adds its servers and lost workers.
   std::string summary;
   std::string strategy;
-  std::string status;   // completed, stopped, failed, interrupted
+  // How it ended; none: interrupted (its events stop before a finished event).
+  std::optional<RunStatus> status;
   bool has_checkpoint = false;
+  // completed, stopped, failed or interrupted.
+  std::string status_text() const { return status ? status_name(*status) : "interrupted"; }
   // Resume is offered for a run that did not complete and left a checkpoint.
-  bool resumable() const { return has_checkpoint && status != "completed"; }
+  bool resumable() const { return has_checkpoint && status != RunStatus::Completed; }
 };
 
 // "<dir>/<stem>.runs" for a project path.

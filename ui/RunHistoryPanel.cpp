@@ -181,7 +181,7 @@ void RunHistoryPanel::refresh() {
       QTableWidgetItem* cells[ColumnCount] = {
           name,
           new QTableWidgetItem(QString::fromStdString(r.name)),
-          new QTableWidgetItem(QString::fromStdString(r.status)),
+          new QTableWidgetItem(QString::fromStdString(r.status_text())),
           new QTableWidgetItem(strategy),
           number(static_cast<double>(r.epochs_completed), 0),
           number(static_cast<double>(r.steps), 0),
