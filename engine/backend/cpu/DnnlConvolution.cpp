@@ -25,7 +25,8 @@ int64_t pad_right(const Window2D& w) { return (w.out_w - 1) * w.stride_w + w.ker
 // The shape a primitive was made for (the batch is a slice's).
 using Key = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t>;
 Key key_of(const Window2D& w, int64_t filters) {
-  return {w.batch, w.height, w.width, w.channels, w.kernel_h, w.kernel_w, w.stride_h, w.stride_w, w.pad_top, w.pad_left, filters};
+  return {w.batch,    w.height,   w.width,   w.channels, w.kernel_h, w.kernel_w,
+          w.stride_h, w.stride_w, w.pad_top, w.pad_left, filters};
 }
 
 dnnl::primitive_attr user_scratchpad() {
@@ -66,10 +67,16 @@ struct DnnlConvolution::Impl {
         {dnnl::prop_kind::forward_training, algo, src, any_weights, dst, strides, pad_l, pad_r}, attr, engine);
     dnnl::convolution_backward_data::primitive_desc bwd_data_pd({algo, src, any_weights, dst, strides, pad_l, pad_r}, attr,
                                                                 engine, fwd_pd);
-    dnnl::convolution_backward_weights::primitive_desc bwd_weights_pd(
-        {algo, src, any_weights, dst, strides, pad_l, pad_r}, attr, engine, fwd_pd);
-    Shape s{src, dst, memory::desc(wei_dims, f32, Tag::hwio), fwd_pd, bwd_data_pd, bwd_weights_pd,
-            dnnl::convolution_forward(fwd_pd), dnnl::convolution_backward_data(bwd_data_pd),
+    dnnl::convolution_backward_weights::primitive_desc bwd_weights_pd({algo, src, any_weights, dst, strides, pad_l, pad_r},
+                                                                      attr, engine, fwd_pd);
+    Shape s{src,
+            dst,
+            memory::desc(wei_dims, f32, Tag::hwio),
+            fwd_pd,
+            bwd_data_pd,
+            bwd_weights_pd,
+            dnnl::convolution_forward(fwd_pd),
+            dnnl::convolution_backward_data(bwd_data_pd),
             dnnl::convolution_backward_weights(bwd_weights_pd)};
     return shapes.emplace(k, std::move(s)).first->second;
   }
@@ -100,8 +107,8 @@ struct DnnlConvolution::Impl {
         size_t need = std::max({s.fwd_pd.scratchpad_desc().get_size(), s.bwd_data_pd.scratchpad_desc().get_size(),
                                 s.bwd_weights_pd.scratchpad_desc().get_size()});
         if (scratch.size() < need) scratch.resize(need);
-        body(s, begin, stream, memory(memory::desc({static_cast<memory::dim>(need)}, memory::data_type::u8, Tag::a),
-                                      engine, scratch.data()));
+        body(s, begin, stream,
+             memory(memory::desc({static_cast<memory::dim>(need)}, memory::data_type::u8, Tag::a), engine, scratch.data()));
         stream.wait();
       });
     } catch (const dnnl::error& e) {
@@ -120,39 +127,49 @@ DnnlConvolution::~DnnlConvolution() = default;
 
 bool DnnlConvolution::supports(const Window2D& w) { return pad_bottom(w) >= 0 && pad_right(w) >= 0; }
 
+namespace {
+// The kernel in each layout the slices' primitives ask for, reordered from
+// the user's HWIO once per layout per call (the slices normally agree: the
+// layout follows the channels and the kernel, not the batch).
+class KernelLayouts {
+public:
+  KernelLayouts(DnnlConvolution::Impl& d, const float* kernel) : d_(d), kernel_(kernel) {}
+  memory get(const memory::desc& want, const memory::desc& user) {
+    std::lock_guard lock(mutex_);
+    for (auto& [desc, mem] : made_)
+      if (desc == want) return mem;
+    return made_.emplace_back(want, d_.weights_as(want, user, kernel_)).second;
+  }
+
+private:
+  DnnlConvolution::Impl& d_;
+  const float* kernel_;
+  std::mutex mutex_;
+  std::vector<std::pair<memory::desc, memory>> made_;
+};
+}  // namespace
+
 void DnnlConvolution::forward(const Window2D& w, int64_t filters, const float* x, const float* kernel, float* y) {
   Impl& d = *impl_;
-  // Slice shapes choose the same weight layout (it follows the channels and
-  // the kernel, not the batch): reorder once, for the first; a slice that
-  // chose another reorders its own.
-  Window2D first = w;
-  first.batch = (w.batch + d.pool.size() - 1) / d.pool.size();
-  Impl::Shape& f = d.shape(first, filters);
-  const memory wei = d.weights_as(f.fwd_pd.weights_desc(), f.user_weights, kernel);
+  KernelLayouts weights(d, kernel);
   const int64_t in = w.height * w.width * w.channels, out = w.out_h * w.out_w * filters;
   d.for_slices(w, filters, [&](Impl::Shape& s, int64_t begin, dnnl::stream& stream, const memory& scratch) {
     memory src(s.src, d.engine, const_cast<float*>(x + begin * in)), dst(s.dst, d.engine, y + begin * out);
-    const memory slice_wei = s.fwd_pd.weights_desc() == wei.get_desc()
-                                 ? wei
-                                 : d.weights_as(s.fwd_pd.weights_desc(), s.user_weights, kernel);
-    s.fwd.execute(stream, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, slice_wei}, {DNNL_ARG_DST, dst}, {DNNL_ARG_SCRATCHPAD, scratch}});
+    s.fwd.execute(stream, {{DNNL_ARG_SRC, src},
+                           {DNNL_ARG_WEIGHTS, weights.get(s.fwd_pd.weights_desc(), s.user_weights)},
+                           {DNNL_ARG_DST, dst},
+                           {DNNL_ARG_SCRATCHPAD, scratch}});
   });
 }
 
 void DnnlConvolution::backward_data(const Window2D& w, int64_t filters, const float* dy, const float* kernel, float* dx) {
   Impl& d = *impl_;
-  Window2D first = w;
-  first.batch = (w.batch + d.pool.size() - 1) / d.pool.size();
-  Impl::Shape& f = d.shape(first, filters);
-  const memory wei = d.weights_as(f.bwd_data_pd.weights_desc(), f.user_weights, kernel);
+  KernelLayouts weights(d, kernel);
   const int64_t in = w.height * w.width * w.channels, out = w.out_h * w.out_w * filters;
   d.for_slices(w, filters, [&](Impl::Shape& s, int64_t begin, dnnl::stream& stream, const memory& scratch) {
     memory diff_dst(s.dst, d.engine, const_cast<float*>(dy + begin * out)), diff_src(s.src, d.engine, dx + begin * in);
-    const memory slice_wei = s.bwd_data_pd.weights_desc() == wei.get_desc()
-                                 ? wei
-                                 : d.weights_as(s.bwd_data_pd.weights_desc(), s.user_weights, kernel);
     s.bwd_data.execute(stream, {{DNNL_ARG_DIFF_DST, diff_dst},
-                                {DNNL_ARG_WEIGHTS, slice_wei},
+                                {DNNL_ARG_WEIGHTS, weights.get(s.bwd_data_pd.weights_desc(), s.user_weights)},
                                 {DNNL_ARG_DIFF_SRC, diff_src},
                                 {DNNL_ARG_SCRATCHPAD, scratch}});
   });
@@ -167,7 +184,8 @@ void DnnlConvolution::backward_filter(const Window2D& w, int64_t filters, const 
   std::map<int64_t, std::vector<float>> partial;
   d.for_slices(w, filters, [&](Impl::Shape& s, int64_t begin, dnnl::stream& stream, const memory& scratch) {
     std::vector<float> mine(n);
-    memory src(s.src, d.engine, const_cast<float*>(x + begin * in)), diff_dst(s.dst, d.engine, const_cast<float*>(dy + begin * out));
+    memory src(s.src, d.engine, const_cast<float*>(x + begin * in)),
+        diff_dst(s.dst, d.engine, const_cast<float*>(dy + begin * out));
     memory user(s.user_weights, d.engine, mine.data());
     const memory::desc chosen = s.bwd_weights_pd.diff_weights_desc();
     memory diff_wei = chosen == s.user_weights ? user : memory(chosen, d.engine);
@@ -180,7 +198,12 @@ void DnnlConvolution::backward_filter(const Window2D& w, int64_t filters, const 
     std::lock_guard lock(m);
     partial.emplace(begin, std::move(mine));
   });
-  // Summed in slice order: the same bits for the same thread count.
+  // Summed in slice order: the same bits for the same thread count. (No
+  // slices: an empty batch, whose gradient is zero.)
+  if (partial.empty()) {
+    std::fill(dkernel, dkernel + n, 0.0f);
+    return;
+  }
   auto it = partial.begin();
   std::copy(it->second.begin(), it->second.end(), dkernel);
   for (++it; it != partial.end(); ++it)

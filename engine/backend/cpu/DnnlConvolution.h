@@ -30,8 +30,9 @@ public:
   void backward_data(const Window2D& w, int64_t filters, const float* dy, const float* kernel, float* dx);
   void backward_filter(const Window2D& w, int64_t filters, const float* x, const float* dy, float* dkernel);
 
+  struct Impl;  // oneDNN's types stay out of this header
+
 private:
-  struct Impl;
   std::unique_ptr<Impl> impl_;
 };
 
