@@ -41,7 +41,7 @@ void gemm_block(Map c, const Lhs& a, const Rhs& b, float alpha, float beta) {
 
 CpuBackend::CpuBackend(int threads, int device_index) : pool_(threads), device_index_(device_index) {
 #ifdef STRATA_WITH_DNNL
-  dnnl_ = std::make_unique<DnnlConvolution>(pool_);
+  dnnl_ = std::make_shared<DnnlConvolution>(pool_);
 #endif
   enable_flush_denormals();
 }

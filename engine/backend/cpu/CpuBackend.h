@@ -92,7 +92,9 @@ public:
 private:
   ThreadPool pool_;
   int device_index_;
-  std::unique_ptr<DnnlConvolution> dnnl_;  // null without oneDNN
+  // Null without oneDNN. A shared_ptr, whose deleter is bound where it is
+  // made: a build without oneDNN has no DnnlConvolution to destroy.
+  std::shared_ptr<DnnlConvolution> dnnl_;
   float label_error_[2] = {0.0f, 0.0f};
 };
 
