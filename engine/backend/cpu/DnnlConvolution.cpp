@@ -35,6 +35,38 @@ dnnl::primitive_attr user_scratchpad() {
   a.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   return a;
 }
+
+// The user's HWIO kernel in the layout `want`: itself, or a reorder of it.
+memory weights_as(const dnnl::engine& engine, const memory::desc& want, const memory::desc& user, const float* kernel) {
+  memory mine(user, engine, const_cast<float*>(kernel));
+  if (want == user) return mine;
+  memory out(want, engine);
+  dnnl::stream s(engine);
+  dnnl::reorder(mine, out).execute(s, mine, out);
+  s.wait();
+  return out;
+}
+
+// The kernel in each layout the slices' primitives ask for, reordered from
+// the user's HWIO once per layout per call (the slices normally agree: the
+// layout follows the channels and the kernel, not the batch).
+class KernelLayouts {
+public:
+  KernelLayouts(const dnnl::engine& engine, const float* kernel) : engine_(engine), kernel_(kernel) {}
+  memory get(const memory::desc& want, const memory::desc& user) {
+    std::lock_guard lock(mutex_);
+    for (auto& [desc, mem] : made_)
+      if (desc == want) return mem;
+    return made_.emplace_back(want, weights_as(engine_, want, user, kernel_)).second;
+  }
+
+private:
+  const dnnl::engine& engine_;
+  const float* kernel_;
+  std::mutex mutex_;
+  std::vector<std::pair<memory::desc, memory>> made_;
+};
+
 }  // namespace
 
 struct DnnlConvolution::Impl {
@@ -47,6 +79,7 @@ struct DnnlConvolution::Impl {
     dnnl::convolution_forward fwd;
     dnnl::convolution_backward_data bwd_data;
     dnnl::convolution_backward_weights bwd_weights;
+    memory::desc scratchpad;  // the largest the three need, in bytes
   };
 
   explicit Impl(ThreadPool& p) : pool(p), engine(dnnl::engine::kind::cpu, 0) {}
@@ -69,6 +102,8 @@ struct DnnlConvolution::Impl {
                                                                 engine, fwd_pd);
     dnnl::convolution_backward_weights::primitive_desc bwd_weights_pd({algo, src, any_weights, dst, strides, pad_l, pad_r},
                                                                       attr, engine, fwd_pd);
+    const size_t scratch = std::max({fwd_pd.scratchpad_desc().get_size(), bwd_data_pd.scratchpad_desc().get_size(),
+                                     bwd_weights_pd.scratchpad_desc().get_size()});
     Shape s{src,
             dst,
             memory::desc(wei_dims, f32, Tag::hwio),
@@ -77,19 +112,9 @@ struct DnnlConvolution::Impl {
             bwd_weights_pd,
             dnnl::convolution_forward(fwd_pd),
             dnnl::convolution_backward_data(bwd_data_pd),
-            dnnl::convolution_backward_weights(bwd_weights_pd)};
+            dnnl::convolution_backward_weights(bwd_weights_pd),
+            memory::desc({static_cast<memory::dim>(scratch)}, memory::data_type::u8, Tag::a)};
     return shapes.emplace(k, std::move(s)).first->second;
-  }
-
-  // The user's HWIO kernel in the layout `want`: itself, or a reorder of it.
-  memory weights_as(const memory::desc& want, const memory::desc& user, const float* kernel) {
-    memory mine(user, engine, const_cast<float*>(kernel));
-    if (want == user) return mine;
-    memory out(want, engine);
-    dnnl::stream s(engine);
-    dnnl::reorder(mine, out).execute(s, mine, out);
-    s.wait();
-    return out;
   }
 
   // Runs body(slice window, first example, stream, scratchpad) for slices of
@@ -104,16 +129,31 @@ struct DnnlConvolution::Impl {
         Shape& s = shape(slice, filters);
         dnnl::stream stream(engine);
         thread_local std::vector<uint8_t> scratch;
-        size_t need = std::max({s.fwd_pd.scratchpad_desc().get_size(), s.bwd_data_pd.scratchpad_desc().get_size(),
-                                s.bwd_weights_pd.scratchpad_desc().get_size()});
-        if (scratch.size() < need) scratch.resize(need);
-        body(s, begin, stream,
-             memory(memory::desc({static_cast<memory::dim>(need)}, memory::data_type::u8, Tag::a), engine, scratch.data()));
+        if (scratch.size() < s.scratchpad.get_size()) scratch.resize(s.scratchpad.get_size());
+        body(s, begin, stream, memory(s.scratchpad, engine, scratch.data()));
         stream.wait();
       });
     } catch (const dnnl::error& e) {
       throw runtime_error(std::string("oneDNN convolution: ") + e.what());
     }
+  }
+
+  // Forward and backward data alike: per slice one NHWC image in (x, or
+  // dy), the kernel, one image out (y, or dx).
+  void image_pass(const Window2D& w, int64_t filters, const float* kernel, bool forward, const float* in, float* out) {
+    KernelLayouts weights(engine, kernel);
+    const int64_t image = w.height * w.width * w.channels, out_image = w.out_h * w.out_w * filters;
+    const int64_t in_size = forward ? image : out_image, out_size = forward ? out_image : image;
+    for_slices(w, filters, [&](Shape& s, int64_t begin, dnnl::stream& stream, const memory& scratch) {
+      const memory from(forward ? s.src : s.dst, engine, const_cast<float*>(in + begin * in_size));
+      const memory to(forward ? s.dst : s.src, engine, out + begin * out_size);
+      const memory wei = weights.get(forward ? s.fwd_pd.weights_desc() : s.bwd_data_pd.weights_desc(), s.user_weights);
+      const dnnl::primitive& p = forward ? static_cast<const dnnl::primitive&>(s.fwd) : s.bwd_data;
+      p.execute(stream, {{forward ? DNNL_ARG_SRC : DNNL_ARG_DIFF_DST, from},
+                         {DNNL_ARG_WEIGHTS, wei},
+                         {forward ? DNNL_ARG_DST : DNNL_ARG_DIFF_SRC, to},
+                         {DNNL_ARG_SCRATCHPAD, scratch}});
+    });
   }
 
   ThreadPool& pool;
@@ -127,52 +167,12 @@ DnnlConvolution::~DnnlConvolution() = default;
 
 bool DnnlConvolution::supports(const Window2D& w) { return pad_bottom(w) >= 0 && pad_right(w) >= 0; }
 
-namespace {
-// The kernel in each layout the slices' primitives ask for, reordered from
-// the user's HWIO once per layout per call (the slices normally agree: the
-// layout follows the channels and the kernel, not the batch).
-class KernelLayouts {
-public:
-  KernelLayouts(DnnlConvolution::Impl& d, const float* kernel) : d_(d), kernel_(kernel) {}
-  memory get(const memory::desc& want, const memory::desc& user) {
-    std::lock_guard lock(mutex_);
-    for (auto& [desc, mem] : made_)
-      if (desc == want) return mem;
-    return made_.emplace_back(want, d_.weights_as(want, user, kernel_)).second;
-  }
-
-private:
-  DnnlConvolution::Impl& d_;
-  const float* kernel_;
-  std::mutex mutex_;
-  std::vector<std::pair<memory::desc, memory>> made_;
-};
-}  // namespace
-
 void DnnlConvolution::forward(const Window2D& w, int64_t filters, const float* x, const float* kernel, float* y) {
-  Impl& d = *impl_;
-  KernelLayouts weights(d, kernel);
-  const int64_t in = w.height * w.width * w.channels, out = w.out_h * w.out_w * filters;
-  d.for_slices(w, filters, [&](Impl::Shape& s, int64_t begin, dnnl::stream& stream, const memory& scratch) {
-    memory src(s.src, d.engine, const_cast<float*>(x + begin * in)), dst(s.dst, d.engine, y + begin * out);
-    s.fwd.execute(stream, {{DNNL_ARG_SRC, src},
-                           {DNNL_ARG_WEIGHTS, weights.get(s.fwd_pd.weights_desc(), s.user_weights)},
-                           {DNNL_ARG_DST, dst},
-                           {DNNL_ARG_SCRATCHPAD, scratch}});
-  });
+  impl_->image_pass(w, filters, kernel, true, x, y);
 }
 
 void DnnlConvolution::backward_data(const Window2D& w, int64_t filters, const float* dy, const float* kernel, float* dx) {
-  Impl& d = *impl_;
-  KernelLayouts weights(d, kernel);
-  const int64_t in = w.height * w.width * w.channels, out = w.out_h * w.out_w * filters;
-  d.for_slices(w, filters, [&](Impl::Shape& s, int64_t begin, dnnl::stream& stream, const memory& scratch) {
-    memory diff_dst(s.dst, d.engine, const_cast<float*>(dy + begin * out)), diff_src(s.src, d.engine, dx + begin * in);
-    s.bwd_data.execute(stream, {{DNNL_ARG_DIFF_DST, diff_dst},
-                                {DNNL_ARG_WEIGHTS, weights.get(s.bwd_data_pd.weights_desc(), s.user_weights)},
-                                {DNNL_ARG_DIFF_SRC, diff_src},
-                                {DNNL_ARG_SCRATCHPAD, scratch}});
-  });
+  impl_->image_pass(w, filters, kernel, false, dy, dx);
 }
 
 void DnnlConvolution::backward_filter(const Window2D& w, int64_t filters, const float* x, const float* dy, float* dkernel) {
