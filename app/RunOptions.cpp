@@ -81,6 +81,8 @@ void print_usage(std::FILE* out) {
                "  --collective-timeout S  multi-worker: seconds to wait for the other ranks before failing (300)\n"
                "  --devices LIST        replica devices, e.g. cpu:0,cpu:1 or gpu:0,gpu:1 (gpu:0,gpu:0: two\n"
                "                        replicas sharing one GPU)\n"
+               "  --sharded-update M    auto, on or off: each replica updates 1/N of the weights and optimizer\n"
+               "                        state, then the replicas gather the shards (ZeRO-1; auto: where it can)\n"
                "  --threads N           CPU threads in all, divided among replicas (0 = all cores)\n"
                "  --batch-size N        global batch size\n"
                "  --max-steps N         at most N steps per epoch\n"
@@ -185,6 +187,11 @@ RunOptions parse_run_options(int argc, char** argv) {
         c.strategy.devices.clear();
         for (auto& d : Device::parse_list(list)) c.strategy.devices.push_back(d.str());
       });
+    } else if (a == "--sharded-update") {
+      const std::string mode = value();
+      if (mode != "auto" && mode != "on" && mode != "off")
+        throw bad_input("--sharded-update: must be auto, on or off, got '" + mode + "'");
+      set([mode](RunConfig& c) { c.strategy.sharded_update = mode; });
     } else if (a == "--threads") {
       const int threads = to_int(a, value());
       if (threads < 0) throw bad_input("--threads: must be 0 (every core) or positive, got " + std::to_string(threads));

@@ -38,6 +38,7 @@ struct BenchConfig {
   std::string strategy = "one_device";
   int replicas = 1;
   int threads = 1;  // in all, divided among the replicas
+  std::string sharded_update = "auto";
 };
 
 struct Options {
@@ -102,6 +103,7 @@ RunConfig bench_config(const Options& o, const BenchConfig& b) {
   c.strategy.name = b.strategy;
   for (int r = 0; r < b.replicas; ++r) c.strategy.devices.push_back("cpu:" + std::to_string(r));
   c.strategy.cross_device_ops = o.cross_device_ops;
+  c.strategy.sharded_update = b.sharded_update;
   return c;
 }
 
@@ -109,7 +111,8 @@ RunConfig bench_config(const Options& o, const BenchConfig& b) {
   std::fprintf(code ? stderr : stdout,
                "usage: bench_train [--batch N] [--steps N] [--warmup N] [--reps N]\n"
                "                   [--strategy one_device|mirrored|central_storage] [--replicas N] [--threads N]\n"
-               "                   [--cross-device-ops auto|in_process|reduce_to_one_device] [--data DIR]\n"
+               "                   [--cross-device-ops auto|in_process|reduce_to_one_device] [--sharded-update auto|on|off]\n"
+               "                   [--data DIR]\n"
                "                   [--project FILE: train that project's model instead of the MLP]\n"
                "Without --strategy/--threads/--replicas runs: one_device x1 thread, one_device x2 threads,\n"
                "mirrored 2 replicas x 1 thread (repetitions interleaved).\n");
@@ -126,6 +129,13 @@ Options parse(int argc, char** argv) {
       if (i + 1 >= argc) usage(2);
       return argv[++i];
     };
+    // The single configuration's settings: any of them replaces the default set.
+    auto single_setting = [&](auto& field, auto parse) {
+      field = parse(value());
+      custom = true;
+    };
+    auto text = [](const std::string& v) { return v; };
+    auto integer = [](const std::string& v) { return std::stoi(v); };
     if (a == "--batch") o.batch = std::stoll(value());
     else if (a == "--steps") o.steps = std::stoll(value());
     else if (a == "--warmup") o.warmup = std::stoll(value());
@@ -133,9 +143,10 @@ Options parse(int argc, char** argv) {
     else if (a == "--data") o.data_dir = value();
     else if (a == "--cross-device-ops") o.cross_device_ops = value();
     else if (a == "--project") o.project = value();
-    else if (a == "--strategy") { single.strategy = value(); custom = true; }
-    else if (a == "--replicas") { single.replicas = std::stoi(value()); custom = true; }
-    else if (a == "--threads") { single.threads = std::stoi(value()); custom = true; }
+    else if (a == "--strategy") single_setting(single.strategy, text);
+    else if (a == "--replicas") single_setting(single.replicas, integer);
+    else if (a == "--threads") single_setting(single.threads, integer);
+    else if (a == "--sharded-update") single_setting(single.sharded_update, text);
     else if (a == "-h" || a == "--help") usage(0);
     else usage(2);
   }
@@ -146,7 +157,8 @@ Options parse(int argc, char** argv) {
     single.threads = std::max(single.threads, single.replicas);
     o.configs = {single};
   } else {
-    o.configs = {{"one_device", 1, 1}, {"one_device", 1, 2}, {"mirrored", 2, 2}};
+    // Mirrored with and without the sharded optimizer update, side by side.
+    o.configs = {{"one_device", 1, 1}, {"one_device", 1, 2}, {"mirrored", 2, 2, "on"}, {"mirrored", 2, 2, "off"}};
   }
   return o;
 }
@@ -187,6 +199,9 @@ int main(int argc, char** argv) {
                             {"threads", b.threads},
                             {"threads_per_replica", trainer.strategy().threads_per_replica()},
                             {"cross_device_ops", b.replicas > 1 ? trainer.strategy().cross_device_ops().name() : "none"},
+                            {"sharded_update", trainer.strategy().sharded_update()},
+                            // Slot variables (Adam's m and v) over all replicas: once, or once per replica.
+                            {"optimizer_state_bytes", trainer.optimizer().state_bytes()},
                             {"batch", o.batch},
                             {"steps", measured},
                             {"rep", rep},
@@ -202,11 +217,17 @@ int main(int argc, char** argv) {
   for (size_t ci = 0; ci < o.configs.size(); ++ci) {
     const auto& v = results[ci];
     const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
-    nlohmann::json j = {{"bench", "train"},      {"summary", true},
-                        {"strategy", o.configs[ci].strategy}, {"replicas", o.configs[ci].replicas},
-                        {"threads", o.configs[ci].threads},   {"batch", o.batch},
-                        {"reps", v.size()},      {"median_samples_per_sec", median(v)},
-                        {"min_samples_per_sec", *lo}, {"max_samples_per_sec", *hi}};
+    nlohmann::json j = {{"bench", "train"},
+                        {"summary", true},
+                        {"strategy", o.configs[ci].strategy},
+                        {"replicas", o.configs[ci].replicas},
+                        {"threads", o.configs[ci].threads},
+                        {"sharded_update", o.configs[ci].sharded_update},
+                        {"batch", o.batch},
+                        {"reps", v.size()},
+                        {"median_samples_per_sec", median(v)},
+                        {"min_samples_per_sec", *lo},
+                        {"max_samples_per_sec", *hi}};
     std::cout << j.dump() << std::endl;
   }
   return 0;

@@ -70,15 +70,16 @@ void StatusPanel::onStarted(const RunStartedEvent& e) {
   total_steps_ = e.steps_per_epoch * e.epochs;
   QStringList devices;
   for (const auto& d : e.devices) devices << QString::fromStdString(d);
-  run_line_->setText(tr("<b>%1</b> on %2 [%3] · global batch %4 · %5 steps/epoch · %6 parameters · %7 · all-reduce: %8")
-                         .arg(QString::fromStdString(e.strategy))
-                         .arg(counted(e.replicas, tr("replica"), tr("replicas")))
-                         .arg(devices.join(", "))
-                         .arg(e.global_batch)
-                         .arg(e.steps_per_epoch)
-                         .arg(e.params)
-                         .arg(QString::fromStdString(e.dataset).toHtmlEscaped())
-                         .arg(QString::fromStdString(e.cross_device_ops)));
+  run_line_->setText(
+      tr("<b>%1</b> on %2 [%3] · global batch %4 · %5 steps/epoch · %6 parameters · %7 · all-reduce: %8")
+          .arg(QString::fromStdString(e.strategy))
+          .arg(counted(e.replicas, tr("replica"), tr("replicas")))
+          .arg(devices.join(", "))
+          .arg(e.global_batch)
+          .arg(e.steps_per_epoch)
+          .arg(e.params)
+          .arg(QString::fromStdString(e.dataset).toHtmlEscaped())
+          .arg(QString::fromStdString(e.cross_device_ops) + (e.sharded_update ? tr(", sharded update") : QString())));
   // Which processes (MPI ranks) on which hosts: a multi-worker run's
   // replicas are spread over them, in rank order.
   QStringList hosts;

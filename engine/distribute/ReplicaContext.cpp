@@ -6,11 +6,13 @@
 
 #include "backend/Backend.h"
 #include "core/Error.h"
+#include "nn/Variable.h"
 
 namespace strata {
 
 ReplicaContext::ReplicaContext(int replica_id, ReplicaGroup& group, CrossDeviceOps& ops, bool variables_shared,
-                               size_t fusion_bytes, Device device, int replica_offset, int total_replicas)
+                               size_t fusion_bytes, Device device, int replica_offset, int total_replicas,
+                               bool sharded_update)
     : replica_id_(replica_id),
       group_(group),
       ops_(ops),
@@ -19,20 +21,55 @@ ReplicaContext::ReplicaContext(int replica_id, ReplicaGroup& group, CrossDeviceO
       device_(device),
       buckets_(fusion_bytes, device),
       replica_offset_(replica_offset),
-      total_replicas_(total_replicas > 0 ? total_replicas : group.size) {}
+      total_replicas_(total_replicas > 0 ? total_replicas : group.size),
+      // Only among this process's replicas, each keeping its own variables.
+      sharded_(sharded_update && !variables_shared && group.size > 1 && total_replicas_ == group.size) {}
 
-void ReplicaContext::reduce_buffer(float* data, size_t count) {
+template <typename F>
+void ReplicaContext::timed(F&& collective) {
   const auto t0 = std::chrono::steady_clock::now();
-  ops_.all_reduce_sum(group_, replica_id_, DeviceSpan{device_, data, count});
+  collective();
   collective_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   ++collectives_;
 }
 
+void ReplicaContext::reduce_buffer(float* data, size_t count) {
+  timed([&] { ops_.all_reduce_sum(group_, replica_id_, DeviceSpan{device_, data, count}); });
+}
+
 void ReplicaContext::start_reduce(DeviceSpan bucket) {
-  const auto t0 = std::chrono::steady_clock::now();
-  ops_.start_all_reduce_sum(group_, replica_id_, bucket);
-  collective_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  ++collectives_;
+  timed([&] { ops_.start_all_reduce_sum(group_, replica_id_, bucket); });
+}
+
+void ReplicaContext::reduce_scatter(std::vector<Tensor>& grads) {
+  std::vector<size_t> sizes;
+  sizes.reserve(grads.size());
+  gradients_.clear();
+  for (auto& g : grads) {
+    if (!g.device().same_memory(device_))
+      throw runtime_error("reduce_scatter: a gradient on " + g.device().str() + " given to the replica on " + device_.str());
+    sizes.push_back(static_cast<size_t>(g.numel()));
+    gradients_.push_back(DeviceSpan{device_, g.ptr(), sizes.back()});
+  }
+  if (!shards_.fits(sizes)) shards_ = UpdateShards(std::move(sizes), group_.size);
+  timed([&] { ops_.reduce_scatter_sum(group_, replica_id_, gradients_, shards_); });
+}
+
+const std::vector<ShardPiece>* ReplicaContext::update_shard() const {
+  if (!sharded_) return nullptr;
+  if (shards_.replicas() != group_.size)
+    throw runtime_error("the sharded update: no gradients were reduced (finish_gradients) before it");
+  return &shards_.of(replica_id_);
+}
+
+void ReplicaContext::gather_updated(const std::vector<Variable*>& vars) {
+  if (!sharded_) return;
+  variables_.clear();
+  for (auto* v : vars) {
+    Tensor& mine = v->replica_component(replica_id_);
+    variables_.push_back(DeviceSpan{device_, mine.ptr(), static_cast<size_t>(mine.numel())});
+  }
+  timed([&] { ops_.all_gather(group_, replica_id_, variables_, shards_); });
 }
 
 void ReplicaContext::gradient_ready(size_t index, const Tensor& grad) {
@@ -40,6 +77,10 @@ void ReplicaContext::gradient_ready(size_t index, const Tensor& grad) {
 }
 
 void ReplicaContext::finish_gradients(std::vector<Tensor>& grads) {
+  if (sharded_) {
+    reduce_scatter(grads);
+    return;
+  }
   if (!buckets_.flush([this](DeviceSpan b) { start_reduce(b); })) {
     // The tape reported nothing (a custom loop without the hook): reduce now.
     all_reduce_sum(grads);

@@ -16,8 +16,10 @@ class ReplicaContext final : public ReplicaSync {
 public:
   // replica_id: this process's replica index; replica_offset and
   // total_replicas place it among all workers' replicas.
+  // sharded_update: reduce gradients for the sharded optimizer update
+  // (ops.supports_sharding() must hold; the strategy checks).
   ReplicaContext(int replica_id, ReplicaGroup& group, CrossDeviceOps& ops, bool variables_shared, size_t fusion_bytes,
-                 Device device, int replica_offset = 0, int total_replicas = 0);
+                 Device device, int replica_offset = 0, int total_replicas = 0, bool sharded_update = false);
 
   int replica_id_in_sync_group() const override { return replica_offset_ + replica_id_; }
   int num_replicas_in_sync() const override { return total_replicas_; }
@@ -36,9 +38,14 @@ public:
   // (and with NCCL they run on a stream of their own, beside the backward
   // pass). Host replicas compute on the calling thread, where a collective
   // blocks it, so they reduce once, after the backward pass.
-  bool overlaps_backward() const override { return total_replicas_ > 1 && !device_.is_host(); }
+  bool overlaps_backward() const override { return total_replicas_ > 1 && !device_.is_host() && !sharded_; }
   void gradient_ready(size_t index, const Tensor& grad) override;
   void finish_gradients(std::vector<Tensor>& grads) override;
+  // Sharded: finish_gradients reduce-scatters the gradients where they lie
+  // (no packing copies) and gather_updated all-gathers the weights.
+  const std::vector<ShardPiece>* update_shard() const override;
+  void gather_updated(const std::vector<Variable*>& vars) override;
+  bool sharded_update() const { return sharded_; }
   // After a step that threw: no half-filled bucket carries into the next.
   void abandon_step() { buckets_.clear(); }
   // Host threads meet, and on devices with streams each stream also waits
@@ -52,6 +59,10 @@ public:
 private:
   void reduce_buffer(float* data, size_t count);
   void start_reduce(DeviceSpan bucket);
+  void reduce_scatter(std::vector<Tensor>& grads);
+  // Times a collective into collective_seconds_.
+  template <typename F>
+  void timed(F&& collective);
 
   int replica_id_;
   ReplicaGroup& group_;
@@ -65,6 +76,9 @@ private:
   int64_t collectives_ = 0;
   double collective_seconds_ = 0;
   int replica_offset_ = 0, total_replicas_ = 1;
+  bool sharded_ = false;
+  UpdateShards shards_;                            // cut for the gradients' sizes on the first step
+  std::vector<DeviceSpan> gradients_, variables_;  // what the two halves publish (read by the others)
 };
 
 }  // namespace strata

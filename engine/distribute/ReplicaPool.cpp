@@ -7,11 +7,9 @@
 namespace strata {
 
 ReplicaPool::ReplicaPool(std::vector<Device> devices, int threads_per_replica, std::unique_ptr<CrossDeviceOps> ops,
-                         bool variables_shared, size_t fusion_bytes, int replica_offset, int total_replicas)
-    : devices_(std::move(devices)),
-      ops_(std::move(ops)),
-      group_(devices_),
-      variables_shared_(variables_shared) {
+                         bool variables_shared, size_t fusion_bytes, int replica_offset, int total_replicas,
+                         bool sharded_update)
+    : devices_(std::move(devices)), ops_(std::move(ops)), group_(devices_), variables_shared_(variables_shared) {
   const int n = size();
   errors_.resize(static_cast<size_t>(n));
   for (int r = 0; r < n; ++r) {
@@ -20,7 +18,8 @@ ReplicaPool::ReplicaPool(std::vector<Device> devices, int threads_per_replica, s
     const Device& d = devices_[static_cast<size_t>(r)];
     backends_.push_back(d.is_host() ? std::make_unique<CpuBackend>(threads_per_replica, d.index) : nullptr);
     contexts_.push_back(std::make_unique<ReplicaContext>(r, group_, *ops_, variables_shared, fusion_bytes,
-                                                         devices_[static_cast<size_t>(r)], replica_offset, total_replicas));
+                                                         devices_[static_cast<size_t>(r)], replica_offset, total_replicas,
+                                                         sharded_update));
   }
   for (int r = 0; r < n; ++r) threads_.emplace_back([this, r] { loop(r); });
 }

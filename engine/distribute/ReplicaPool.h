@@ -20,7 +20,8 @@ namespace strata {
 class ReplicaPool {
 public:
   ReplicaPool(std::vector<Device> devices, int threads_per_replica, std::unique_ptr<CrossDeviceOps> ops,
-              bool variables_shared, size_t fusion_bytes, int replica_offset = 0, int total_replicas = 0);
+              bool variables_shared, size_t fusion_bytes, int replica_offset = 0, int total_replicas = 0,
+              bool sharded_update = false);
   ~ReplicaPool();
   ReplicaPool(const ReplicaPool&) = delete;
   ReplicaPool& operator=(const ReplicaPool&) = delete;

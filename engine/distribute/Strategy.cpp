@@ -45,6 +45,25 @@ std::vector<Device> Strategy::validate_devices(std::vector<Device> devices, cons
   return devices;
 }
 
+namespace {
+// Whether the optimizer update is sharded, from the option and what the
+// strategy's replicas and cross-device ops allow.
+bool use_sharded_update(const std::string& option, const CrossDeviceOps& ops, bool variables_shared, int replicas,
+                        const Cluster& cluster) {
+  if (option == "off") return false;
+  if (option != "auto" && option != "on")
+    throw bad_input("strategy.sharded_update: '" + option + "' is not one of auto, on, off");
+  std::string why;
+  if (variables_shared) why = "the replicas share one copy of the variables";
+  else if (replicas < 2) why = "there is only one replica";
+  else if (cluster.size() > 1) why = "it shards among one process's replicas, not across workers";
+  else if (!ops.supports_sharding()) why = "cross-device ops '" + ops.name() + "' cannot reduce-scatter and all-gather";
+  if (why.empty()) return true;
+  if (option == "on") throw bad_input("strategy.sharded_update: on is not possible here: " + why);
+  return false;
+}
+}  // namespace
+
 Strategy::Strategy(std::vector<Device> devices, const StrategyOptions& options, std::unique_ptr<CrossDeviceOps> ops,
                    bool variables_shared, int variable_components, std::shared_ptr<Cluster> cluster)
     : cluster_(cluster ? std::move(cluster) : std::make_shared<SingleProcessCluster>()),
@@ -53,8 +72,9 @@ Strategy::Strategy(std::vector<Device> devices, const StrategyOptions& options, 
   const int total = options.threads > 0 ? options.threads : std::max(1, hardware_threads() / cluster_->local_size());
   const int n = static_cast<int>(devices.size());
   threads_per_replica_ = std::max(1, total / n);
+  const bool sharded = use_sharded_update(options.sharded_update, *ops, variables_shared, n, *cluster_);
   pool_ = std::make_unique<ReplicaPool>(std::move(devices), threads_per_replica_, std::move(ops), variables_shared,
-                                        options.fusion_bytes, cluster_->rank() * n, n * cluster_->size());
+                                        options.fusion_bytes, cluster_->rank() * n, n * cluster_->size(), sharded);
 }
 
 StrategyScope Strategy::scope() const {

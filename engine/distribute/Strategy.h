@@ -30,6 +30,11 @@ struct StrategyOptions {
   int threads = 0;                      // CPU threads in all, divided among replicas (0 = every core)
   std::string cross_device_ops = "auto";
   size_t fusion_bytes = 4u << 20;       // gradient bucket size for all-reduce
+  // The sharded optimizer update (ZeRO-1: reduce-scatter, each replica
+  // updates its shard, all-gather): "auto" (where the replicas keep their own
+  // variables in one process and the cross-device ops can), "on" (an error
+  // where it cannot), "off".
+  std::string sharded_update = "auto";
   double collective_timeout = 300;      // seconds a worker waits for the others (multi-worker)
   ParameterServerOptions parameter_server;
 };
@@ -63,6 +68,8 @@ public:
   // Seconds replica 0 has spent in collectives (waiting for the others included).
   double collective_seconds() const { return pool_->context(0).collective_seconds(); }
   const CrossDeviceOps& cross_device_ops() const { return pool_->cross_device_ops(); }
+  // Whether the optimizer update is sharded across the replicas.
+  bool sharded_update() const { return pool_->context(0).sharded_update(); }
   int threads_per_replica() const { return threads_per_replica_; }
   StrategyScope scope() const;
 

@@ -12,13 +12,24 @@ Optimizer::Optimizer(float learning_rate) : learning_rate_(learning_rate) {
   if (!(learning_rate > 0.0f)) throw bad_input("learning rate must be positive, got " + std::to_string(learning_rate));
 }
 
-void Optimizer::ensure_slots(const std::vector<Variable*>& vars) {
+void Optimizer::ensure_slots(const std::vector<Variable*>& vars, bool shared_state) {
   // Replicas arrive concurrently on the first step; one creates the slots.
   std::lock_guard lock(mutex_);
   if (iterations_.empty()) iterations_.resize(1, 0);
+  if (shared_state && !state_shared_) {
+    // Every component holds the same values (all replicas applied the same
+    // updates, or a checkpoint was restored into all): keep one.
+    for (auto& [var, named] : slots_)
+      for (auto& [name, s] : named)
+        if (s->num_components() > 1) {
+          VariableComponentsScope scope({s->component(0).device()});
+          s = std::make_unique<Variable>(s->name(), s->component(0));
+        }
+    state_shared_ = true;
+  }
   for (auto* v : vars) {
     if (slots_.count(v)) continue;
-    VariableComponentsScope scope(v->devices());
+    VariableComponentsScope scope(state_shared_ ? std::vector<Device>{v->devices().front()} : v->devices());
     auto& m = slots_[v];
     for (auto& name : slot_names()) m[name] = std::make_unique<Variable>(v->name() + "/" + name, Tensor::zeros(v->shape()));
     slot_order_.push_back(v);
@@ -33,6 +44,14 @@ Tensor& Optimizer::slot(Variable& var, const std::string& name, int replica) {
   return s.replica_component(replica);
 }
 
+int64_t Optimizer::state_bytes() const {
+  int64_t bytes = 0;
+  for (auto& [var, named] : slots_)
+    for (auto& [name, s] : named)
+      for (int c = 0; c < s->num_components(); ++c) bytes += static_cast<int64_t>(s->component(c).bytes());
+  return bytes;
+}
+
 int64_t Optimizer::iterations() const { return iterations_.empty() ? 0 : iterations_[0]; }
 
 std::vector<std::pair<std::string, Variable*>> Optimizer::slot_variables() {
@@ -42,11 +61,12 @@ std::vector<std::pair<std::string, Variable*>> Optimizer::slot_variables() {
   return out;
 }
 
-void Optimizer::apply_local(const std::vector<Tensor>& grads, const std::vector<Variable*>& vars, int replica) {
+void Optimizer::apply_local(const std::vector<Tensor>& grads, const std::vector<Variable*>& vars, int replica,
+                            const std::vector<ShardPiece>* pieces) {
   if (grads.size() != vars.size())
     throw runtime_error("apply_gradients: " + std::to_string(grads.size()) + " gradients for " +
                         std::to_string(vars.size()) + " variables");
-  ensure_slots(vars);
+  ensure_slots(vars, pieces != nullptr);
   const size_t counter = vars.empty() || vars.front()->num_components() == 1 ? 0 : static_cast<size_t>(replica);
   ++iterations_[counter];
   if (vars.empty()) return;
@@ -57,7 +77,20 @@ void Optimizer::apply_local(const std::vector<Tensor>& grads, const std::vector<
     if (!grads[i].device().same_memory(on))
       throw runtime_error("apply_gradients: the gradient of " + vars[i]->name() + " is on " + grads[i].device().str() +
                           ", the variable on " + on.str());
-    update(*vars[i], replica, grads[i].ptr(), 0, grads[i].numel(), lr_step);
+    if (grads[i].numel() != vars[i]->replica_component(replica).numel())
+      throw runtime_error("apply_gradients: the gradient of " + vars[i]->name() + " has shape " + grads[i].shape().str() +
+                          ", the variable " + vars[i]->shape().str());
+  }
+  if (!pieces) {
+    for (size_t i = 0; i < vars.size(); ++i) update(*vars[i], replica, grads[i].ptr(), 0, grads[i].numel(), lr_step);
+    return;
+  }
+  for (const ShardPiece& p : *pieces) {
+    const auto v = static_cast<size_t>(p.variable);
+    if (v >= vars.size())
+      throw runtime_error("apply_gradients: a shard names variable " + std::to_string(v) + " of " +
+                          std::to_string(vars.size()));
+    update(*vars[v], replica, grads[v].ptr() + p.offset, p.offset, p.count, lr_step);
   }
 }
 
@@ -114,7 +147,7 @@ void Optimizer::apply_gradients(const std::vector<Tensor>& grads, const std::vec
 }
 
 void Optimizer::apply_gradients(ReplicaSync& ctx, std::vector<Tensor> grads, const std::vector<Variable*>& vars) {
-  ctx.all_reduce_sum(grads);
+  ctx.finish_gradients(grads);
   apply_summed_gradients(ctx, grads, vars);
 }
 
@@ -123,7 +156,9 @@ void Optimizer::apply_summed_gradients(ReplicaSync& ctx, const std::vector<Tenso
   // Variable components are indexed by the replica's place in this process
   // (current_replica()), not by its id among all workers' replicas.
   if (!ctx.variables_shared()) {
-    apply_local(grads, vars, current_replica());
+    const std::vector<ShardPiece>* shard = ctx.update_shard();
+    apply_local(grads, vars, current_replica(), shard);
+    if (shard) ctx.gather_updated(vars);
     return;
   }
   // One copy of each variable: replica 0 updates it while the others wait,

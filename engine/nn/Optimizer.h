@@ -25,11 +25,16 @@ public:
   // Inside strategy.run this uses the calling replica's context (as Keras
   // does); outside any strategy it applies the gradients as given.
   void apply_gradients(const std::vector<Tensor>& grads, const std::vector<Variable*>& vars);
-  // Inside strategy.run: all-reduce (sum) the gradients across replicas first,
-  // once per step, then update this replica's copy.
+  // Inside strategy.run: reduce (sum) the gradients across replicas first,
+  // once per step, then update this replica's copy (or, under the sharded
+  // update, its shard of every replica's copy).
   void apply_gradients(ReplicaSync& ctx, std::vector<Tensor> grads, const std::vector<Variable*>& vars);
   // Same, for gradients already summed across replicas (by
-  // ReplicaSync::finish_gradients, overlapping the backward pass).
+  // ReplicaSync::finish_gradients, overlapping the backward pass). Under the
+  // sharded update (ctx.update_shard()) only this replica's shard is
+  // updated, then the strategy gathers the shards; the slot variables then
+  // have one component that the replicas update shard by shard, so the
+  // optimizer state exists once, not once per replica.
   void apply_summed_gradients(ReplicaSync& ctx, const std::vector<Tensor>& grads, const std::vector<Variable*>& vars);
 
   float learning_rate() const { return learning_rate_.load(std::memory_order_relaxed); }
@@ -51,6 +56,8 @@ public:
   // Slot state for checkpoints: name -> variable (e.g. "dense/kernel/m").
   std::vector<std::pair<std::string, Variable*>> slot_variables();
   std::vector<int64_t>& iteration_counts() { return iterations_; }
+  // Bytes of optimizer state (all slot variables' components).
+  int64_t state_bytes() const;
 
   // Updates elements [offset, offset + count) of a single-component variable
   // with grad (count values) as the step-th update. A parameter server applies
@@ -69,8 +76,13 @@ protected:
   Tensor& slot(Variable& var, const std::string& name, int replica);
 
 private:
-  void ensure_slots(const std::vector<Variable*>& vars);
-  void apply_local(const std::vector<Tensor>& grads, const std::vector<Variable*>& vars, int replica);
+  // shared_state: one component per slot variable (the sharded update);
+  // slots made earlier with one per replica (build() before the first
+  // step, for a restore) are folded into one then.
+  void ensure_slots(const std::vector<Variable*>& vars, bool shared_state = false);
+  // Updates `vars` from `grads` for `replica`: every element, or the pieces given.
+  void apply_local(const std::vector<Tensor>& grads, const std::vector<Variable*>& vars, int replica,
+                   const std::vector<ShardPiece>* pieces = nullptr);
 
   // [learning rate, step] in the device memory of each component's replica:
   // the update kernels read them there, and the step advances on the device.
@@ -87,6 +99,7 @@ private:
   std::map<const Variable*, std::map<std::string, std::unique_ptr<Variable>>> slots_;
   std::vector<const Variable*> slot_order_;
   std::vector<int64_t> iterations_;
+  bool state_shared_ = false;
 };
 
 class SGD final : public Optimizer {

@@ -2,8 +2,11 @@
 #include <vector>
 
 #include "core/Tensor.h"
+#include "core/UpdateShards.h"
 
 namespace strata {
+
+class Variable;
 
 // What an optimizer needs from a distribution strategy inside a replica:
 // the cross-replica sum of the gradients and whether replicas share one copy
@@ -25,6 +28,14 @@ public:
   virtual bool overlaps_backward() const { return false; }
   virtual void gradient_ready(size_t /*index*/, const Tensor& /*grad*/) {}
   virtual void finish_gradients(std::vector<Tensor>& grads) { all_reduce_sum(grads); }
+
+  // The sharded update (ZeRO-1). When update_shard() is not null,
+  // finish_gradients() summed the gradients only on the pieces of this
+  // replica's shard; the optimizer updates just those pieces of the
+  // variables and then calls gather_updated(), after which every replica's
+  // copy holds every shard. N replicas do 1/N of the optimizer's work each.
+  virtual const std::vector<ShardPiece>* update_shard() const { return nullptr; }
+  virtual void gather_updated(const std::vector<Variable*>& /*vars*/) {}
   // True when variables have one component that all replicas read
   // (CentralStorage): one replica applies the update between two barriers.
   virtual bool variables_shared() const = 0;

@@ -281,6 +281,7 @@ RunConfig parse(const Json& j, const std::string& base_dir, std::vector<std::str
     }
     f.read("cross_device_ops", sc.cross_device_ops);
     f.positive("fusion_bytes", sc.fusion_bytes);
+    f.one_of("sharded_update", sc.sharded_update, {"auto", "on", "off"});
     f.positive("collective_timeout", sc.collective_timeout);
     f.positive("servers", sc.servers);
     // null (or absent) = unbounded, i.e. fully asynchronous.
@@ -401,6 +402,7 @@ Json project_to_json(const RunConfig& c) {
                        {"devices", c.strategy.devices},
                        {"cross_device_ops", c.strategy.cross_device_ops},
                        {"fusion_bytes", c.strategy.fusion_bytes},
+                       {"sharded_update", c.strategy.sharded_update},
                        {"collective_timeout", c.strategy.collective_timeout}};
   if (c.strategy.name == "parameter_server") {
     j["strategy"]["servers"] = c.strategy.servers;

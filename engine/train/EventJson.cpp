@@ -156,6 +156,7 @@ void fields(IO& io, RunStartedEvent& e) {
   io("validation_examples", e.validation_examples);
   io("params", e.params);
   io("cross_device_ops", e.cross_device_ops);
+  io.when(e.sharded_update, [&] { io("sharded_update", e.sharded_update); });
   io("threads_per_replica", e.threads_per_replica);
   io("workers", e.workers);
   io("hosts", e.hosts);

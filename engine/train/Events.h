@@ -27,6 +27,7 @@ struct RunStartedEvent {
   int64_t validation_examples = 0;
   int64_t params = 0;
   std::string cross_device_ops;
+  bool sharded_update = false;  // the optimizer update sharded across replicas (ZeRO-1)
   int threads_per_replica = 1;
   int workers = 1;                 // processes (MPI ranks)
   std::vector<std::string> hosts;  // per worker, rank order

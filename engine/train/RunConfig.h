@@ -117,6 +117,7 @@ struct StrategyConfig {
   std::vector<std::string> devices;  // empty = the strategy's default
   std::string cross_device_ops = "auto";
   int64_t fusion_bytes = 4 << 20;
+  std::string sharded_update = "auto";  // auto | on | off (StrategyOptions::sharded_update)
   double collective_timeout = 300;  // multi-worker: seconds to wait for the other workers
   // parameter_server: servers, staleness bound (-1 = unbounded, 0 = synchronous)
   // and the minimum piece size when variables are split (0 = whole variables).

@@ -30,6 +30,7 @@ void Trainer::prepare() {
   so.threads = t.threads;
   so.cross_device_ops = config_.strategy.cross_device_ops;
   so.fusion_bytes = static_cast<size_t>(config_.strategy.fusion_bytes);
+  so.sharded_update = config_.strategy.sharded_update;
   so.collective_timeout = config_.strategy.collective_timeout;
   so.parameter_server.servers = config_.strategy.servers;
   if (config_.strategy.staleness >= 0) so.parameter_server.staleness = config_.strategy.staleness;
@@ -338,6 +339,7 @@ void Trainer::emit_run_started(int64_t steps_per_epoch) {
   started.validation_examples = data_.validation ? data_.validation->size() : 0;
   started.params = model_->param_count();
   started.cross_device_ops = strategy_->num_replicas_in_sync() > 1 ? strategy_->cross_device_ops().name() : "none";
+  started.sharded_update = strategy_->sharded_update();
   started.threads_per_replica = strategy_->threads_per_replica();
   if (ps_) ps_->describe(started);
   sink_.emit(started);

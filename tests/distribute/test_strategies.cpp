@@ -9,6 +9,7 @@
 #include "StrategyTestUtil.h"
 #include "backend/Backend.h"
 #include "core/Error.h"
+#include "core/UpdateShards.h"
 
 using namespace strata;
 using namespace strata::test;
@@ -374,6 +375,104 @@ private slots:
       m.distribute(std::make_shared<BatchPipeline>(std::make_shared<const Dataset>(data_), po));
     }, "smaller than the 4 replicas");
     expect([] { OneDeviceStrategy o(Device{DeviceKind::Gpu, 0}); }, "gpu:0");
+    expect(
+        [] {
+          StrategyOptions o;
+          o.sharded_update = "maybe";
+          MirroredStrategy m(cpus(2), o);
+        },
+        "'maybe' is not one of auto, on, off");
+    expect(
+        [] {
+          StrategyOptions o;
+          o.sharded_update = "on";
+          CentralStorageStrategy c(cpus(2), o);
+        },
+        "share one copy of the variables");
+    expect(
+        [] {
+          StrategyOptions o;
+          o.sharded_update = "on";
+          o.cross_device_ops = "reduce_to_one_device";
+          MirroredStrategy m(cpus(2), o);
+        },
+        "cannot reduce-scatter");
+  }
+
+  // The sharded update (ZeRO-1) against the full update on every replica:
+  // the same sums in the same replica order and the same element-wise
+  // optimizer arithmetic, only each element updated by one replica and then
+  // copied, so the weights must agree to the bit.
+  void sharded_update_matches_full_update_data() {
+    QTest::addColumn<int>("replicas");
+    QTest::addColumn<QString>("optimizer");
+    QTest::addColumn<bool>("overlap");
+    for (int r : {2, 3, 4})
+      for (const char* o : {"sgd", "adam"})
+        for (bool overlap : {false, true})
+          QTest::newRow(qPrintable(QString("%1 replicas %2%3").arg(r).arg(o).arg(overlap ? " trainer form" : "")))
+              << r << QString(o) << overlap;
+  }
+  void sharded_update_matches_full_update() {
+    if (testing_sim()) QSKIP("the sharded update serves host replicas (in_process)");
+    QFETCH(int, replicas);
+    QFETCH(QString, optimizer);
+    QFETCH(bool, overlap);
+    std::vector<Tensor> result[2];
+    int64_t state_bytes[2] = {0, 0};
+    for (int sharded = 0; sharded < 2; ++sharded) {
+      StrategyOptions o;
+      o.sharded_update = sharded ? "on" : "off";
+      MirroredStrategy m(cpus(replicas), o);
+      QCOMPARE(m.sharded_update(), sharded == 1);
+      Setup s = make_setup(m, optimizer.toStdString());
+      bool identical = false;
+      result[sharded] = train(m, s, data_, 30, 24, true, &identical, overlap);
+      QVERIFY2(identical, "replica weights diverged");
+      state_bytes[sharded] = s.optimizer->state_bytes();
+    }
+    for (size_t i = 0; i < result[0].size(); ++i) QCOMPARE(result[1][i].values(), result[0][i].values());
+    // The optimizer state exists once instead of once per replica.
+    if (state_bytes[0] > 0) QCOMPARE(state_bytes[1] * replicas, state_bytes[0]);
+  }
+
+  void sharded_update_is_the_default_for_host_replicas() {
+    QVERIFY(MirroredStrategy(cpus(2)).sharded_update());
+    QVERIFY(!MirroredStrategy(cpus(1)).sharded_update());
+    QVERIFY(!CentralStorageStrategy(cpus(2)).sharded_update());
+    StrategyOptions o;
+    o.sharded_update = "off";
+    QVERIFY(!MirroredStrategy(cpus(2), o).sharded_update());
+  }
+
+  // Shards cover every element once, in order, about evenly, and cut only on
+  // whole cache lines (16 floats) inside a tensor.
+  void update_shards_cover_every_element_once() {
+    const std::vector<size_t> sizes{784 * 256, 256, 256 * 128, 128, 1, 0, 1280, 10, 33};
+    size_t total = 0;
+    for (size_t n : sizes) total += n;
+    for (int n : {1, 2, 3, 4, 7}) {
+      UpdateShards shards(sizes, n);
+      QVERIFY(shards.fits(sizes));
+      std::vector<std::vector<int>> seen(sizes.size());
+      for (size_t t = 0; t < sizes.size(); ++t) seen[t].assign(sizes[t], 0);
+      size_t elements = 0;
+      for (int r = 0; r < n; ++r) {
+        for (const ShardPiece& p : shards.of(r)) {
+          QVERIFY(p.count > 0);
+          QVERIFY(p.offset % 16 == 0);
+          for (int64_t i = 0; i < p.count; ++i) ++seen[static_cast<size_t>(p.variable)][static_cast<size_t>(p.offset + i)];
+        }
+        // Within a cache line per cut of the even share.
+        const double share = static_cast<double>(total) / n;
+        QVERIFY2(std::abs(static_cast<double>(shards.elements(r)) - share) <= 32,
+                 qPrintable(QString::number(shards.elements(r))));
+        elements += shards.elements(r);
+      }
+      QCOMPARE(elements, total);
+      for (auto& t : seen)
+        for (int c : t) QCOMPARE(c, 1);
+    }
   }
 
   void cores_are_divided_among_replicas() {

@@ -31,6 +31,14 @@ bool accelerators_of_one_kind(const std::vector<Device>& devices, const std::str
   return true;
 }
 
+void CrossDeviceOps::reduce_scatter_sum(ReplicaGroup&, int, const std::vector<DeviceSpan>&, const UpdateShards&) {
+  throw runtime_error("cross-device ops '" + name() + "' cannot run the sharded update");
+}
+
+void CrossDeviceOps::all_gather(ReplicaGroup&, int, const std::vector<DeviceSpan>&, const UpdateShards&) {
+  throw runtime_error("cross-device ops '" + name() + "' cannot run the sharded update");
+}
+
 std::vector<std::unique_ptr<CrossDeviceOps>> all_cross_device_ops(const std::shared_ptr<Cluster>& cluster) {
   std::vector<std::unique_ptr<CrossDeviceOps>> ops;
 #ifdef STRATA_WITH_NCCL

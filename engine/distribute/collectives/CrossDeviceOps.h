@@ -6,9 +6,18 @@
 
 #include "core/Device.h"
 #include "core/DeviceMemory.h"
+#include "core/UpdateShards.h"
 #include "distribute/collectives/Barrier.h"
 
 namespace strata {
+
+// A buffer in a device's memory: host code passes it on, never reads it.
+struct DeviceSpan {
+  Device device;
+  float* data = nullptr;
+  size_t size = 0;
+  size_t bytes() const { return size * sizeof(float); }
+};
 
 // Shared state of the replicas of one process taking part in a collective:
 // each replica publishes its buffer, then all meet at the barrier. On devices
@@ -22,23 +31,25 @@ struct ReplicaGroup {
     devices = std::move(replica_devices);
   }
   explicit ReplicaGroup(int n)
-      : size(n), barrier(n), devices(static_cast<size_t>(n)), buffers(static_cast<size_t>(n)), ready(static_cast<size_t>(n)),
-        reduced(static_cast<size_t>(n)), done(static_cast<size_t>(n)),
-        barrier_events{std::vector<EventPtr>(static_cast<size_t>(n)), std::vector<EventPtr>(static_cast<size_t>(n))} {}
+      : size(n),
+        barrier(n),
+        devices(static_cast<size_t>(n)),
+        buffers(static_cast<size_t>(n)),
+        ready(static_cast<size_t>(n)),
+        reduced(static_cast<size_t>(n)),
+        done(static_cast<size_t>(n)),
+        barrier_events{std::vector<EventPtr>(static_cast<size_t>(n)), std::vector<EventPtr>(static_cast<size_t>(n))},
+        scattered(static_cast<size_t>(n)),
+        gathered(static_cast<size_t>(n)) {}
   int size;
   Barrier barrier;
   std::vector<Device> devices;  // each replica's
   std::vector<float*> buffers;
   std::vector<EventPtr> ready, reduced, done;
   std::vector<EventPtr> barrier_events[2];  // alternate barriers use alternate arrays
-};
-
-// A buffer in a device's memory: host code passes it on, never reads it.
-struct DeviceSpan {
-  Device device;
-  float* data = nullptr;
-  size_t size = 0;
-  size_t bytes() const { return size * sizeof(float); }
+  // The sharded update's tensor lists, one array per half, so a replica that
+  // runs ahead into the gather never overwrites what another still reads.
+  std::vector<const std::vector<DeviceSpan>*> scattered, gathered;
 };
 
 // *How* replicas combine a buffer (the *what* - which gradients, packed into
@@ -68,6 +79,19 @@ public:
   // enabled (NCCL only for two or more GPUs: on one GPU the device-memory
   // reduce is cheaper, though NCCL can be named).
   virtual bool preferred(const std::vector<Device>& /*devices*/) const { return true; }
+
+  // The sharded update (ZeRO-1) in two halves, for implementations that
+  // support it. Every replica passes its own tensors (the same sizes in the
+  // same order on every replica) and the same shards.
+  virtual bool supports_sharding() const { return false; }
+  // On return this replica's tensors hold the sum over all replicas on the
+  // pieces of its own shard; elsewhere they are left as they were.
+  virtual void reduce_scatter_sum(ReplicaGroup& group, int replica, const std::vector<DeviceSpan>& tensors,
+                                  const UpdateShards& shards);
+  // Call once every replica has written its shard of its tensors: on return
+  // this replica's tensors hold every other replica's shard as it wrote it.
+  virtual void all_gather(ReplicaGroup& group, int replica, const std::vector<DeviceSpan>& tensors,
+                          const UpdateShards& shards);
 };
 
 // True when every device is a host (cpu) device; else says which is not.

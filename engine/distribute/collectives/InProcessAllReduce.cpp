@@ -33,4 +33,36 @@ void InProcessAllReduce::all_reduce_sum(ReplicaGroup& group, int replica, Device
   group.barrier.arrive_and_wait();  // nobody still reads our buffer
 }
 
+// No barrier at the end of either half: the owner of a shard writes only
+// that shard of its own tensors, and the others read only other shards of
+// it. The gather's barrier orders the scatter's reads before anyone's next
+// write, and the next step's scatter barrier orders the gather's copies
+// before the next update.
+void InProcessAllReduce::reduce_scatter_sum(ReplicaGroup& group, int replica, const std::vector<DeviceSpan>& tensors,
+                                            const UpdateShards& shards) {
+  const auto n = static_cast<size_t>(group.size);
+  group.scattered[static_cast<size_t>(replica)] = &tensors;
+  group.barrier.arrive_and_wait();  // every replica's gradients published
+  std::vector<float*> terms(n);
+  for (const ShardPiece& p : shards.of(replica)) {
+    const auto v = static_cast<size_t>(p.variable);
+    for (size_t r = 0; r < n; ++r) terms[r] = (*group.scattered[r])[v].data + p.offset;
+    sum_buffers(terms, 0, static_cast<size_t>(p.count), tensors[v].data + p.offset);
+  }
+}
+
+void InProcessAllReduce::all_gather(ReplicaGroup& group, int replica, const std::vector<DeviceSpan>& tensors,
+                                    const UpdateShards& shards) {
+  group.gathered[static_cast<size_t>(replica)] = &tensors;
+  group.barrier.arrive_and_wait();  // every shard updated by its owner
+  for (int owner = 0; owner < group.size; ++owner) {
+    if (owner == replica) continue;
+    const auto& theirs = *group.gathered[static_cast<size_t>(owner)];
+    for (const ShardPiece& p : shards.of(owner)) {
+      const auto v = static_cast<size_t>(p.variable);
+      std::memcpy(tensors[v].data + p.offset, theirs[v].data + p.offset, static_cast<size_t>(p.count) * sizeof(float));
+    }
+  }
+}
+
 }  // namespace strata

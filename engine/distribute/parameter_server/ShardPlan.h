@@ -3,15 +3,10 @@
 #include <string>
 #include <vector>
 
+#include "core/ShardPiece.h"
 #include "nn/Variable.h"
 
 namespace strata {
-
-// A contiguous range of one variable's elements held by one parameter server.
-struct ShardPiece {
-  int variable = 0;  // index into the variable list the plan was made for
-  int64_t offset = 0, count = 0;
-};
 
 // Which server holds which part of every variable. Two ways, as TF's
 // ParameterServerStrategy offers: whole variables dealt round-robin (the

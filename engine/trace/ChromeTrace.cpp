@@ -1,0 +1,215 @@
+#include "trace/ChromeTrace.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "core/Error.h"
+
+namespace strata::trace {
+
+namespace {
+
+// Objects keep their keys in the order written, so the files read naturally
+// (name, category, times, then where).
+using Json = nlohmann::ordered_json;
+
+// Times are written absolute (the process's monotonic clock, in
+// microseconds) and with round-trip precision, so merging adds the clock
+// offset to exactly the value recorded; Perfetto and chrome://tracing show
+// times from the first event anyway.
+
+std::string_view category(SpanKind k) {
+  switch (k) {
+    case SpanKind::Step:
+    case SpanKind::Forward:
+    case SpanKind::Backward:
+    case SpanKind::Optimizer:
+    case SpanKind::Evaluation: return "compute";
+    case SpanKind::AllReduce:
+    case SpanKind::ReduceScatter:
+    case SpanKind::AllGather:
+    case SpanKind::Pull:
+    case SpanKind::Push: return "communication";
+    case SpanKind::DataWait:
+    case SpanKind::HostToDevice: return "data";
+    case SpanKind::Checkpoint: return "io";
+    case SpanKind::CollectiveWait:
+    case SpanKind::StalenessWait: return "wait";
+  }
+  return "compute";
+}
+
+// The lane's thread id in the trace: stable across runs and ranks, so the
+// same lane lines up under every process (docs/timeline.md lists them).
+int lane_tid(Lane lane) {
+  switch (lane.kind) {
+    case LaneKind::Replica: return lane.index;
+    case LaneKind::Worker: return 100 + lane.index;
+    case LaneKind::Server: return 200 + lane.index;
+    case LaneKind::CommStream: return 1000 + lane.index;
+    case LaneKind::Run: return 9999;
+  }
+  return 9999;
+}
+
+// Names come from the user (run, host): invalid UTF-8 is replaced rather than
+// thrown on halfway through a file.
+std::string dumps(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
+
+Json metadata_event(const char* name, int pid, int tid, Json args) {
+  return Json{{"name", name}, {"ph", "M"}, {"pid", pid}, {"tid", tid}, {"args", std::move(args)}};
+}
+
+// The file is created under path + ".partial" and renamed over `path` only
+// when complete, so a crash leaves no half-written file under the user's name.
+std::FILE* open_partial(const std::string& path, const std::string& partial) {
+  std::FILE* f = std::fopen(partial.c_str(), "wb");
+  if (!f) throw bad_input("cannot write trace file '" + path + "': " + std::strerror(errno));
+  return f;
+}
+
+void finish_partial(std::FILE* f, const std::string& path, const std::string& partial) {
+  const bool write_failed = std::ferror(f) != 0;
+  const int write_errno = errno;
+  if (std::fclose(f) != 0 || write_failed) {
+    const int err = write_failed ? write_errno : errno;
+    std::remove(partial.c_str());
+    throw runtime_error("writing trace file '" + path + "' failed: " + std::strerror(err));
+  }
+  if (std::rename(partial.c_str(), path.c_str()) != 0) {
+    // The trace is complete; leave it where it is rather than lose it.
+    throw runtime_error("cannot rename trace file '" + partial + "' to '" + path + "': " + std::strerror(errno) +
+                        " (the trace is left in '" + partial + "')");
+  }
+}
+
+void put(std::FILE* f, const std::string& s) { std::fwrite(s.data(), 1, s.size(), f); }
+
+Json other_data(const TraceMetadata& meta) {
+  return Json{{"strata_trace", 1},
+              {"run", meta.run_name},
+              {"rank", meta.rank},
+              {"host", meta.host},
+              {"clock_offset_us", std::isfinite(meta.clock_offset_us) ? meta.clock_offset_us : 0.0}};
+}
+
+}  // namespace
+
+ChromeTraceWriter::ChromeTraceWriter(const std::string& path, TraceMetadata meta)
+    : path_(path), partial_(path + ".partial"), meta_(std::move(meta)) {
+  file_ = open_partial(path_, partial_);
+  const std::string process = "rank " + std::to_string(meta_.rank) + (meta_.host.empty() ? "" : " (" + meta_.host + ")");
+  put(file_, "{\"traceEvents\":[\n");
+  put(file_, dumps(metadata_event("process_name", meta_.rank, 0, {{"name", process}})));
+  put(file_, ",\n");
+  put(file_, dumps(metadata_event("process_sort_index", meta_.rank, 0, {{"sort_index", meta_.rank}})));
+}
+
+ChromeTraceWriter::~ChromeTraceWriter() {
+  try {
+    close();
+  } catch (...) {
+    // A destructor cannot report; close() explicitly to see the error.
+  }
+}
+
+void ChromeTraceWriter::write(const std::vector<Span>& spans) {
+  if (!file_) throw runtime_error("trace file '" + path_ + "' is already closed");
+  for (const Span& s : spans) {
+    // JSON has no NaN or infinity; such a span cannot be placed anyway.
+    if (!std::isfinite(s.start_us) || !std::isfinite(s.duration_us)) continue;
+    const int tid = lane_tid(s.lane);
+    if (std::find(named_lanes_.begin(), named_lanes_.end(), s.lane) == named_lanes_.end()) {
+      named_lanes_.push_back(s.lane);
+      put(file_, ",\n" + dumps(metadata_event("thread_name", meta_.rank, tid, {{"name", lane_name(s.lane)}})));
+      put(file_,
+          ",\n" + dumps(metadata_event("thread_sort_index", meta_.rank, tid, {{"sort_index", lane_sort_index(s.lane)}})));
+    }
+    Json args{{"step", s.step}};
+    if (s.bytes != 0) args["bytes"] = s.bytes;
+    Json event{{"name", span_kind_name(s.kind)},      {"cat", category(s.kind)}, {"ph", "X"},  {"ts", s.start_us},
+               {"dur", std::max(0.0, s.duration_us)}, {"pid", meta_.rank},       {"tid", tid}, {"args", std::move(args)}};
+    put(file_, ",\n" + dumps(event));
+    ++written_;
+  }
+}
+
+void ChromeTraceWriter::close() {
+  if (!file_) return;
+  std::FILE* f = file_;
+  file_ = nullptr;
+  Json tail{{"displayTimeUnit", "ms"}, {"otherData", other_data(meta_)}};
+  std::string text = dumps(tail);  // {"displayTimeUnit":...}: its members continue the top-level object
+  put(f, "\n],");
+  put(f, text.substr(1));
+  put(f, "\n");
+  finish_partial(f, path_, partial_);
+}
+
+void merge_chrome_traces(const std::vector<std::string>& inputs, const std::string& output) {
+  if (inputs.empty()) throw bad_input("no trace files to merge");
+  Json events = Json::array();
+  std::map<int64_t, std::string> rank_files;  // which input holds each rank
+  std::string run_name;
+  for (const std::string& input : inputs) {
+    std::ifstream in(input, std::ios::binary);
+    if (!in) throw bad_input("cannot read trace file '" + input + "': " + std::strerror(errno));
+    std::stringstream text;
+    text << in.rdbuf();
+    Json doc;
+    try {
+      doc = Json::parse(text.str());
+    } catch (const Json::parse_error& e) {
+      throw bad_input("'" + input + "' is not a Strata trace file (not valid JSON: " + e.what() + ")");
+    }
+    const Json* other = doc.is_object() && doc.contains("otherData") ? &doc["otherData"] : nullptr;
+    if (!other || !other->is_object() || !other->contains("strata_trace") || !doc.contains("traceEvents") ||
+        !doc["traceEvents"].is_array())
+      throw bad_input("'" + input + "' is not a Strata trace file");
+
+    // A merged file lists its ranks, so merged files can be merged again.
+    std::vector<int64_t> ranks;
+    if (auto r = other->find("rank"); r != other->end() && r->is_number_integer()) ranks.push_back(r->get<int64_t>());
+    if (auto r = other->find("ranks"); r != other->end() && r->is_array())
+      for (const Json& x : *r)
+        if (x.is_number_integer()) ranks.push_back(x.get<int64_t>());
+    for (int64_t rank : ranks) {
+      auto [it, inserted] = rank_files.emplace(rank, input);
+      if (!inserted)
+        throw bad_input("trace files '" + it->second + "' and '" + input + "' both hold rank " + std::to_string(rank));
+    }
+    if (run_name.empty())
+      if (auto r = other->find("run"); r != other->end() && r->is_string()) run_name = r->get<std::string>();
+
+    double offset = 0;
+    if (auto o = other->find("clock_offset_us"); o != other->end() && o->is_number()) offset = o->get<double>();
+    for (Json& event : doc["traceEvents"]) {
+      if (event.is_object() && event.contains("ts") && event["ts"].is_number())
+        event["ts"] = event["ts"].get<double>() + offset;
+      events.push_back(std::move(event));
+    }
+  }
+
+  Json ranks = Json::array();
+  for (const auto& [rank, file] : rank_files) ranks.push_back(rank);
+  // Every time is on rank 0's clock now: the merged file's offset is 0.
+  Json tail{{"displayTimeUnit", "ms"},
+            {"otherData", {{"strata_trace", 1}, {"run", run_name}, {"ranks", ranks}, {"clock_offset_us", 0.0}}}};
+  const std::string partial = output + ".partial";
+  std::FILE* f = open_partial(output, partial);
+  // One event a line, like the per-rank files, rather than one huge line.
+  put(f, "{\"traceEvents\":[");
+  for (size_t i = 0; i < events.size(); ++i) put(f, (i ? ",\n" : "\n") + dumps(events[i]));
+  put(f, "\n],");
+  put(f, dumps(tail).substr(1));
+  put(f, "\n");
+  finish_partial(f, output, partial);
+}
+
+}  // namespace strata::trace

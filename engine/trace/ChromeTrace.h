@@ -1,0 +1,47 @@
+#pragma once
+// Trace files in the Chrome trace event format (JSON), which Perfetto and
+// chrome://tracing open: one process per rank, one thread track per lane.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "trace/Span.h"
+
+namespace strata::trace {
+
+struct TraceMetadata {
+  std::string run_name;
+  int rank = 0;
+  std::string host;
+  // Added to this process's span times to put them on rank 0's clock
+  // (measured at start-up under mpirun; 0 for rank 0 and single processes).
+  double clock_offset_us = 0;
+};
+
+// Streams spans into a trace file as they come. The file is written under a
+// temporary name and renamed on close(), so a crash never leaves a
+// half-written file under the user's name.
+class ChromeTraceWriter {
+public:
+  ChromeTraceWriter(const std::string& path, TraceMetadata meta);  // throws naming the path
+  ~ChromeTraceWriter();                                            // closes (finishes the file) if close() was not called
+  ChromeTraceWriter(const ChromeTraceWriter&) = delete;
+  ChromeTraceWriter& operator=(const ChromeTraceWriter&) = delete;
+  void write(const std::vector<Span>& spans);
+  void close();
+  int64_t spans_written() const { return written_; }
+
+private:
+  std::string path_, partial_;
+  TraceMetadata meta_;
+  std::FILE* file_ = nullptr;
+  int64_t written_ = 0;
+  std::vector<Lane> named_lanes_;  // lanes whose thread_name metadata is written
+};
+
+// Merges per-rank trace files into one, each rank's times shifted by its
+// clock offset so lanes of different machines line up. Throws naming the
+// file and the reason when an input is not a Strata trace.
+void merge_chrome_traces(const std::vector<std::string>& inputs, const std::string& output);
+
+}  // namespace strata::trace

@@ -1,0 +1,34 @@
+#include "trace/Span.h"
+
+namespace strata::trace {
+
+std::optional<SpanKind> parse_span_kind(std::string_view name) {
+  for (int k = 0; k < kSpanKinds; ++k)
+    if (span_kind_name(static_cast<SpanKind>(k)) == name) return static_cast<SpanKind>(k);
+  return std::nullopt;
+}
+
+int lane_sort_index(Lane lane) {
+  switch (lane.kind) {
+    case LaneKind::Replica: return 2 * lane.index;
+    case LaneKind::CommStream: return 2 * lane.index + 1;
+    case LaneKind::Worker: return 1'000'000 + lane.index;
+    case LaneKind::Server: return 2'000'000 + lane.index;
+    case LaneKind::Run: return 3'000'000;
+  }
+  return 3'000'000;
+}
+
+std::string lane_name(Lane lane) {
+  const std::string i = std::to_string(lane.index);
+  switch (lane.kind) {
+    case LaneKind::Replica: return "replica " + i;
+    case LaneKind::CommStream: return "replica " + i + " comm";
+    case LaneKind::Worker: return "worker " + i;
+    case LaneKind::Server: return "server " + i;
+    case LaneKind::Run: return "run";
+  }
+  return "lane " + i;
+}
+
+}  // namespace strata::trace

@@ -1,0 +1,517 @@
+// The step timeline's trace core: TraceRecorder from many threads (every span
+// arrives once, full buffers drop and count, recorders coming and going on a
+// thread), the Chrome trace files (their events, the .partial rename, errors
+// naming the path), merging rank files, and the per-step breakdown.
+#include <QtTest/QtTest>
+
+#include <atomic>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <latch>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <thread>
+
+#include "TestUtil.h"
+#include "trace/ChromeTrace.h"
+#include "trace/StepBreakdown.h"
+#include "trace/TraceRecorder.h"
+
+using namespace strata;
+using namespace strata::trace;
+using nlohmann::json;
+
+namespace {
+
+Span span(SpanKind kind, Lane lane, int64_t step, double start, double duration, int64_t bytes = 0) {
+  return Span{kind, lane, step, start, duration, bytes};
+}
+constexpr Lane replica(int i) { return {LaneKind::Replica, i}; }
+constexpr Lane comm(int i) { return {LaneKind::CommStream, i}; }
+
+json read_json(const std::string& path) {
+  std::ifstream in(path);
+  return json::parse(in);  // throws (failing the test) on anything but valid JSON
+}
+
+std::vector<json> events_with_ph(const json& doc, const std::string& ph) {
+  std::vector<json> out;
+  for (const json& e : doc.at("traceEvents"))
+    if (e.at("ph") == ph) out.push_back(e);
+  return out;
+}
+
+// The metadata event `name` for (pid, tid); null when absent, and fails the
+// test (through the count) when written twice.
+json metadata(const json& doc, const std::string& name, int pid, int tid, int* count = nullptr) {
+  json found;
+  int n = 0;
+  for (const json& e : events_with_ph(doc, "M"))
+    if (e.at("name") == name && e.at("pid") == pid && e.value("tid", 0) == tid) {
+      found = e;
+      ++n;
+    }
+  if (count) *count = n;
+  return found;
+}
+
+bool exists(const std::string& path) { return std::filesystem::exists(path); }
+
+}  // namespace
+
+class TestTrace : public QObject {
+  Q_OBJECT
+
+  QTemporaryDir tmp_;
+  std::string path(const char* name) const { return (tmp_.path() + "/" + name).toStdString(); }
+
+private slots:
+  void initTestCase() { QVERIFY(tmp_.isValid()); }
+
+  // ---- TraceRecorder -----------------------------------------------------------
+
+  void recorder_many_threads_each_span_once() {
+    constexpr int kThreads = 4, kSpans = 10'000;
+    TraceRecorder rec;  // 65536 a thread: room for all, however slow the consumer
+    std::atomic<bool> done{false};
+    std::vector<std::vector<int>> seen(kThreads, std::vector<int>(kSpans, 0));
+    bool sorted = true, in_range = true;
+    auto take = [&](const std::vector<Span>& spans) {
+      for (size_t i = 0; i < spans.size(); ++i) {
+        const Span& s = spans[i];
+        if (i > 0 && spans[i - 1].start_us > s.start_us) sorted = false;
+        if (s.lane.index < 0 || s.lane.index >= kThreads || s.step < 0 || s.step >= kSpans || s.start_us != double(s.step)) {
+          in_range = false;
+          continue;
+        }
+        ++seen[static_cast<size_t>(s.lane.index)][static_cast<size_t>(s.step)];
+      }
+    };
+    std::thread consumer([&] {
+      while (!done.load()) take(rec.drain());
+    });
+    std::vector<std::thread> producers;
+    for (int t = 0; t < kThreads; ++t)
+      producers.emplace_back([&rec, t] {
+        for (int i = 0; i < kSpans; ++i) rec.record(span(SpanKind::Forward, replica(t), i, i, 1.0));
+      });
+    for (auto& p : producers) p.join();
+    done = true;
+    consumer.join();
+    take(rec.drain());  // what came after the consumer's last drain
+
+    QVERIFY2(sorted, "every drain is ordered by start time");
+    QVERIFY(in_range);
+    for (int t = 0; t < kThreads; ++t)
+      for (int i = 0; i < kSpans; ++i)
+        QVERIFY2(seen[size_t(t)][size_t(i)] == 1,
+                 qPrintable(QString("thread %1 span %2 arrived %3 times").arg(t).arg(i).arg(seen[size_t(t)][size_t(i)])));
+    QCOMPARE(rec.dropped(), int64_t{0});
+    QVERIFY(rec.drain().empty());
+  }
+
+  void recorder_full_buffer_drops_and_counts() {
+    TraceRecorder rec(4);
+    for (int i = 0; i < 10; ++i) rec.record(span(SpanKind::Forward, replica(0), i, 100 - i, 1));
+    auto spans = rec.drain();
+    QCOMPARE(spans.size(), size_t{4});
+    QCOMPARE(rec.dropped(), int64_t{6});
+    // The first four were kept, ordered by start time (recorded in reverse).
+    for (size_t i = 0; i < 4; ++i) QCOMPARE(spans[i].step, int64_t(3 - i));
+    // Drained, the buffer takes spans again.
+    for (int i = 0; i < 3; ++i) rec.record(span(SpanKind::Backward, replica(0), i, i, 1));
+    QCOMPARE(rec.drain().size(), size_t{3});
+    QCOMPARE(rec.dropped(), int64_t{6});
+
+    // Tiny buffers under concurrency: each span is kept or counted, never both.
+    TraceRecorder tiny(8);
+    std::vector<std::thread> threads;
+    std::atomic<bool> done{false};
+    size_t kept = 0;
+    std::thread consumer([&] {
+      while (!done.load()) kept += tiny.drain().size();
+    });
+    for (int t = 0; t < 4; ++t)
+      threads.emplace_back([&tiny, t] {
+        for (int i = 0; i < 10'000; ++i) tiny.record(span(SpanKind::Forward, replica(t), i, i, 1));
+      });
+    for (auto& t : threads) t.join();
+    done = true;
+    consumer.join();
+    kept += tiny.drain().size();
+    QCOMPARE(int64_t(kept) + tiny.dropped(), int64_t{40'000});
+  }
+
+  void recorder_takes_over_an_exited_threads_buffer() {
+    // Threads that come and go (an input pipeline per epoch) must not grow
+    // the recorder: the second thread gets the first one's buffer, with its
+    // undrained spans still in it.
+    TraceRecorder rec(4);
+    std::thread([&] {
+      for (int i = 0; i < 3; ++i) rec.record(span(SpanKind::DataWait, replica(0), i, i, 1));
+    }).join();
+    std::thread([&] {
+      for (int i = 3; i < 6; ++i) rec.record(span(SpanKind::DataWait, replica(0), i, i, 1));
+    }).join();
+    auto spans = rec.drain();
+    QCOMPARE(spans.size(), size_t{4});
+    QCOMPARE(rec.dropped(), int64_t{2});
+    for (size_t i = 0; i < 4; ++i) QCOMPARE(spans[i].step, int64_t(i));
+    // Drained, the exited threads' buffer is freed; a new thread starts empty.
+    std::thread([&] {
+      for (int i = 0; i < 4; ++i) rec.record(span(SpanKind::DataWait, replica(0), i, i, 1));
+    }).join();
+    QCOMPARE(rec.drain().size(), size_t{4});
+    QCOMPARE(rec.dropped(), int64_t{2});
+  }
+
+  void recorder_drain_orders_by_start_nan_last() {
+    TraceRecorder rec;
+    for (double start : {3.0, std::numeric_limits<double>::quiet_NaN(), 1.0, 2.0, 1.0})
+      rec.record(span(SpanKind::Forward, replica(0), 1, start, 1));
+    const auto spans = rec.drain();
+    QCOMPARE(spans.size(), size_t{5});
+    QCOMPARE(spans[0].start_us, 1.0);
+    QCOMPARE(spans[1].start_us, 1.0);
+    QCOMPARE(spans[2].start_us, 2.0);
+    QCOMPARE(spans[3].start_us, 3.0);
+    QVERIFY(std::isnan(spans[4].start_us));
+  }
+
+  void recorder_two_on_one_thread() {
+    TraceRecorder a, b;
+    for (int i = 0; i < 5; ++i) {
+      a.record(span(SpanKind::Forward, replica(0), i, i, 1));
+      b.record(span(SpanKind::Backward, replica(1), 100 + i, i, 1));
+    }
+    auto sa = a.drain(), sb = b.drain();
+    QCOMPARE(sa.size(), size_t{5});
+    QCOMPARE(sb.size(), size_t{5});
+    for (int i = 0; i < 5; ++i) {
+      QCOMPARE(sa[size_t(i)].kind, SpanKind::Forward);
+      QCOMPARE(sa[size_t(i)].step, int64_t(i));
+      QCOMPARE(sb[size_t(i)].kind, SpanKind::Backward);
+      QCOMPARE(sb[size_t(i)].step, int64_t(100 + i));
+    }
+  }
+
+  void recorder_recreated_at_the_same_address() {
+    // std::optional puts each new recorder where the destroyed one was: a
+    // thread's cache keyed by address would hand it the freed buffer.
+    std::optional<TraceRecorder> rec;
+    for (int round = 0; round < 20; ++round) {
+      rec.emplace(16);
+      rec->record(span(SpanKind::Step, replica(0), round, round, 1));
+      auto spans = rec->drain();
+      QCOMPARE(spans.size(), size_t{1});
+      QCOMPARE(spans[0].step, int64_t(round));
+    }
+    rec.reset();
+
+    // A thread that outlives a recorder it recorded to, then records to the
+    // next one, then exits (its exit must not touch the dead recorder).
+    std::latch recorded(1), replaced(1), recorded_again(1);
+    std::optional<TraceRecorder> shared;
+    shared.emplace(16);
+    std::thread t([&] {
+      shared->record(span(SpanKind::Forward, replica(2), 1, 1, 1));
+      recorded.count_down();
+      replaced.wait();
+      shared->record(span(SpanKind::Forward, replica(2), 2, 2, 1));
+      recorded_again.count_down();
+    });
+    recorded.wait();
+    QCOMPARE(shared->drain().size(), size_t{1});
+    shared.emplace(16);
+    replaced.count_down();
+    recorded_again.wait();
+    t.join();
+    auto spans = shared->drain();
+    QCOMPARE(spans.size(), size_t{1});
+    QCOMPARE(spans[0].step, int64_t{2});
+    QCOMPARE(shared->dropped(), int64_t{0});
+  }
+
+  void scoped_span_records_on_destruction() {
+    TraceRecorder rec;
+    const double before = TraceRecorder::now_us();
+    { ScopedSpan s(&rec, SpanKind::AllReduce, comm(1), 42, 4096); }
+    const double after = TraceRecorder::now_us();
+    { ScopedSpan nothing(nullptr, SpanKind::Forward, replica(0), 1); }
+    auto spans = rec.drain();
+    QCOMPARE(spans.size(), size_t{1});
+    QCOMPARE(spans[0].kind, SpanKind::AllReduce);
+    QVERIFY(spans[0].lane == comm(1));
+    QCOMPARE(spans[0].step, int64_t{42});
+    QCOMPARE(spans[0].bytes, int64_t{4096});
+    QVERIFY(spans[0].start_us >= before);
+    QVERIFY(spans[0].duration_us >= 0);
+    QVERIFY(spans[0].start_us + spans[0].duration_us <= after);
+  }
+
+  void span_kind_names_round_trip() {
+    for (int k = 0; k < kSpanKinds; ++k) QCOMPARE(parse_span_kind(span_kind_name(SpanKind(k))), std::optional(SpanKind(k)));
+    QVERIFY(!parse_span_kind("nonsense"));
+  }
+
+  // ---- Chrome trace files ----------------------------------------------------
+
+  void writer_writes_chrome_trace_events() {
+    const std::string file = path("rank3.json");
+    const double t0 = 123'456'789'012.25;  // an absolute monotonic time, kept exactly
+    ChromeTraceWriter w(file, {"mnist \"run\"", 3, "node-a", 17.5});
+    w.write({span(SpanKind::Step, replica(0), 7, t0, 100), span(SpanKind::AllReduce, comm(0), 7, t0 + 50, 30, 1 << 20),
+             span(SpanKind::Forward, replica(1), 7, t0 + 1, 40),
+             span(SpanKind::Forward, replica(0), 7, std::numeric_limits<double>::quiet_NaN(), 1),
+             span(SpanKind::Backward, replica(0), 7, t0 + 10, std::numeric_limits<double>::infinity())});
+    w.write({span(SpanKind::Push, {LaneKind::Worker, 1}, 8, t0 + 200, 5, 64),
+             span(SpanKind::Pull, {LaneKind::Server, 0}, 8, t0 + 210, 6, 32),
+             span(SpanKind::Checkpoint, {LaneKind::Run, 0}, -1, t0 + 300, 20),
+             span(SpanKind::Optimizer, replica(0), 8, t0 + 220, 3)});
+    QCOMPARE(w.spans_written(), int64_t{7});  // the NaN and infinite ones skipped
+    QVERIFY2(!exists(file), "nothing under the final name before close()");
+    QVERIFY(exists(file + ".partial"));
+    w.close();
+    QVERIFY(exists(file));
+    QVERIFY(!exists(file + ".partial"));
+    w.close();  // a second close does nothing
+
+    const json doc = read_json(file);
+    QCOMPARE(doc.at("displayTimeUnit").get<std::string>(), std::string("ms"));
+    const json& other = doc.at("otherData");
+    QCOMPARE(other.at("strata_trace").get<int>(), 1);
+    QCOMPARE(other.at("run").get<std::string>(), std::string("mnist \"run\""));
+    QCOMPARE(other.at("rank").get<int>(), 3);
+    QCOMPARE(other.at("host").get<std::string>(), std::string("node-a"));
+    QCOMPARE(other.at("clock_offset_us").get<double>(), 17.5);
+
+    const auto x = events_with_ph(doc, "X");
+    QCOMPARE(x.size(), size_t{7});
+    // Written in the order given.
+    const json& step = x[0];
+    QCOMPARE(step.at("name").get<std::string>(), std::string("step"));
+    QCOMPARE(step.at("cat").get<std::string>(), std::string("compute"));
+    QVERIFY(step.at("ts").get<double>() == t0);
+    QCOMPARE(step.at("dur").get<double>(), 100.0);
+    QCOMPARE(step.at("pid").get<int>(), 3);
+    QCOMPARE(step.at("tid").get<int>(), 0);
+    QCOMPARE(step.at("args"), (json{{"step", 7}}));  // no bytes when zero
+    const json& ar = x[1];
+    QCOMPARE(ar.at("name").get<std::string>(), std::string("all_reduce"));
+    QCOMPARE(ar.at("cat").get<std::string>(), std::string("communication"));
+    QVERIFY(ar.at("ts").get<double>() == t0 + 50);
+    QCOMPARE(ar.at("tid").get<int>(), 1000);
+    QCOMPARE(ar.at("args"), (json{{"step", 7}, {"bytes", 1 << 20}}));
+    QCOMPARE(x[2].at("tid").get<int>(), 1);
+    QCOMPARE(x[3].at("name").get<std::string>(), std::string("push"));
+    QCOMPARE(x[3].at("tid").get<int>(), 101);
+    QCOMPARE(x[3].at("args").at("bytes").get<int>(), 64);
+    QCOMPARE(x[4].at("tid").get<int>(), 200);
+    QCOMPARE(x[5].at("name").get<std::string>(), std::string("checkpoint"));
+    QCOMPARE(x[5].at("cat").get<std::string>(), std::string("io"));
+    QCOMPARE(x[5].at("tid").get<int>(), 9999);
+    QCOMPARE(x[5].at("args").at("step").get<int>(), -1);
+    QCOMPARE(x[6].at("name").get<std::string>(), std::string("optimizer"));
+
+    QCOMPARE(metadata(doc, "process_name", 3, 0).at("args").at("name").get<std::string>(), std::string("rank 3 (node-a)"));
+    const std::vector<std::pair<int, std::string>> lanes = {{0, "replica 0"},  {1000, "replica 0 comm"}, {1, "replica 1"},
+                                                            {101, "worker 1"}, {200, "server 0"},        {9999, "run"}};
+    for (const auto& [tid, name] : lanes) {
+      int count = 0;
+      const json m = metadata(doc, "thread_name", 3, tid, &count);
+      QVERIFY2(count == 1, qPrintable(QString("thread_name of tid %1 written %2 times").arg(tid).arg(count)));
+      QCOMPARE(m.at("args").at("name").get<std::string>(), name);
+    }
+    auto sort_index = [&](int tid) {
+      return metadata(doc, "thread_sort_index", 3, tid).at("args").at("sort_index").get<int>();
+    };
+    // Each comm stream right under its replica; the run lane last.
+    QVERIFY(sort_index(0) < sort_index(1000));
+    QVERIFY(sort_index(1000) < sort_index(1));
+    QVERIFY(sort_index(1) < sort_index(101));
+    QVERIFY(sort_index(101) < sort_index(200));
+    QVERIFY(sort_index(200) < sort_index(9999));
+  }
+
+  void writer_destructor_finishes_the_file() {
+    const std::string file = path("unclosed.json");
+    {
+      ChromeTraceWriter w(file, {"r", 0, "", 0});
+      w.write({span(SpanKind::Forward, replica(0), 1, 5, 2)});
+    }
+    const json doc = read_json(file);
+    QCOMPARE(events_with_ph(doc, "X").size(), size_t{1});
+    QCOMPARE(metadata(doc, "process_name", 0, 0).at("args").at("name").get<std::string>(), std::string("rank 0"));
+    QVERIFY(!exists(file + ".partial"));
+  }
+
+  void writer_errors_name_the_path() {
+    const std::string missing_dir = path("no-such-dir/trace.json");
+    STRATA_EXPECT_ERROR(ChromeTraceWriter(missing_dir, {}), ErrorKind::BadInput, missing_dir, "No such file");
+
+    // The final name is taken by a directory: the rename fails at close().
+    const std::string dir = path("taken.json");
+    QVERIFY(std::filesystem::create_directory(dir));
+    ChromeTraceWriter w(dir, {});
+    w.write({span(SpanKind::Forward, replica(0), 1, 5, 2)});
+    STRATA_EXPECT_ERROR(w.close(), ErrorKind::Runtime, dir, ".partial");
+    QVERIFY2(exists(dir + ".partial"), "the finished trace is kept where it was written");
+  }
+
+  void merge_shifts_each_rank_by_its_offset() {
+    const std::string r0 = path("merge-r0.json"), r1 = path("merge-r1.json"), out = path("merged.json");
+    const double t0 = 98'765'432'101.375, offset1 = -1'234.0625;
+    {
+      ChromeTraceWriter w(r0, {"run", 0, "a", 0});
+      w.write({span(SpanKind::Step, replica(0), 1, t0, 10), span(SpanKind::AllReduce, comm(0), 1, t0 + 2.5, 3, 8)});
+    }
+    {
+      ChromeTraceWriter w(r1, {"run", 1, "b", offset1});
+      w.write({span(SpanKind::Step, {LaneKind::Worker, 0}, 1, t0 + 0.1, 11),
+               span(SpanKind::Push, {LaneKind::Worker, 0}, 1, t0 + 4.2, 1, 4)});
+    }
+    merge_chrome_traces({r0, r1}, out);
+    QVERIFY(!exists(out + ".partial"));
+    const json doc = read_json(out);
+    QCOMPARE(doc.at("otherData").at("strata_trace").get<int>(), 1);
+    QCOMPARE(doc.at("otherData").at("ranks"), (json{0, 1}));
+    QCOMPARE(doc.at("otherData").at("clock_offset_us").get<double>(), 0.0);
+    std::vector<double> ts0, ts1;
+    for (const json& e : events_with_ph(doc, "X")) (e.at("pid") == 0 ? ts0 : ts1).push_back(e.at("ts").get<double>());
+    QCOMPARE(ts0.size(), size_t{2});
+    QCOMPARE(ts1.size(), size_t{2});
+    QVERIFY(ts0[0] == t0);
+    QVERIFY(ts0[1] == t0 + 2.5);
+    QVERIFY(ts1[0] == t0 + 0.1 + offset1);
+    QVERIFY(ts1[1] == t0 + 4.2 + offset1);
+    // Both processes' names and lanes are kept.
+    QCOMPARE(metadata(doc, "process_name", 0, 0).at("args").at("name").get<std::string>(), std::string("rank 0 (a)"));
+    QCOMPARE(metadata(doc, "process_name", 1, 0).at("args").at("name").get<std::string>(), std::string("rank 1 (b)"));
+    QCOMPARE(metadata(doc, "thread_name", 1, 100).at("args").at("name").get<std::string>(), std::string("worker 0"));
+    QCOMPARE(metadata(doc, "thread_name", 0, 1000).at("args").at("name").get<std::string>(), std::string("replica 0 comm"));
+
+    // A merged file merges again, its ranks still counted.
+    const std::string r2 = path("merge-r2.json"), out2 = path("merged2.json");
+    { ChromeTraceWriter w(r2, {"run", 2, "c", 1}); }
+    merge_chrome_traces({out, r2}, out2);
+    QCOMPARE(read_json(out2).at("otherData").at("ranks"), (json{0, 1, 2}));
+    STRATA_EXPECT_ERROR(merge_chrome_traces({out, r1}, path("merged3.json")), ErrorKind::BadInput, out, r1, "rank 1");
+  }
+
+  void merge_rejects_foreign_files_and_duplicate_ranks() {
+    const std::string foreign = path("foreign.json"), broken = path("broken.json"), out = path("never.json");
+    std::ofstream(foreign) << R"({"traceEvents":[{"name":"x","ph":"X","ts":1,"dur":1,"pid":0,"tid":0}]})";
+    std::ofstream(broken) << R"({"traceEvents":[)";
+    const std::string a = path("dup-a.json"), b = path("dup-b.json");
+    { ChromeTraceWriter w(a, {"run", 2, "a", 0}); }
+    { ChromeTraceWriter w(b, {"run", 2, "b", 5}); }
+
+    STRATA_EXPECT_ERROR(merge_chrome_traces({a, foreign}, out), ErrorKind::BadInput, foreign, "is not a Strata trace file");
+    STRATA_EXPECT_ERROR(merge_chrome_traces({broken}, out), ErrorKind::BadInput, broken, "is not a Strata trace file");
+    STRATA_EXPECT_ERROR(merge_chrome_traces({a, b}, out), ErrorKind::BadInput, a, b, "rank 2");
+    STRATA_EXPECT_ERROR(merge_chrome_traces({path("absent.json")}, out), ErrorKind::BadInput, path("absent.json"));
+    STRATA_EXPECT_ERROR(merge_chrome_traces({}, out), ErrorKind::BadInput, "no trace files");
+    QVERIFY(!exists(out));
+    QVERIFY(!exists(out + ".partial"));
+  }
+
+  // ---- Step breakdown --------------------------------------------------------
+
+  void step_breakdown_sums_lanes_and_hidden_communication() {
+    const Lane worker1{LaneKind::Worker, 1}, server0{LaneKind::Server, 0}, run{LaneKind::Run, 0};
+    std::vector<Span> spans = {
+        // Step 5, replica 0: all-reduce [50,80) on its comm stream overlaps
+        // backward [30,70) by 20; [90,100) overlaps no compute.
+        span(SpanKind::Step, replica(0), 5, 0, 100),
+        span(SpanKind::Forward, replica(0), 5, 0, 30),
+        span(SpanKind::Backward, replica(0), 5, 30, 40),
+        span(SpanKind::ReduceScatter, replica(0), 5, 70, 5, 16),  // on the replica's own lane: never hidden
+        span(SpanKind::Optimizer, replica(0), 5, 80, 15),
+        span(SpanKind::AllReduce, comm(0), 5, 50, 30, 1024),
+        span(SpanKind::AllReduce, comm(0), 5, 90, 10, 1024),
+        // Replica 1: forward [0,40) and backward [35,90) overlap; the
+        // all-reduce [30,50) is hidden 20 (not 10 + 15), [85,105) by 5.
+        span(SpanKind::Step, replica(1), 5, 0, 120),
+        span(SpanKind::Forward, replica(1), 5, 0, 40),
+        span(SpanKind::Backward, replica(1), 5, 35, 55),
+        span(SpanKind::AllReduce, comm(1), 5, 30, 20, 1024),
+        span(SpanKind::AllGather, comm(1), 5, 85, 20, 1024),
+        span(SpanKind::Evaluation, run, 5, 120, 7),
+        // Step 7: a worker, a server whose long Step never counts as slowest.
+        span(SpanKind::Step, replica(0), 7, 200, 50),
+        span(SpanKind::Step, worker1, 7, 200, 60),
+        span(SpanKind::Push, worker1, 7, 240, 4, 8),
+        span(SpanKind::Push, worker1, 7, 250, 6, 8),
+        span(SpanKind::Step, server0, 7, 200, 1000),
+        // No step: ignored.
+        span(SpanKind::Checkpoint, run, -1, 300, 50),
+        span(SpanKind::Forward, replica(0), -1, 300, 50),
+        span(SpanKind::AllReduce, comm(0), -1, 300, 50),
+    };
+    std::reverse(spans.begin(), spans.end());  // any order
+    const auto steps = summarize_steps(spans);
+    QCOMPARE(steps.size(), size_t{2});
+
+    const StepBreakdown& s5 = steps[0];
+    QCOMPARE(s5.step, int64_t{5});
+    QCOMPARE(s5.lanes.size(), size_t{5});
+    const std::vector<Lane> order5 = {replica(0), comm(0), replica(1), comm(1), run};
+    for (size_t i = 0; i < order5.size(); ++i) QVERIFY2(s5.lanes[i].lane == order5[i], qPrintable(QString("lane %1").arg(i)));
+    auto us = [](const LaneBreakdown& l, SpanKind k) { return l.kind_us[static_cast<size_t>(k)]; };
+    const LaneBreakdown& r0 = s5.lanes[0];
+    QCOMPARE(r0.step_us, 100.0);
+    QCOMPARE(us(r0, SpanKind::Step), 100.0);
+    QCOMPARE(us(r0, SpanKind::Forward), 30.0);
+    QCOMPARE(us(r0, SpanKind::Backward), 40.0);
+    QCOMPARE(us(r0, SpanKind::ReduceScatter), 5.0);
+    QCOMPARE(us(r0, SpanKind::Optimizer), 15.0);
+    QCOMPARE(us(r0, SpanKind::AllReduce), 0.0);
+    QCOMPARE(us(s5.lanes[1], SpanKind::AllReduce), 40.0);
+    QCOMPARE(s5.lanes[1].step_us, 0.0);
+    QCOMPARE(us(s5.lanes[3], SpanKind::AllReduce), 20.0);
+    QCOMPARE(us(s5.lanes[3], SpanKind::AllGather), 20.0);
+    QCOMPARE(us(s5.lanes[4], SpanKind::Evaluation), 7.0);
+    QCOMPARE(s5.slowest, 2);
+    QCOMPARE(s5.comm_us, 5.0 + 30 + 10 + 20 + 20);
+    QCOMPARE(s5.comm_hidden_us, 20.0 + 20 + 5);
+
+    const StepBreakdown& s7 = steps[1];
+    QCOMPARE(s7.step, int64_t{7});
+    QCOMPARE(s7.lanes.size(), size_t{3});
+    QVERIFY(s7.lanes[0].lane == replica(0));
+    QVERIFY(s7.lanes[1].lane == worker1);
+    QVERIFY(s7.lanes[2].lane == server0);
+    QCOMPARE(s7.slowest, 1);
+    QCOMPARE(us(s7.lanes[1], SpanKind::Push), 10.0);
+    QCOMPARE(s7.comm_us, 0.0);  // push/pull are the parameter server's, not collectives
+    QCOMPARE(s7.comm_hidden_us, 0.0);
+
+    // No Step spans: no slowest lane.
+    const auto no_step = summarize_steps({span(SpanKind::Forward, replica(0), 1, 0, 5)});
+    QCOMPARE(no_step.size(), size_t{1});
+    QCOMPARE(no_step[0].slowest, -1);
+    QVERIFY(summarize_steps({span(SpanKind::Forward, replica(0), -1, 0, 5)}).empty());
+
+    // Nested spans count once, for the innermost kind; the slowest replica is
+    // the one the others waited for, though every step ends together.
+    const auto nested = summarize_steps({
+        span(SpanKind::Step, replica(0), 3, 0, 100),
+        span(SpanKind::CollectiveWait, replica(0), 3, 10, 30),
+        span(SpanKind::Optimizer, replica(0), 3, 50, 40),
+        span(SpanKind::CollectiveWait, replica(0), 3, 60, 5),
+        span(SpanKind::AllGather, replica(0), 3, 65, 10, 64),
+        span(SpanKind::Step, replica(1), 3, 0, 100),
+        span(SpanKind::CollectiveWait, replica(1), 3, 40, 2),
+    });
+    QCOMPARE(nested.size(), size_t{1});
+    QCOMPARE(us(nested[0].lanes[0], SpanKind::Optimizer), 25.0);
+    QCOMPARE(us(nested[0].lanes[0], SpanKind::CollectiveWait), 35.0);
+    QCOMPARE(us(nested[0].lanes[0], SpanKind::AllGather), 10.0);
+    QCOMPARE(nested[0].slowest, 1);
+  }
+};
+
+QTEST_GUILESS_MAIN(TestTrace)
+#include "test_trace.moc"
