@@ -86,6 +86,10 @@ void print_usage(std::FILE* out) {
                "  --threads N           CPU threads in all, divided among replicas (0 = all cores)\n"
                "  --batch-size N        global batch size\n"
                "  --max-steps N         at most N steps per epoch\n"
+               "  --trace FILE          record the step timeline: a Chrome trace file (Perfetto, chrome://tracing)\n"
+               "                        and a step_spans event per step; under mpirun each rank writes\n"
+               "                        FILE with .rankN before its extension\n"
+               "  --merge-traces OUT IN...  merge the ranks' trace files into one, clocks aligned, and exit\n"
                "  --no-graphs           run every step op by op (GPU/sim devices otherwise replay each\n"
                "                        step as one captured graph from the second step on)\n"
                "  --resume [RUN]        continue the latest (or the given) run from its latest checkpoint\n"
@@ -253,6 +257,17 @@ RunOptions parse_run_options(int argc, char** argv) {
       const int steps = to_int(a, value());
       if (steps < 0) throw bad_input("--max-steps: must be 0 (whole epoch) or positive, got " + std::to_string(steps));
       set([steps](RunConfig& c) { c.training.max_steps_per_epoch = steps; });
+    } else if (a == "--trace") {
+      set([file = value()](RunConfig& c) {
+        c.trace.enabled = true;
+        c.trace.file = file;
+      });
+    } else if (a == "--merge-traces") {
+      o.command = RunOptions::Command::MergeTraces;
+      o.merge_output = value();
+      while (i + 1 < argc) o.merge_inputs.emplace_back(argv[++i]);
+      if (o.merge_inputs.empty()) throw bad_input("--merge-traces: needs OUT and at least one trace file to merge");
+      return o;
     } else if (a == "--no-graphs") {
       set([](RunConfig& c) { c.training.step_graphs = false; });
     } else if (!a.empty() && a[0] == '-') {

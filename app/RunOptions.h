@@ -14,7 +14,7 @@
 namespace strata {
 
 struct RunOptions {
-  enum class Command { Train, Help, Version, ListDevices };
+  enum class Command { Train, Help, Version, ListDevices, MergeTraces };
   Command command = Command::Train;
   std::string project_path;
   std::string events = "text";  // text or jsonl
@@ -25,6 +25,8 @@ struct RunOptions {
   std::string evaluate;                // --evaluate CHECKPOINT
   std::string export_from, export_to;  // --export-weights CHECKPOINT OUT
   std::optional<RunNotes> run_notes;   // --run-name, --tags
+  std::vector<std::string> merge_inputs;  // --merge-traces OUT IN...: merge_inputs, into merge_output
+  std::string merge_output;
   std::vector<std::function<void(RunConfig&)>> overrides;
 
   void apply(RunConfig& config) const {

@@ -16,6 +16,7 @@
 #include "project/ProjectFile.h"
 #include "project/RunDirectory.h"
 #include "project/RunSession.h"
+#include "trace/ChromeTrace.h"
 #include "train/EventJson.h"
 
 using namespace strata;
@@ -140,6 +141,10 @@ int main(int argc, char** argv) {
       case RunOptions::Command::Help: print_usage(stdout); return 0;
       case RunOptions::Command::Version: std::printf("strata-run %s\n", STRATA_VERSION); return 0;
       case RunOptions::Command::ListDevices: print_devices(); return 0;
+      case RunOptions::Command::MergeTraces:
+        trace::merge_chrome_traces(o.merge_inputs, o.merge_output);
+        std::printf("merged %zu trace files into %s\n", o.merge_inputs.size(), o.merge_output.c_str());
+        return 0;
       case RunOptions::Command::Train: break;
     }
     if (o.project_path.empty()) {

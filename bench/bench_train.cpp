@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <optional>
 #include <string>
@@ -39,6 +40,7 @@ struct BenchConfig {
   int replicas = 1;
   int threads = 1;  // in all, divided among the replicas
   std::string sharded_update = "auto";
+  bool trace = false;  // the step timeline on, written to a trace file
 };
 
 struct Options {
@@ -51,6 +53,7 @@ struct Options {
   std::string project;                      // the model of this project instead of the MLP
   std::optional<RunConfig> project_config;  // loaded once, in main
   std::vector<BenchConfig> configs;
+  bool trace_pairs = false;  // --trace: every configuration also with the step timeline on
 };
 
 // Records each step's timestamp; nothing else is kept, so the sink costs the
@@ -104,6 +107,10 @@ RunConfig bench_config(const Options& o, const BenchConfig& b) {
   for (int r = 0; r < b.replicas; ++r) c.strategy.devices.push_back("cpu:" + std::to_string(r));
   c.strategy.cross_device_ops = o.cross_device_ops;
   c.strategy.sharded_update = b.sharded_update;
+  if (b.trace) {
+    c.trace.enabled = true;
+    c.trace.file = (std::filesystem::temp_directory_path() / "bench_train_trace.json").string();
+  }
   return c;
 }
 
@@ -112,10 +119,11 @@ RunConfig bench_config(const Options& o, const BenchConfig& b) {
                "usage: bench_train [--batch N] [--steps N] [--warmup N] [--reps N]\n"
                "                   [--strategy one_device|mirrored|central_storage] [--replicas N] [--threads N]\n"
                "                   [--cross-device-ops auto|in_process|reduce_to_one_device] [--sharded-update auto|on|off]\n"
-               "                   [--data DIR]\n"
+               "                   [--data DIR] [--trace: each configuration also with the step timeline on]\n"
                "                   [--project FILE: train that project's model instead of the MLP]\n"
-               "Without --strategy/--threads/--replicas runs: one_device x1 thread, one_device x2 threads,\n"
-               "mirrored 2 replicas x 1 thread (repetitions interleaved).\n");
+               "Without --strategy/--threads/--replicas/--sharded-update runs: one_device x1 thread, one_device\n"
+               "x2 threads, mirrored 2 replicas x 1 thread with and without the sharded update (repetitions\n"
+               "interleaved).\n");
   std::exit(code);
 }
 
@@ -147,6 +155,7 @@ Options parse(int argc, char** argv) {
     else if (a == "--replicas") single_setting(single.replicas, integer);
     else if (a == "--threads") single_setting(single.threads, integer);
     else if (a == "--sharded-update") single_setting(single.sharded_update, text);
+    else if (a == "--trace") o.trace_pairs = true;
     else if (a == "-h" || a == "--help") usage(0);
     else usage(2);
   }
@@ -159,6 +168,15 @@ Options parse(int argc, char** argv) {
   } else {
     // Mirrored with and without the sharded optimizer update, side by side.
     o.configs = {{"one_device", 1, 1}, {"one_device", 1, 2}, {"mirrored", 2, 2, "on"}, {"mirrored", 2, 2, "off"}};
+  }
+  if (o.trace_pairs) {
+    std::vector<BenchConfig> paired;
+    for (BenchConfig c : o.configs) {
+      paired.push_back(c);
+      c.trace = true;
+      paired.push_back(c);
+    }
+    o.configs = paired;
   }
   return o;
 }
@@ -200,6 +218,7 @@ int main(int argc, char** argv) {
                             {"threads_per_replica", trainer.strategy().threads_per_replica()},
                             {"cross_device_ops", b.replicas > 1 ? trainer.strategy().cross_device_ops().name() : "none"},
                             {"sharded_update", trainer.strategy().sharded_update()},
+                            {"trace", b.trace},
                             // Slot variables (Adam's m and v) over all replicas: once, or once per replica.
                             {"optimizer_state_bytes", trainer.optimizer().state_bytes()},
                             {"batch", o.batch},
@@ -223,6 +242,7 @@ int main(int argc, char** argv) {
                         {"replicas", o.configs[ci].replicas},
                         {"threads", o.configs[ci].threads},
                         {"sharded_update", o.configs[ci].sharded_update},
+                        {"trace", o.configs[ci].trace},
                         {"batch", o.batch},
                         {"reps", v.size()},
                         {"median_samples_per_sec", median(v)},

@@ -21,6 +21,10 @@ void EngineBridge::start(const RunConfig& config, const std::string& run_dir, co
   if (running_) return;
   finishThread();
   queue_.take();
+  {
+    std::lock_guard lock(spans_mutex_);
+    pending_spans_.clear();
+  }
   prepare_failed_ = false;
   prepare_error_.clear();
   session_ = std::make_unique<RunSession>(config, queue_);
@@ -32,6 +36,12 @@ void EngineBridge::start(const RunConfig& config, const std::string& run_dir, co
       // The folder is created only once the config is known to be good, so
       // a bad project leaves nothing behind.
       session->prepare();
+      session->trainer().set_span_listener([this](const std::vector<trace::Span>& spans) {
+        constexpr size_t kMaxPending = 200000;
+        std::lock_guard lock(spans_mutex_);
+        if (pending_spans_.size() + spans.size() > kMaxPending) pending_spans_.clear();
+        pending_spans_.insert(pending_spans_.end(), spans.begin(), spans.end());
+      });
       RunFolderOptions folder;
       folder.dir = run_dir;
       folder.resume_from = resume_from;
@@ -85,6 +95,12 @@ void EngineBridge::finishThread() {
 }
 
 void EngineBridge::drain() {
+  std::vector<trace::Span> spans;
+  {
+    std::lock_guard lock(spans_mutex_);
+    spans.swap(pending_spans_);
+  }
+  if (!spans.empty()) Q_EMIT this->spans(spans);
   std::vector<Event> batch = queue_.take();
   if (batch.empty()) return;
   bool finished = false;

@@ -1,6 +1,7 @@
 #pragma once
 #include <QTimer>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -59,6 +60,10 @@ private:
   // after the queue shows that event, so the queue's lock orders the access.
   std::string prepare_error_;
   bool prepare_failed_ = false;
+  // Timeline spans from the training thread, taken by drain(). Bounded: a
+  // window that cannot keep up loses the oldest, never the training's time.
+  std::mutex spans_mutex_;
+  std::vector<trace::Span> pending_spans_;
 };
 
 }  // namespace strata::ui

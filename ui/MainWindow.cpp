@@ -26,10 +26,11 @@
 #include "RunController.h"
 #include "RunHistory.h"
 #include "RunHistoryPanel.h"
-#include "project/RunNotes.h"
 #include "StatusPanel.h"
 #include "StrategyPanel.h"
+#include "TimelinePanel.h"
 #include "project/ProjectFile.h"
+#include "project/RunNotes.h"
 
 // Resources of a static library must be registered by name, outside any
 // namespace, before first use.
@@ -61,6 +62,7 @@ MainWindow::MainWindow(QWidget* parent)
       log_(new LogPanel),
       history_(new RunHistoryPanel),
       bottom_tabs_(new QTabWidget),
+      timeline_(new TimelinePanel),
       run_(new RunController(charts_, status_, log_, this)),
       evaluation_(new EvaluationView(this)),
       recent_(new RecentFiles(this)) {
@@ -76,6 +78,8 @@ MainWindow::MainWindow(QWidget* parent)
   lower->addWidget(status_);
   bottom_tabs_->addTab(log_, tr("Log"));
   bottom_tabs_->addTab(history_, tr("Runs"));
+  bottom_tabs_->addTab(timeline_, tr("Timeline"));
+  run_->setTimeline(timeline_);
   lower->addWidget(bottom_tabs_);
   lower->setStretchFactor(0, 1);
   lower->setStretchFactor(1, 1);

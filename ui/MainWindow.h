@@ -21,6 +21,7 @@ class RecentFiles;
 class RunController;
 class RunHistoryPanel;
 class StatusPanel;
+class TimelinePanel;
 
 // The `strata` window: assembles the panels, owns the project document
 // (path, unsaved changes, recent files) and the Start / Pause / Stop
@@ -64,6 +65,7 @@ public:
   StatusPanel* statusPanel() const { return status_; }
   LogPanel* logPanel() const { return log_; }
   RunHistoryPanel* historyPanel() const { return history_; }
+  TimelinePanel* timelinePanel() const { return timeline_; }
   RunController* runController() const { return run_; }
   EvaluationView* evaluationView() const { return evaluation_; }
 
@@ -88,6 +90,7 @@ private:
   LogPanel* log_;
   RunHistoryPanel* history_;
   QTabWidget* bottom_tabs_;
+  TimelinePanel* timeline_;
   RunController* run_;
   EvaluationView* evaluation_;
   RecentFiles* recent_;

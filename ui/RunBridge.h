@@ -3,6 +3,7 @@
 #include <QString>
 #include <vector>
 
+#include "trace/Span.h"
 #include "train/Events.h"
 
 namespace strata::ui {
@@ -37,6 +38,9 @@ signals:
   void pausedChanged(bool paused);
   // Text the run printed beside its events (other ranks, mpirun).
   void logLine(const QString& level, const QString& text);
+  // Step timeline spans, in the same batches as the events (runs in this
+  // process with tracing on; child processes write trace files instead).
+  void spans(const std::vector<strata::trace::Span>& batch);
 };
 
 }  // namespace strata::ui

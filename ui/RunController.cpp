@@ -13,6 +13,7 @@
 #include "ProcessBridge.h"
 #include "RunHistory.h"
 #include "StatusPanel.h"
+#include "TimelinePanel.h"
 #include "project/ProjectFile.h"
 #include "project/RunDirectory.h"
 #include "train/DataSource.h"
@@ -49,6 +50,12 @@ RunController::RunController(ChartsPanel* charts, StatusPanel* status, LogPanel*
 
 RunController::~RunController() = default;
 
+void RunController::setTimeline(TimelinePanel* timeline) {
+  timeline_ = timeline;
+  for (RunBridge* b : {static_cast<RunBridge*>(bridge_), static_cast<RunBridge*>(process_)})
+    connect(b, &RunBridge::spans, timeline, &TimelinePanel::addSpans);
+}
+
 void RunController::start(const RunConfig& config, const QString& project_path, const MultiWorkerOptions& workers) {
   if (running()) return;
   charts_->setPrelude({});
@@ -73,10 +80,16 @@ void RunController::resumeRun(const RunConfig& config, const QString& run_dir, c
   launch(config, run_dir, QString::fromStdString(checkpoint), workers);
 }
 
-void RunController::launch(const RunConfig& config, const QString& run_dir, const QString& resume_from,
+void RunController::launch(const RunConfig& config_in, const QString& run_dir, const QString& resume_from,
                            const MultiWorkerOptions& workers) {
   run_dir_ = run_dir;
+  if (timeline_) timeline_->clear();
+  RunConfig config = config_in;
   const bool as_processes = launches_with_mpirun(config.strategy, workers);
+  // Child processes are told where; in this process the run session puts
+  // the timeline in the run folder (docs/timeline.md).
+  if (as_processes && config.trace.enabled && !run_dir.isEmpty())
+    config.trace.file = QDir(run_dir).filePath("trace.json").toStdString();
   active_ = as_processes ? static_cast<RunBridge*>(process_) : bridge_;
   status_->reset();
   log_->addLine("info", tr("starting %1 (%2)").arg(QString::fromStdString(config.name), QString::fromStdString(config.strategy.name)));
@@ -118,6 +131,9 @@ bool RunController::launchProcess(const RunConfig& config, const QString& run_di
     return false;
   }
   command_ = mpirun_arguments(workers, strata_run, project, config.strategy, run_dir, resume);
+  // Each rank writes its own timeline (trace.rankN.json); strata-run
+  // --merge-traces puts them on one clock.
+  if (!config.trace.file.empty()) command_ << "--trace" << QString::fromStdString(config.trace.file);
   log_->addLine("info", tr("launching: mpirun %1").arg(command_.join(' ')));
   process_->start(mpirun, command_);
   return true;

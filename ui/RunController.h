@@ -10,6 +10,7 @@
 #include "train/RunConfig.h"
 
 namespace strata::ui {
+class TimelinePanel;
 
 class ChartsPanel;
 class EngineBridge;
@@ -44,6 +45,8 @@ public:
   // The last run went to mpirun (multi-worker, or parameter server as
   // processes) rather than the in-process engine.
   bool acrossProcesses() const;
+  // Where step timeline spans go (the Timeline tab); cleared at each start.
+  void setTimeline(TimelinePanel* timeline);
   EngineBridge* bridge() const { return bridge_; }
   ProcessBridge* processBridge() const { return process_; }
   QString lastRunDir() const { return run_dir_; }
@@ -66,6 +69,7 @@ private:
   ChartsPanel* charts_;
   StatusPanel* status_;
   LogPanel* log_;
+  TimelinePanel* timeline_ = nullptr;
   QString run_dir_;
   QStringList command_;
   std::unique_ptr<QTemporaryDir> temp_project_;  // an unsaved project's file for the ranks

@@ -78,6 +78,12 @@ TrainingPanel::TrainingPanel(QWidget* parent) : QWidget(parent) {
   form->addRow(tr("Prefetch batches"), prefetch_);
   form->addRow(QString(), shuffle_);
   form->addRow(QString(), drop_remainder_);
+  record_timeline_ = new QCheckBox(tr("Record the step timeline (Timeline tab; trace.json in the run folder)"), this);
+  record_timeline_->setObjectName("recordTimeline");
+  record_timeline_->setToolTip(
+      tr("Where each replica's step time goes: data, forward, backward, collectives, optimizer.\n"
+         "Opens in Perfetto (ui.perfetto.dev) and chrome://tracing."));
+  form->addRow(QString(), record_timeline_);
   form->addRow(tr("Loss"), new QLabel(tr("sparse categorical cross-entropy (from logits)"), this));
 
   auto changed = [this] {
@@ -143,6 +149,7 @@ void TrainingPanel::applyTo(RunConfig& config) const {
   t.optimizer.learning_rate = ok ? lr : loaded_.training.optimizer.learning_rate;
   t.optimizer.momentum = static_cast<float>(momentum_->value());
   t.optimizer.nesterov = nesterov_->isChecked();
+  config.trace.enabled = record_timeline_->isChecked();
   t.optimizer.beta_1 = static_cast<float>(beta1_->value());
   t.optimizer.beta_2 = static_cast<float>(beta2_->value());
   const float eps = epsilon_->text().toFloat(&ok);

@@ -47,6 +47,8 @@ private:
   QDoubleSpinBox *momentum_, *beta1_, *beta2_;
   QLineEdit* epsilon_;
   QCheckBox *nesterov_, *shuffle_, *drop_remainder_;
+  // A run option, not a project setting: kept when another project is opened, never saved.
+  QCheckBox* record_timeline_;
   QWidget *sgd_rows_, *adam_rows_;
   RunConfig loaded_;  // keeps fields this panel does not edit (loss, from_logits)
   bool loading_ = false;

@@ -1,8 +1,9 @@
 #include "distribute/ReplicaContext.h"
 
 #include <algorithm>
-#include <chrono>
+
 #include <cstring>
+#include "core/Clock.h"
 
 #include "backend/Backend.h"
 #include "core/Error.h"
@@ -26,19 +27,37 @@ ReplicaContext::ReplicaContext(int replica_id, ReplicaGroup& group, CrossDeviceO
       sharded_(sharded_update && !variables_shared && group.size > 1 && total_replicas_ == group.size) {}
 
 template <typename F>
-void ReplicaContext::timed(F&& collective) {
-  const auto t0 = std::chrono::steady_clock::now();
-  collective();
-  collective_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+void ReplicaContext::timed(trace::SpanKind kind, size_t bytes, F&& collective) {
+  const double t0 = monotonic_seconds();
+  double waited = 0;
+  if (tracer_) Barrier::count_waits_into(&waited);
+  try {
+    collective();
+  } catch (...) {
+    Barrier::count_waits_into(nullptr);
+    throw;
+  }
+  const double t1 = monotonic_seconds();
+  collective_seconds_ += t1 - t0;
   ++collectives_;
+  if (!tracer_) return;
+  Barrier::count_waits_into(nullptr);
+  // Drawn as the wait first, then the transfer: in these collectives the
+  // first barrier (everyone's buffers published) is where a replica waits.
+  const double start_us = t0 * 1e6, wait_us = std::min(waited, t1 - t0) * 1e6;
+  if (wait_us > 0) tracer_->record(trace::Span{trace::SpanKind::CollectiveWait, lane(), trace_step_, start_us, wait_us, 0});
+  tracer_->record(
+      trace::Span{kind, lane(), trace_step_, start_us + wait_us, (t1 - t0) * 1e6 - wait_us, static_cast<int64_t>(bytes)});
 }
 
 void ReplicaContext::reduce_buffer(float* data, size_t count) {
-  timed([&] { ops_.all_reduce_sum(group_, replica_id_, DeviceSpan{device_, data, count}); });
+  timed(trace::SpanKind::AllReduce, count * sizeof(float), [&] {
+    ops_.all_reduce_sum(group_, replica_id_, DeviceSpan{device_, data, count});
+  });
 }
 
 void ReplicaContext::start_reduce(DeviceSpan bucket) {
-  timed([&] { ops_.start_all_reduce_sum(group_, replica_id_, bucket); });
+  timed(trace::SpanKind::AllReduce, bucket.bytes(), [&] { ops_.start_all_reduce_sum(group_, replica_id_, bucket); });
 }
 
 void ReplicaContext::reduce_scatter(std::vector<Tensor>& grads) {
@@ -51,8 +70,10 @@ void ReplicaContext::reduce_scatter(std::vector<Tensor>& grads) {
     sizes.push_back(static_cast<size_t>(g.numel()));
     gradients_.push_back(DeviceSpan{device_, g.ptr(), sizes.back()});
   }
+  size_t bytes = 0;
+  for (size_t n : sizes) bytes += n * sizeof(float);
   if (!shards_.fits(sizes)) shards_ = UpdateShards(std::move(sizes), group_.size);
-  timed([&] { ops_.reduce_scatter_sum(group_, replica_id_, gradients_, shards_); });
+  timed(trace::SpanKind::ReduceScatter, bytes, [&] { ops_.reduce_scatter_sum(group_, replica_id_, gradients_, shards_); });
 }
 
 const std::vector<ShardPiece>* ReplicaContext::update_shard() const {
@@ -69,7 +90,9 @@ void ReplicaContext::gather_updated(const std::vector<Variable*>& vars) {
     Tensor& mine = v->replica_component(replica_id_);
     variables_.push_back(DeviceSpan{device_, mine.ptr(), static_cast<size_t>(mine.numel())});
   }
-  timed([&] { ops_.all_gather(group_, replica_id_, variables_, shards_); });
+  size_t bytes = 0;
+  for (const DeviceSpan& v : variables_) bytes += v.bytes();
+  timed(trace::SpanKind::AllGather, bytes, [&] { ops_.all_gather(group_, replica_id_, variables_, shards_); });
 }
 
 void ReplicaContext::gradient_ready(size_t index, const Tensor& grad) {

@@ -6,6 +6,7 @@
 #include "distribute/collectives/GradientBuckets.h"
 #include "distribute/collectives/ReduceOp.h"
 #include "nn/ReplicaSync.h"
+#include "trace/TraceRecorder.h"
 
 namespace strata {
 
@@ -52,6 +53,17 @@ public:
   // for the work the others queued before the barrier.
   void barrier() override;
 
+  // The step timeline: from now on this replica's collectives are recorded
+  // into `recorder` as spans of `step` (the wait for the other replicas as
+  // a collective_wait span before each). Null turns it off.
+  void trace(trace::TraceRecorder* recorder, int64_t step) {
+    tracer_ = recorder;
+    trace_step_ = step;
+  }
+  trace::TraceRecorder* tracer() const { return tracer_; }
+  int64_t traced_step() const { return trace_step_; }
+  trace::Lane lane() const { return trace::Lane{trace::LaneKind::Replica, replica_id_}; }
+
   // Collectives issued and seconds spent in them (waiting included) so far.
   int64_t collectives() const { return collectives_; }
   double collective_seconds() const { return collective_seconds_; }
@@ -60,9 +72,9 @@ private:
   void reduce_buffer(float* data, size_t count);
   void start_reduce(DeviceSpan bucket);
   void reduce_scatter(std::vector<Tensor>& grads);
-  // Times a collective into collective_seconds_.
+  // Times a collective into collective_seconds_ (and the timeline).
   template <typename F>
-  void timed(F&& collective);
+  void timed(trace::SpanKind kind, size_t bytes, F&& collective);
 
   int replica_id_;
   ReplicaGroup& group_;
@@ -77,6 +89,8 @@ private:
   double collective_seconds_ = 0;
   int replica_offset_ = 0, total_replicas_ = 1;
   bool sharded_ = false;
+  trace::TraceRecorder* tracer_ = nullptr;
+  int64_t trace_step_ = -1;
   UpdateShards shards_;                            // cut for the gradients' sizes on the first step
   std::vector<DeviceSpan> gradients_, variables_;  // what the two halves publish (read by the others)
 };

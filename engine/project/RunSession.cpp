@@ -1,5 +1,7 @@
 #include "project/RunSession.h"
 
+#include <filesystem>
+
 #include "core/Error.h"
 #include "project/ProjectFile.h"
 #include "project/RunDirectory.h"
@@ -37,6 +39,13 @@ void RunSession::open(const RunFolderOptions& options) {
     dir_ = std::make_unique<RunDirectory>(options.dir, trainer_.config(), resume);
     sink_.add(dir_.get());
     trainer_.enable_checkpoints(dir_->checkpoints());
+    // A stored run keeps its timeline beside its events; a resumed one
+    // adds a file rather than replace what the first part recorded.
+    if (trainer_.config().trace.enabled && trainer_.config().trace.file.empty()) {
+      std::string file = dir_->path() + "/trace.json";
+      for (int n = 2; std::filesystem::exists(file); ++n) file = dir_->path() + "/trace-" + std::to_string(n) + ".json";
+      trainer_.write_trace_to(file);
+    }
     if (options.notes) {
       RunNotes n = read_run_notes(dir_->path());
       if (!options.notes->name.empty()) n.name = options.notes->name;

@@ -1,7 +1,9 @@
 #include "train/EventJson.h"
 
 #include <cmath>
+#include <iterator>
 #include <nlohmann/json.hpp>
+#include <variant>
 
 #include "core/Error.h"
 #include "core/JsonInteger.h"
@@ -9,7 +11,9 @@
 namespace strata {
 
 const char* event_type(const Event& e) {
-  static const char* names[] = {"run_started", "step", "epoch", "device_stats", "log", "checkpoint", "finished"};
+  static const char* names[] = {"run_started", "step",       "epoch",    "device_stats",
+                                "log",         "checkpoint", "finished", "step_spans"};
+  static_assert(std::size(names) == std::variant_size_v<Event>);
   return names[e.index()];
 }
 
@@ -165,6 +169,19 @@ void fields(IO& io, RunStartedEvent& e) {
     io("staleness_bound", e.staleness_bound);
     io("shards", e.shards);
   });
+}
+
+template <typename IO>
+void fields(IO& io, StepSpansEvent& e) {
+  io("step", e.step);
+  io("time", e.time);
+  io("lanes", e.lanes);
+  io("step_ms", e.step_ms);
+  io("kinds", e.kinds);
+  io("kind_ms", e.kind_ms);
+  io("slowest", e.slowest);
+  io("comm_ms", e.comm_ms);
+  io("comm_hidden_ms", e.comm_hidden_ms);
 }
 
 template <typename IO>

@@ -116,8 +116,21 @@ struct FinishedEvent {
   bool stopped_early = false;
 };
 
-using Event = std::variant<RunStartedEvent, StepEvent, EpochEvent, DeviceStatsEvent, LogEvent, CheckpointEvent,
-                           FinishedEvent>;
+// Where one step's time went, per lane of the timeline (tracing on;
+// docs/timeline.md): exclusive milliseconds of each span kind.
+struct StepSpansEvent {
+  int64_t step = 0;
+  double time = 0;
+  std::vector<std::string> lanes;            // "replica 0", ..., display order
+  std::vector<double> step_ms;               // each lane's whole step (0: no step frame, e.g. the run lane)
+  std::vector<std::string> kinds;            // the span kinds that occurred ("forward", "all_reduce", ...)
+  std::vector<std::vector<double>> kind_ms;  // [kind][lane]
+  std::string slowest;                       // the replica the others waited for ("" with one)
+  double comm_ms = 0, comm_hidden_ms = 0;    // collectives, and the part behind forward/backward
+};
+
+using Event = std::variant<RunStartedEvent, StepEvent, EpochEvent, DeviceStatsEvent, LogEvent, CheckpointEvent, FinishedEvent,
+                           StepSpansEvent>;
 
 // The "type" tag of an event.
 const char* event_type(const Event& e);

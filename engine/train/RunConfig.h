@@ -135,6 +135,13 @@ struct StrategyConfig {
   int64_t fail_server_update = 0;
 };
 
+// The step timeline (docs/timeline.md). How a run executes, not what it
+// trains: never saved in projects.
+struct TraceConfig {
+  bool enabled = false;
+  std::string file;  // a Chrome trace file to write ("" = none; under mpirun each rank writes its own)
+};
+
 struct RunConfig {
   std::string name = "untitled";
   // Directory that relative dataset paths are relative to (the project
@@ -144,6 +151,7 @@ struct RunConfig {
   std::vector<nlohmann::json> layers;
   TrainingConfig training;
   StrategyConfig strategy;
+  TraceConfig trace;
 };
 
 }  // namespace strata

@@ -91,12 +91,27 @@ void Trainer::prepare() {
   pipeline_ = std::make_shared<BatchPipeline>(data_.train, po);
   prepare_step_graph();
   device_stats_ = std::make_unique<DeviceStatsSampler>(strategy_->devices());
+  if (config_.trace.enabled) {
+    Cluster& cluster = strategy_->cluster();
+    tracer_ = std::make_unique<StepTracer>(
+        trace::TraceMetadata{config_.name, cluster.rank(), cluster.host(), clock_offset_to_rank0_us(cluster)}, sink_);
+    if (!config_.trace.file.empty()) write_trace_to(rank_trace_file(config_.trace.file, cluster.rank(), cluster.size()));
+  }
   if (pipeline_->steps_per_epoch() == 0)
     throw bad_input("training: " + std::to_string(data_.train->size()) + " training examples give no full batch of " +
                     std::to_string(t.batch_size) + " with drop_remainder");
 }
 
+void Trainer::write_trace_to(const std::string& file) {
+  if (tracer_) tracer_->open_file(file);
+}
+
+void Trainer::set_span_listener(StepTracer::Listener listener) {
+  if (tracer_) tracer_->set_listener(std::move(listener));
+}
+
 PerReplica<Trainer::StepResult> Trainer::run_step(const PerReplica<Batch>& inputs, int64_t step) {
+  traced_step_ = step;
   if (step_graph_) {
     // A replay runs no host code: device scalars the eager step rewrites
     // when they change (the loss scale after a partial batch) are set here.
@@ -140,22 +155,38 @@ void Trainer::straggle(int replica, double step_seconds) const {
 
 void Trainer::enqueue_step(ReplicaContext& ctx, const Batch& in, Tensor& stats) {
   const double t0 = monotonic_seconds();
+  ctx.trace(recorder(), traced_step_);
+  using trace::SpanKind;
+  auto span = [&](SpanKind kind) { return trace::ScopedSpan(recorder(), kind, ctx.lane(), traced_step_); };
   GradientTape tape;
-  Tensor logits = (*model_)(in.features, true, tape);
-  Tensor per_example = (*loss_)(in.labels, logits);
-  Tensor loss = nn::compute_average_loss(per_example, loss_scale(ctx.local_replica_id(), ctx.device(), in.global_batch_size));
+  Tensor logits, loss;
+  {
+    const auto s = span(SpanKind::Forward);
+    logits = (*model_)(in.features, true, tape);
+    Tensor per_example = (*loss_)(in.labels, logits);
+    loss = nn::compute_average_loss(per_example, loss_scale(ctx.local_replica_id(), ctx.device(), in.global_batch_size));
+  }
   // Gradients are reduced across replicas while the backward pass goes on
   // where the strategy's collectives run beside the computation.
   GradientTape::Ready ready;
   if (ctx.overlaps_backward()) ready = [&ctx](size_t i, const Tensor& g) { ctx.gradient_ready(i, g); };
-  std::vector<Tensor> grads = tape.gradient(loss, trainable_, ready);
+  std::vector<Tensor> grads;
+  {
+    const auto s = span(SpanKind::Backward);
+    grads = tape.gradient(loss, trainable_, ready);
+  }
   straggle(ctx.replica_id_in_sync_group(), monotonic_seconds() - t0);
   ctx.finish_gradients(grads);
-  optimizer_->apply_summed_gradients(ctx, grads, trainable_);
+  {
+    // Under the sharded update it holds the weights' all-gather, a span of its own.
+    const auto s = span(SpanKind::Optimizer);
+    optimizer_->apply_summed_gradients(ctx, grads, trainable_);
+  }
   gather_step(loss, logits, in.labels, stats);
 }
 
 Trainer::StepResult Trainer::train_step(ReplicaContext& ctx, const Batch& in) {
+  const trace::ScopedSpan frame(recorder(), trace::SpanKind::Step, ctx.lane(), traced_step_);
   const double t0 = monotonic_seconds(), c0 = ctx.collective_seconds();
   Tensor stats = step_stats(ctx.device());
   enqueue_step(ctx, in, stats);
@@ -191,6 +222,7 @@ const Tensor& Trainer::loss_scale(int replica, const Device& device, int64_t glo
 }
 
 Trainer::Evaluation Trainer::evaluate(const Dataset& dataset) {
+  const trace::ScopedSpan span(recorder(), trace::SpanKind::Evaluation, trace::Lane{trace::LaneKind::Run, 0}, -1);
   Evaluation e;
   const int64_t n = dataset.size();
   const int64_t batch = std::max<int64_t>(config_.training.batch_size, 256);
@@ -269,6 +301,7 @@ CheckpointInfo Trainer::restore(const std::string& checkpoint_dir) {
 
 void Trainer::save_checkpoint(const TrainingPosition& position) {
   if (!checkpoints_) return;
+  const trace::ScopedSpan span(recorder(), trace::SpanKind::Checkpoint, trace::Lane{trace::LaneKind::Run, 0}, position.step);
   try {
     sync_model_from_servers();
     TrainingPosition at = position;
@@ -386,7 +419,11 @@ void Trainer::run_epoch_sync(TrainingPosition& pos, int64_t steps_per_epoch, Dis
     // (through the step's exchange); alone, at once.
     if (cluster.size() == 1 && stop_) ep.stopping = true;
     if (ep.stopping) return;
-    auto inputs = dist.next();
+    std::optional<PerReplica<Batch>> inputs;
+    {
+      const trace::ScopedSpan wait(recorder(), trace::SpanKind::DataWait, trace::Lane{trace::LaneKind::Run, 0}, pos.step + 1);
+      inputs = dist.next();
+    }
     if (!inputs) return;
     set_step_learning_rate(pos.step);
     const double t0 = monotonic_seconds(), c0 = strategy_->collective_seconds();
@@ -420,6 +457,7 @@ void Trainer::run_epoch_sync(TrainingPosition& pos, int64_t steps_per_epoch, Dis
       ep.stopping = ep.stopping || w.worker.stop != 0.0;
     }
     if (!record_step(ev, pos, batch, correct, ep, fin)) return;
+    if (tracer_) tracer_->flush(ev.time);
     if (ck.every_steps > 0 && pos.step % ck.every_steps == 0 && pos.epoch_step < steps_per_epoch) {
       pos.elapsed = elapsed();
       save_checkpoint(pos);
@@ -484,6 +522,7 @@ FinishedEvent Trainer::finish_run(FinishedEvent fin, const TrainingPosition& pos
     fin.message = "completed " + std::to_string(fin.epochs_completed) + (fin.epochs_completed == 1 ? " epoch" : " epochs");
   fin.steps = pos.step;
   fin.time = elapsed();
+  if (tracer_) fail_on_error(fin, [&] { tracer_->close(fin.time); });
   if (fin.status == RunStatus::Failed) sink_.emit(LogEvent{"error", fin.message, fin.time});
   sink_.emit(fin);
   return fin;

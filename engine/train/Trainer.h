@@ -18,6 +18,7 @@
 #include "train/RunConfig.h"
 #include "train/StepFigures.h"
 #include "train/StepGraph.h"
+#include "train/StepTracer.h"
 #include "train/TrainingCallbacks.h"
 #include "train/TrainingLoop.h"
 
@@ -50,6 +51,13 @@ public:
   void pause();
   void resume();
   bool paused() const { return paused_; }
+
+  // The spans of the step timeline as they are collected (tracing on; call
+  // after prepare(), before run()). Called on the training thread.
+  void set_span_listener(StepTracer::Listener listener);
+  // Writes the timeline as a Chrome trace file (tracing on; after prepare(),
+  // before run()): the run folder's trace.json when the config names none.
+  void write_trace_to(const std::string& file);
 
   // Available after prepare().
   Strategy& strategy() { return *strategy_; }
@@ -138,6 +146,9 @@ private:
   std::unique_ptr<LearningRateSchedule> schedule_;  // run(): needs the steps per epoch
   std::unique_ptr<TrainingCallbacks> callbacks_;     // prepare()
   std::unique_ptr<ParameterServerRun> ps_;           // when the strategy is a ParameterServerStrategy
+  std::unique_ptr<StepTracer> tracer_;               // with config_.trace.enabled (prepare())
+  trace::TraceRecorder* recorder() const { return tracer_ ? tracer_->recorder() : nullptr; }
+  int64_t traced_step_ = -1;  // the step run_step is running
 
   std::atomic<bool> stop_{false};
   std::atomic<bool> paused_{false};

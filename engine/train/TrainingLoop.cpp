@@ -3,7 +3,7 @@
 namespace strata {
 
 TrainingPosition next_epoch(const TrainingPosition& pos) {
-  return TrainingPosition{pos.step, pos.epoch + 1, 0, false, 0, 0, 0, pos.elapsed};
+  return TrainingPosition{pos.step, pos.epoch + 1, 0, false, 0, 0, 0, pos.elapsed, {}};
 }
 
 std::string stop_message(const TrainingPosition& pos) {

@@ -255,6 +255,37 @@ private slots:
     expect_bad_input({kTiny, "--run-dir", blocker + "/run"}, {blocker + "/run", "run folder"});
   }
 
+  // --trace writes a Chrome trace file and step_spans events; --merge-traces
+  // puts trace files on one clock; a trace path that cannot be written is
+  // bad input naming it, before training starts.
+  void trace_file_and_merge() {
+    const QString trace = tmp_.filePath("trace.json");
+    const Result r = run(
+        {kTiny, "--no-run-dir", "--events", "jsonl", "--strategy", "mirrored", "--devices", "cpu:0,cpu:1", "--trace", trace});
+    QVERIFY2(r.exit_code == 0, qPrintable(describe(r)));
+    int spans_events = 0, steps = 0;
+    for (const QString& line : r.out_lines()) {
+      const QJsonObject e = QJsonDocument::fromJson(line.toUtf8()).object();
+      steps += e["type"] == "step";
+      if (e["type"] != "step_spans") continue;
+      ++spans_events;
+      QCOMPARE(e["lanes"].toArray().size(), 3);  // two replicas and the run
+    }
+    QVERIFY(steps > 0);
+    QCOMPARE(spans_events, steps);
+    QFile f(trace);
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    const QJsonObject file = QJsonDocument::fromJson(f.readAll()).object();
+    QVERIFY(file["otherData"].toObject().contains("strata_trace"));
+    QVERIFY(file["traceEvents"].toArray().size() > steps * 10);
+
+    const QString merged = tmp_.filePath("merged.json");
+    const Result m = run({"--merge-traces", merged, trace});
+    QVERIFY2(m.exit_code == 0 && QFile::exists(merged), qPrintable(describe(m)));
+    expect_bad_input({"--merge-traces", merged, kTiny}, {kTiny, "is not a Strata trace file"});
+    expect_bad_input({kTiny, "--no-run-dir", "--trace", "/proc/strata-test/trace.json"}, {"/proc/strata-test/trace.json"});
+  }
+
   void unknown_strategy() { expect_bad_input({kTiny, "--no-run-dir", "--strategy", "warp_drive"}, {"warp_drive", "does not exist"}); }
 
   void bad_devices() {

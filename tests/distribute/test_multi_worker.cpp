@@ -3,6 +3,8 @@
 // naming the rank, and bad launches.
 #include <QtTest>
 
+#include <set>
+
 #include <QProcess>
 #include <QTemporaryDir>
 #include <csignal>
@@ -142,6 +144,29 @@ private slots:
     const auto fin = events(r.out, "finished");
     QVERIFY2(fin.size() == 1 && fin[0]["stopped_early"].toBool(), qPrintable(r.out));
     QVERIFY(fin[0]["epochs_completed"].toInt() < 40);
+  }
+
+  // Under mpirun every rank writes its own timeline, with its clock offset to
+  // rank 0's; --merge-traces puts them in one file, one process per rank.
+  void every_rank_writes_a_trace_and_they_merge() {
+    QTemporaryDir tmp;
+    const QString trace = tmp.path() + "/trace.json", merged = tmp.path() + "/merged.json";
+    const Result r = run("mpirun", mpirun_args(2) + QStringList{bin("app/strata-run"), tiny(), "--strategy",
+                                                                "multi_worker_mirrored", "--no-run-dir", "--events", "jsonl",
+                                                                "--epochs", "1", "--trace", trace});
+    QVERIFY2(r.code == 0, qPrintable(story(r)));
+    QVERIFY(!QFile::exists(trace));
+    const Result m = run(bin("app/strata-run"),
+                         {"--merge-traces", merged, tmp.path() + "/trace.rank0.json", tmp.path() + "/trace.rank1.json"});
+    QVERIFY2(m.code == 0, qPrintable(story(m)));
+    QFile f(merged);
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    const QJsonObject doc = QJsonDocument::fromJson(f.readAll()).object();
+    QCOMPARE(doc["otherData"].toObject()["ranks"].toArray().size(), 2);
+    std::set<int> pids;
+    for (const auto& e : doc["traceEvents"].toArray())
+      if (e.toObject()["ph"] == "X") pids.insert(e.toObject()["pid"].toInt());
+    QCOMPARE(pids, (std::set<int>{0, 1}));
   }
 
   void killed_rank_ends_the_run() {

@@ -579,6 +579,25 @@ private slots:
     QCOMPARE(*ds2.devices[0].memory_total, int64_t{1} << 34);
     QVERIFY(!ds2.devices[1].utilization && !ds2.devices[1].memory_used && !ds2.devices[1].memory_total);
 
+    StepSpansEvent sp;
+    sp.step = 7;
+    sp.time = 1.5;
+    sp.lanes = {"replica 0", "replica 1", "run"};
+    sp.step_ms = {2.1, 2.25, 0};
+    sp.kinds = {"forward", "collective_wait"};
+    sp.kind_ms = {{0.75, 0.8, 0}, {0.5, 0.001, 0}};
+    sp.slowest = "replica 1";
+    sp.comm_ms = 0.25;
+    auto sp2 = std::get<StepSpansEvent>(event_from_jsonl(event_to_jsonl(sp)));
+    QCOMPARE(sp2.step, int64_t{7});
+    QCOMPARE(sp2.lanes, sp.lanes);
+    QCOMPARE(sp2.step_ms, sp.step_ms);
+    QCOMPARE(sp2.kinds, sp.kinds);
+    QCOMPARE(sp2.kind_ms, sp.kind_ms);
+    QCOMPARE(sp2.slowest, sp.slowest);
+    QCOMPARE(sp2.comm_ms, 0.25);
+    QCOMPARE(std::string(event_type(sp)), std::string("step_spans"));
+
     LogEvent lg{"warning", "line one\nline \"two\" \xc3\xa9", 3.25};
     auto lg2 = std::get<LogEvent>(event_from_jsonl(event_to_jsonl(lg)));
     QCOMPARE(lg2.level, lg.level);

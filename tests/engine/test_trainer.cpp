@@ -1,11 +1,14 @@
 // The Trainer on synthetic data: convergence, the event sequence, stop from
 // another thread, divergence to NaN, and bad input caught by prepare().
+#include <QTemporaryDir>
 #include <QtTest/QtTest>
 
 #include <cmath>
 #include <condition_variable>
+#include <fstream>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <thread>
 
 #include "TestUtil.h"
@@ -50,6 +53,7 @@ private slots:
     QVERIFY(sink.events.size() > 2);
     QVERIFY(std::holds_alternative<RunStartedEvent>(sink.events.front()));
     QVERIFY(std::holds_alternative<FinishedEvent>(sink.events.back()));
+    QVERIFY(sink.all<StepSpansEvent>().empty());  // tracing is off unless asked for
     const auto started = std::get<RunStartedEvent>(sink.events.front());
     QCOMPARE(started.train_examples, int64_t{800});  // the synthetic source is split 80/20
     QCOMPARE(started.validation_examples, int64_t{200});
@@ -138,6 +142,66 @@ private slots:
     // their compute time. (Totals: one step of a tiny model is noise.)
     QVERIFY2(total[1] > 1.5 * std::max(total[0], total[2]),
              qPrintable(QString("replica seconds %1 %2 %3").arg(total[0]).arg(total[1]).arg(total[2])));
+  }
+
+  // The step timeline of a mirrored run with one slow replica: a
+  // step_spans event per step, the straggler named as the slowest, the
+  // others waiting for it, and the same spans in the trace file as the
+  // listener saw.
+  void step_timeline_shows_where_time_goes() {
+    QTemporaryDir dir;
+    RecordingSink sink;
+    RunConfig config = synthetic_config(2);
+    config.strategy.name = "mirrored";
+    config.strategy.devices = {"cpu:0", "cpu:1", "cpu:2"};
+    config.strategy.straggler = 1;
+    config.strategy.slowdown = 3;
+    config.trace.enabled = true;
+    config.trace.file = dir.filePath("trace.json").toStdString();
+    Trainer trainer(config, sink);
+    trainer.prepare();
+    size_t listened = 0;
+    trainer.set_span_listener([&](const std::vector<trace::Span>& spans) { listened += spans.size(); });
+    QCOMPARE(QString(status_name(trainer.run().status)), QString("completed"));
+    const auto steps = sink.all<StepSpansEvent>();
+    QCOMPARE(steps.size(), size_t{32});
+    int straggler_slowest = 0;
+    double waited[3] = {0, 0, 0};
+    std::set<std::string> kinds;
+    for (const StepSpansEvent& s : steps) {
+      QCOMPARE(s.lanes, (std::vector<std::string>{"replica 0", "replica 1", "replica 2", "run"}));
+      kinds.insert(s.kinds.begin(), s.kinds.end());
+      QCOMPARE(s.kind_ms.size(), s.kinds.size());
+      for (size_t lane = 0; lane < 3; ++lane) {
+        // Exclusive times never add up to more than the replica's step.
+        double sum = 0;
+        for (size_t k = 0; k < s.kinds.size(); ++k) {
+          sum += s.kind_ms[k][lane];
+          if (s.kinds[k] == "collective_wait") waited[lane] += s.kind_ms[k][lane];
+        }
+        QVERIFY2(sum <= s.step_ms[lane] + 0.005,
+                 qPrintable(QString("step %1 lane %2: %3 > %4").arg(s.step).arg(lane).arg(sum).arg(s.step_ms[lane])));
+      }
+      straggler_slowest += s.slowest == "replica 1";
+    }
+    // (A kind under half a microsecond in a step rounds to nothing there.)
+    for (const char* k : {"data_wait", "forward", "backward", "reduce_scatter", "optimizer", "all_gather", "collective_wait"})
+      QVERIFY2(kinds.count(k), k);
+    QVERIFY2(straggler_slowest >= 28, qPrintable(QString("replica 1 slowest in %1 of 32 steps").arg(straggler_slowest)));
+    QVERIFY2(waited[0] > 2 * waited[1] && waited[2] > 2 * waited[1],
+             qPrintable(QString("waits %1 %2 %3 ms").arg(waited[0]).arg(waited[1]).arg(waited[2])));
+
+    std::ifstream in(config.trace.file);
+    const auto file = nlohmann::json::parse(in);
+    size_t complete = 0;
+    std::set<int> tids;
+    for (const auto& e : file.at("traceEvents"))
+      if (e.at("ph") == "X") {
+        ++complete;
+        tids.insert(e.at("tid").get<int>());
+      }
+    QCOMPARE(complete, listened);
+    QVERIFY(tids.count(0) && tids.count(1) && tids.count(2));
   }
 
   void max_steps_and_validation_split() {

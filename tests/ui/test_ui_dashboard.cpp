@@ -3,30 +3,32 @@
 // broken files, divergence, run history overlays, a ParameterServer run and
 // its charts (staleness, server updates, lost workers), in this process and
 // across mpirun processes, and a mid-run screenshot.
+#include <qcustomplot.h>
 #include <QAbstractSpinBox>
 #include <QCheckBox>
-#include <QLabel>
 #include <QComboBox>
+#include <QDir>
 #include <QDoubleSpinBox>
+#include <QFile>
 #include <QGroupBox>
 #include <QHeaderView>
+#include <QLabel>
+#include <QLineEdit>
+#include <QListWidget>
 #include <QPlainTextEdit>
 #include <QProcess>
-#include <QDir>
-#include <QLineEdit>
-#include <QFile>
-#include <QListWidget>
+#include <QPushButton>
 #include <QRadioButton>
 #include <QRegularExpression>
-#include <QSpinBox>
-#include <QTemporaryDir>
-#include <QPushButton>
 #include <QSignalSpy>
+#include <QSpinBox>
+#include <QTabBar>
+#include <QTabWidget>
 #include <QTableWidget>
+#include <QTemporaryDir>
 #include <QTest>
 #include <algorithm>
 #include <cmath>
-#include <qcustomplot.h>
 
 #include "ChartsPanel.h"
 #include "ConfigEditor.h"
@@ -34,12 +36,12 @@
 #include "DevicesPanel.h"
 #include "EngineBridge.h"
 #include "EvaluationView.h"
-#include "MultiWorkerLaunch.h"
-#include "MultiWorkerPanel.h"
 #include "LogPanel.h"
 #include "MainWindow.h"
 #include "MessagePresenter.h"
 #include "ModelPanel.h"
+#include "MultiWorkerLaunch.h"
+#include "MultiWorkerPanel.h"
 #include "ParameterServerCharts.h"
 #include "ParameterServerSettings.h"
 #include "RunController.h"
@@ -47,11 +49,12 @@
 #include "RunHistoryPanel.h"
 #include "SchedulePanel.h"
 #include "SettingsDiffDialog.h"
-#include "project/RunNotes.h"
 #include "StatusPanel.h"
 #include "StrategyPanel.h"
+#include "TimelinePanel.h"
 #include "TrainingPanel.h"
 #include "distribute/Cluster.h"
+#include "project/RunNotes.h"
 #include "train/EventJson.h"
 #include "train/SafeTensors.h"
 
@@ -133,6 +136,7 @@ private Q_SLOTS:
   void strategyPageNeverClips();
   void modelEditorChecksShapes();
   void mirroredRunFillsCharts();
+  void timelineTabFillsDuringRun();
   void runHistoryOverlays();
   void runTableNotesAndComparison();
   void pauseResumeStop();
@@ -389,6 +393,56 @@ void DashboardTest::mirroredRunFillsCharts() {
   QVERIFY(QFile::exists(run_dir + "/events.jsonl"));
   QVERIFY(QFile::exists(run_dir + "/metrics.json"));
   QCOMPARE(win.w.historyPanel()->runCount(), 1);
+}
+
+// The Training tab's checkbox (clicked, on a shown window) records the step
+// timeline: the Timeline tab fills with each replica's lanes and the run
+// folder gets trace.json; the checkbox is a run option, not project content.
+void DashboardTest::timelineTabFillsDuringRun() {
+  Window win;
+  configureMirrored(win, 1);
+  // A project of its own: the run history tests count the runs of project_.
+  const QString project = tmp_.filePath("timeline.strata");
+  QVERIFY(win.w.saveProjectAs(project));
+  win.w.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&win.w));
+  QTabBar* tabs = win.editor()->tabBar();
+  int training_tab = -1;
+  for (int i = 0; i < tabs->count(); ++i)
+    if (tabs->tabText(i) == "Training") training_tab = i;
+  QVERIFY(training_tab >= 0);
+  QTest::mouseClick(tabs, Qt::LeftButton, Qt::NoModifier, tabs->tabRect(training_tab).center());
+  auto* record = win.w.findChild<QCheckBox*>("recordTimeline");
+  QVERIFY(record && !record->isChecked());
+  QTRY_VERIFY(record->isVisible());
+  QTest::mouseClick(record, Qt::LeftButton, Qt::NoModifier, QPoint(8, record->height() / 2));
+  QVERIFY(record->isChecked());
+  QVERIFY(!win.w.isModified());  // nothing of the project changed
+  win.w.startRun();
+  QTRY_VERIFY_WITH_TIMEOUT(!win.w.runController()->running(), 120000);
+  QVERIFY2(win.presenter->errors.isEmpty(), qPrintable(win.presenter->errors.join("\n")));
+
+  TimelinePanel* timeline = win.w.timelinePanel();
+  QCOMPARE(timeline->laneLabel(0), QString("replica 0"));
+  QCOMPARE(timeline->laneLabel(1), QString("replica 1"));
+  QVERIFY(timeline->spansShown() > 0);
+  const std::vector<int64_t> steps = timeline->stepsKept();
+  QCOMPARE(int(steps.size()), 16);  // one epoch of 16 steps, fewer than the 20 it keeps
+  QCOMPARE(steps.back(), int64_t{16});
+  QCOMPARE(timeline->summaryTable()->rowCount(), 2);
+  QVERIFY(!timeline->showingEmptyState());
+  const QString run_dir = win.w.runController()->lastRunDir();
+  QVERIFY(QFile::exists(run_dir + "/trace.json"));
+  // docs/timeline.md shows it.
+  auto* bottom = timeline->parentWidget() ? qobject_cast<QTabWidget*>(timeline->parentWidget()->parentWidget()) : nullptr;
+  QVERIFY(bottom);
+  bottom->setCurrentWidget(timeline);
+  win.w.resize(1600, 1000);
+  save_screenshot(&win.w, "timeline.png");
+  QVERIFY(run_dir.startsWith(tmp_.filePath("timeline.runs")));
+  QFile saved(project);
+  QVERIFY(saved.open(QIODevice::ReadOnly));
+  QVERIFY(!saved.readAll().contains("trace"));
 }
 
 void DashboardTest::runHistoryOverlays() {

@@ -4,6 +4,7 @@
 #include <immintrin.h>
 #endif
 
+#include "core/Clock.h"
 #include "core/Error.h"
 
 namespace strata {
@@ -14,9 +15,29 @@ inline void cpu_relax() {
   _mm_pause();
 #endif
 }
+
+thread_local double* t_wait_seconds = nullptr;
+
+// Adds the time from construction to destruction to the thread's wait
+// counter, when it has one.
+class WaitClock {
+public:
+  WaitClock() : start_(t_wait_seconds ? monotonic_seconds() : 0.0) {}
+  ~WaitClock() {
+    if (t_wait_seconds) *t_wait_seconds += monotonic_seconds() - start_;
+  }
+  WaitClock(const WaitClock&) = delete;
+  WaitClock& operator=(const WaitClock&) = delete;
+
+private:
+  double start_;
+};
 }  // namespace
 
+void Barrier::count_waits_into(double* seconds) { t_wait_seconds = seconds; }
+
 void Barrier::arrive_and_wait() {
+  const WaitClock clock;
   if (aborted_.load(std::memory_order_acquire)) throw Error(ErrorKind::Aborted, "collective aborted: another replica failed");
   const uint64_t gen = generation_.load(std::memory_order_acquire);
   if (waiting_.fetch_add(1, std::memory_order_acq_rel) + 1 == parties_) {

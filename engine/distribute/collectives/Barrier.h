@@ -18,6 +18,10 @@ public:
   void arrive_and_wait();
   void abort();
   void reset();
+  // While set (not null), the calling thread adds the seconds it waits in any
+  // barrier to *seconds: the step timeline's wait for the other replicas.
+  // Off, a barrier reads no clock.
+  static void count_waits_into(double* seconds);
 
 private:
   std::mutex mutex_;

@@ -1,0 +1,82 @@
+#include "train/StepTracer.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "distribute/Cluster.h"
+#include "trace/StepBreakdown.h"
+
+namespace strata {
+
+namespace {
+// Microseconds to milliseconds, to the microsecond: the JSONL line stays short.
+double ms(double us) { return std::round(us) / 1000; }
+}  // namespace
+
+void StepTracer::flush(double time) {
+  const std::vector<trace::Span> spans = recorder_.drain();
+  if (spans.empty()) return;
+  if (file_) file_->write(spans);
+  if (listener_) listener_(spans);
+  for (const trace::StepBreakdown& b : trace::summarize_steps(spans)) {
+    StepSpansEvent e;
+    e.step = b.step;
+    e.time = time;
+    e.comm_ms = ms(b.comm_us);
+    e.comm_hidden_ms = ms(b.comm_hidden_us);
+    if (b.slowest >= 0) e.slowest = trace::lane_name(b.lanes[static_cast<size_t>(b.slowest)].lane);
+    for (const trace::LaneBreakdown& l : b.lanes) {
+      e.lanes.push_back(trace::lane_name(l.lane));
+      e.step_ms.push_back(ms(l.step_us));
+    }
+    // Only the kinds that occurred, the step frame apart (it is step_ms).
+    for (int k = 1; k < trace::kSpanKinds; ++k) {
+      std::vector<double> per_lane;
+      bool any = false;
+      for (const trace::LaneBreakdown& l : b.lanes) {
+        per_lane.push_back(ms(l.kind_us[static_cast<size_t>(k)]));
+        any = any || per_lane.back() > 0;
+      }
+      if (!any) continue;
+      e.kinds.emplace_back(trace::span_kind_name(static_cast<trace::SpanKind>(k)));
+      e.kind_ms.push_back(std::move(per_lane));
+    }
+    sink_.emit(e);
+  }
+}
+
+void StepTracer::close(double time) {
+  flush(time);
+  if (recorder_.dropped() > 0)
+    sink_.emit(LogEvent{"warning",
+                        "the step timeline lost " + std::to_string(recorder_.dropped()) +
+                            " spans (recorded faster than they were collected)",
+                        time});
+  if (file_) {
+    file_->close();
+    file_.reset();
+  }
+}
+
+double clock_offset_to_rank0_us(Cluster& cluster) {
+  if (cluster.size() <= 1) return 0;
+  std::vector<double> offsets;
+  for (int round = 0; round < 5; ++round) {
+    cluster.all_gather({0.0});  // everyone leaves this together
+    const double mine = trace::TraceRecorder::now_us();
+    offsets.push_back(cluster.all_gather({mine}).front() - mine);
+  }
+  std::nth_element(offsets.begin(), offsets.begin() + 2, offsets.end());
+  return offsets[2];
+}
+
+std::string rank_trace_file(const std::string& file, int rank, int size) {
+  if (size <= 1) return file;
+  const auto slash = file.find_last_of('/');
+  const auto dot = file.find_last_of('.');
+  const std::string tag = ".rank" + std::to_string(rank);
+  if (dot == std::string::npos || (slash != std::string::npos && dot < slash)) return file + tag;
+  return file.substr(0, dot) + tag + file.substr(dot);
+}
+
+}  // namespace strata
