@@ -10,6 +10,8 @@
 #include <cmath>
 #include <qcustomplot.h>
 
+#include "PlotLegend.h"
+
 namespace strata::ui {
 
 struct ChartView::Series {
@@ -66,22 +68,10 @@ ChartView::ChartView(const QString& title, const QString& y_label, QWidget* pare
   plot_->plotLayout()->addElement(0, 0, new QCPTextElement(plot_, title, title_font));
   plot_->xAxis->setLabel(kXLabels[0]);
   plot_->yAxis->setLabel(y_label);
-  plot_->legend->setVisible(true);
-  QFont legend_font = font();
-  legend_font.setPointSizeF(legend_font.pointSizeF() * 0.85);
-  plot_->legend->setFont(legend_font);
-  // The legend gets its own row between the title and the plot, as in W&B:
-  // inside the plot it covered data and sat under the crosshair, which then
-  // took the clicks meant for its entries.
-  plot_->axisRect()->insetLayout()->take(plot_->legend);
-  plot_->plotLayout()->insertRow(1);
-  plot_->plotLayout()->addElement(1, 0, plot_->legend);
-  plot_->plotLayout()->setRowStretchFactor(1, 0.001);
-  plot_->legend->setFillOrder(QCPLegend::foColumnsFirst);
-  plot_->legend->setWrap(4);
-  plot_->legend->setBorderPen(Qt::NoPen);
-  plot_->legend->setBrush(Qt::NoBrush);
-  plot_->legend->setMargins(QMargins(4, 0, 4, 0));
+  // The legend gets its own row between the title and the plot: inside the
+  // plot it sat under the crosshair, which then took the clicks meant for
+  // its entries.
+  place_legend_in_row(plot_, 1, 4, font(), QMargins(4, 0, 4, 0));
   plot_->xAxis->setRange(0, 1);
   plot_->yAxis->setRange(0, 1);
   // The reduced loss lives on its own layer so overlays added later never

@@ -11,6 +11,8 @@
 #include <cmath>
 #include <tuple>
 
+#include "PlotLegend.h"
+
 namespace strata::ui {
 
 using trace::Lane;
@@ -135,21 +137,9 @@ TimelinePanel::TimelinePanel(QWidget* parent)
   plot_->yAxis->setTicker(QSharedPointer<QCPAxisTickerText>::create());
   plot_->yAxis->grid()->setVisible(false);
   plot_->yAxis->setRange(-0.5, 0.5);
-  // The legend in its own row above the plot, as ChartView does: inside it
-  // would cover spans.
-  plot_->legend->setVisible(true);
-  QFont legend_font = font();
-  legend_font.setPointSizeF(legend_font.pointSizeF() * 0.85);
-  plot_->legend->setFont(legend_font);
-  plot_->axisRect()->insetLayout()->take(plot_->legend);
-  plot_->plotLayout()->insertRow(0);
-  plot_->plotLayout()->addElement(0, 0, plot_->legend);
-  plot_->plotLayout()->setRowStretchFactor(0, 0.001);
-  plot_->legend->setFillOrder(QCPLegend::foColumnsFirst);
-  plot_->legend->setWrap(6);
-  plot_->legend->setBorderPen(Qt::NoPen);
-  plot_->legend->setBrush(Qt::NoBrush);
-  plot_->legend->setMargins(QMargins(4, 4, 4, 0));
+  // The legend in its own row above the plot, as the charts have it: inside
+  // it would cover spans.
+  place_legend_in_row(plot_, 0, 6, font(), QMargins(4, 4, 4, 0));
 
   // Created in kind order, Step first: plottables paint in that order, so the
   // work inside a step lies on its frame.

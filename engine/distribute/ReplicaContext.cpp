@@ -1,11 +1,10 @@
 #include "distribute/ReplicaContext.h"
 
 #include <algorithm>
-
 #include <cstring>
-#include "core/Clock.h"
 
 #include "backend/Backend.h"
+#include "core/Clock.h"
 #include "core/Error.h"
 #include "nn/Variable.h"
 
@@ -30,18 +29,14 @@ template <typename F>
 void ReplicaContext::timed(trace::SpanKind kind, size_t bytes, F&& collective) {
   const double t0 = monotonic_seconds();
   double waited = 0;
-  if (tracer_) Barrier::count_waits_into(&waited);
-  try {
+  {
+    const Barrier::CountWaits count(tracer_ ? &waited : nullptr);
     collective();
-  } catch (...) {
-    Barrier::count_waits_into(nullptr);
-    throw;
   }
   const double t1 = monotonic_seconds();
   collective_seconds_ += t1 - t0;
   ++collectives_;
   if (!tracer_) return;
-  Barrier::count_waits_into(nullptr);
   // Drawn as the wait first, then the transfer: in these collectives the
   // first barrier (everyone's buffers published) is where a replica waits.
   const double start_us = t0 * 1e6, wait_us = std::min(waited, t1 - t0) * 1e6;
@@ -86,10 +81,14 @@ const std::vector<ShardPiece>* ReplicaContext::update_shard() const {
 void ReplicaContext::gather_updated(const std::vector<Variable*>& vars) {
   if (!sharded_) return;
   variables_.clear();
+  std::vector<size_t> sizes;
   for (auto* v : vars) {
     Tensor& mine = v->replica_component(replica_id_);
-    variables_.push_back(DeviceSpan{device_, mine.ptr(), static_cast<size_t>(mine.numel())});
+    sizes.push_back(static_cast<size_t>(mine.numel()));
+    variables_.push_back(DeviceSpan{device_, mine.ptr(), sizes.back()});
   }
+  if (!shards_.fits(sizes))
+    throw runtime_error("the sharded update: the variables do not match the gradients reduced for them");
   size_t bytes = 0;
   for (const DeviceSpan& v : variables_) bytes += v.bytes();
   timed(trace::SpanKind::AllGather, bytes, [&] { ops_.all_gather(group_, replica_id_, variables_, shards_); });

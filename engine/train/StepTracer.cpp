@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "distribute/Cluster.h"
 #include "trace/StepBreakdown.h"
@@ -13,10 +14,66 @@ namespace {
 double ms(double us) { return std::round(us) / 1000; }
 }  // namespace
 
+StepTracer::~StepTracer() {
+  try {
+    stop_file();
+  } catch (...) {
+    // A destructor cannot report; close() does.
+  }
+}
+
+void StepTracer::open_file(const std::string& path) {
+  stop_file();
+  file_ = std::make_unique<trace::ChromeTraceWriter>(path, meta_);
+  file_closing_ = false;
+  file_thread_ = std::thread([this] { write_file(); });
+}
+
+void StepTracer::write_file() {
+  std::vector<trace::Span> batch;
+  for (;;) {
+    {
+      std::unique_lock lock(file_mutex_);
+      file_cv_.wait(lock, [&] { return !file_queue_.empty() || file_closing_; });
+      if (file_queue_.empty()) return;  // closing, everything written
+      batch.swap(file_queue_);
+    }
+    try {
+      file_->write(batch);
+    } catch (...) {
+      std::lock_guard lock(file_mutex_);
+      file_error_ = std::current_exception();
+      file_queue_.clear();
+      return;
+    }
+    batch.clear();
+  }
+}
+
+void StepTracer::stop_file() {
+  if (!file_thread_.joinable()) return;
+  {
+    std::lock_guard lock(file_mutex_);
+    file_closing_ = true;
+  }
+  file_cv_.notify_one();
+  file_thread_.join();
+  std::unique_ptr<trace::ChromeTraceWriter> file = std::move(file_);
+  if (file_error_) std::rethrow_exception(std::exchange(file_error_, nullptr));
+  file->close();
+}
+
 void StepTracer::flush(double time) {
   const std::vector<trace::Span> spans = recorder_.drain();
   if (spans.empty()) return;
-  if (file_) file_->write(spans);
+  if (file_thread_.joinable()) {
+    {
+      std::lock_guard lock(file_mutex_);
+      // A file thread that failed takes nothing more; close() reports it.
+      if (!file_error_) file_queue_.insert(file_queue_.end(), spans.begin(), spans.end());
+    }
+    file_cv_.notify_one();
+  }
   if (listener_) listener_(spans);
   for (const trace::StepBreakdown& b : trace::summarize_steps(spans)) {
     StepSpansEvent e;
@@ -52,10 +109,7 @@ void StepTracer::close(double time) {
                         "the step timeline lost " + std::to_string(recorder_.dropped()) +
                             " spans (recorded faster than they were collected)",
                         time});
-  if (file_) {
-    file_->close();
-    file_.reset();
-  }
+  stop_file();
 }
 
 double clock_offset_to_rank0_us(Cluster& cluster) {

@@ -1,6 +1,10 @@
 #pragma once
+#include <condition_variable>
+#include <exception>
 #include <functional>
 #include <memory>
+#include <mutex>
+#include <thread>
 #include <vector>
 
 #include "trace/ChromeTrace.h"
@@ -18,9 +22,13 @@ class StepTracer {
 public:
   using Listener = std::function<void(const std::vector<trace::Span>&)>;
   StepTracer(const trace::TraceMetadata& meta, EventSink& sink) : meta_(meta), sink_(sink) {}
+  ~StepTracer();
+  StepTracer(const StepTracer&) = delete;
+  StepTracer& operator=(const StepTracer&) = delete;
   // Writes the spans to a Chrome trace file from now on (bad_input naming
-  // it when it cannot be written).
-  void open_file(const std::string& path) { file_ = std::make_unique<trace::ChromeTraceWriter>(path, meta_); }
+  // it when it cannot be written), on a thread of its own: formatting and
+  // writing cost the training thread nothing.
+  void open_file(const std::string& path);
 
   trace::TraceRecorder* recorder() { return &recorder_; }
   void set_listener(Listener listener) { listener_ = std::move(listener); }
@@ -31,11 +39,20 @@ public:
   void close(double time);
 
 private:
+  void write_file();  // the file thread's loop
+  void stop_file();   // ends the file thread; rethrows what it failed with
+
   trace::TraceRecorder recorder_;
   trace::TraceMetadata meta_;
   EventSink& sink_;
-  std::unique_ptr<trace::ChromeTraceWriter> file_;
   Listener listener_;
+  std::unique_ptr<trace::ChromeTraceWriter> file_;
+  std::thread file_thread_;
+  std::mutex file_mutex_;
+  std::condition_variable file_cv_;
+  std::vector<trace::Span> file_queue_;  // spans for the file thread
+  bool file_closing_ = false;
+  std::exception_ptr file_error_;
 };
 
 class Cluster;

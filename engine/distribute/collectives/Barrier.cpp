@@ -34,7 +34,8 @@ private:
 };
 }  // namespace
 
-void Barrier::count_waits_into(double* seconds) { t_wait_seconds = seconds; }
+Barrier::CountWaits::CountWaits(double* seconds) : previous_(t_wait_seconds) { t_wait_seconds = seconds; }
+Barrier::CountWaits::~CountWaits() { t_wait_seconds = previous_; }
 
 void Barrier::arrive_and_wait() {
   const WaitClock clock;

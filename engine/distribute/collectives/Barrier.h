@@ -18,10 +18,19 @@ public:
   void arrive_and_wait();
   void abort();
   void reset();
-  // While set (not null), the calling thread adds the seconds it waits in any
+  // While alive, the calling thread adds the seconds it waits in any
   // barrier to *seconds: the step timeline's wait for the other replicas.
-  // Off, a barrier reads no clock.
-  static void count_waits_into(double* seconds);
+  // Given null (tracing off), a barrier reads no clock.
+  class CountWaits {
+  public:
+    explicit CountWaits(double* seconds);
+    ~CountWaits();
+    CountWaits(const CountWaits&) = delete;
+    CountWaits& operator=(const CountWaits&) = delete;
+
+  private:
+    double* previous_;
+  };
 
 private:
   std::mutex mutex_;
