@@ -8,11 +8,10 @@
 // replica thread) and for the flush, and the trace file's bytes per 1,000
 // steps.
 //
-//   bench_trace [--steps N] [--replicas N]
+//   bench_trace [--steps N] [--replicas N] [--no-file: without the trace file]
 #include <barrier>
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <string>
@@ -31,17 +30,19 @@ double since_us(Clock::time_point t0) { return std::chrono::duration<double, std
 int main(int argc, char** argv) {
   int64_t steps = 20000;
   int replicas = 2;
-  for (int i = 1; i + 1 < argc; i += 2) {
+  bool with_file = true;
+  for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--steps") steps = std::stoll(argv[i + 1]);
-    else if (a == "--replicas") replicas = std::stoi(argv[i + 1]);
+    if (a == "--no-file") with_file = false;
+    else if (a == "--steps" && i + 1 < argc) steps = std::stoll(argv[++i]);
+    else if (a == "--replicas" && i + 1 < argc) replicas = std::stoi(argv[++i]);
   }
   using namespace strata;
   using trace::SpanKind;
   const std::string file = (std::filesystem::temp_directory_path() / "bench_trace.json").string();
   NullSink sink;
   StepTracer tracer(trace::TraceMetadata{"bench", 0, "host", 0}, sink);
-  if (!std::getenv("NO_FILE")) tracer.open_file(file);
+  if (with_file) tracer.open_file(file);
   trace::TraceRecorder* rec = tracer.recorder();
   const SpanKind kinds[] = {SpanKind::Forward,        SpanKind::Backward,  SpanKind::CollectiveWait, SpanKind::ReduceScatter,
                             SpanKind::CollectiveWait, SpanKind::AllGather, SpanKind::Optimizer};
@@ -72,7 +73,7 @@ int main(int argc, char** argv) {
     done.arrive_and_wait();
     { const trace::ScopedSpan wait(rec, SpanKind::DataWait, trace::Lane{trace::LaneKind::Run, 0}, step); }
     const auto t0 = Clock::now();
-    tracer.flush(static_cast<double>(step));
+    tracer.flush(static_cast<double>(step), step);
     flush_us += since_us(t0);
   }
   start.arrive_and_wait();  // step > steps: the threads end
@@ -80,8 +81,8 @@ int main(int argc, char** argv) {
   double record_total = 0;
   for (double r : record_us) record_total += r / replicas;
   tracer.close(0);
-  const auto bytes = std::getenv("NO_FILE") ? 0 : std::filesystem::file_size(file);
-  if (!std::getenv("NO_FILE")) std::filesystem::remove(file);
+  const auto bytes = with_file ? std::filesystem::file_size(file) : 0;
+  if (with_file) std::filesystem::remove(file);
   nlohmann::json j = {{"bench", "trace"},
                       {"steps", steps},
                       {"replicas", replicas},

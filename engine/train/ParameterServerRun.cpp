@@ -98,6 +98,10 @@ WorkerStep ParameterServerRun::worker_step(int worker, const Batch& in) {
   return out;
 }
 
+void ParameterServerRun::trace(trace::TraceRecorder* recorder) {
+  if (coordinator_) coordinator_->trace(recorder);
+}
+
 void ParameterServerRun::sync_model() {
   ps_.store().copy_to_model();
   optimizer_.set_iterations(ps_.store().updates());

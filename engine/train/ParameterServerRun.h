@@ -44,6 +44,9 @@ public:
   // Puts the servers' weights into the model (and their step count into the
   // optimizer) before evaluating or saving.
   void sync_model();
+  // The step timeline of the workers in this process (pulls, pushes,
+  // staleness waits); across processes not recorded yet.
+  void trace(trace::TraceRecorder* recorder);
 
   // One epoch in one process: schedules the rounds, emits them as they
   // complete, checkpoints where the settings say (a consistent cut).

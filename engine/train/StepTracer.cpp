@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <utility>
 
 #include "distribute/Cluster.h"
@@ -63,9 +64,9 @@ void StepTracer::stop_file() {
   file->close();
 }
 
-void StepTracer::flush(double time) {
+void StepTracer::flush(double time, int64_t completed) {
   const std::vector<trace::Span> spans = recorder_.drain();
-  if (spans.empty()) return;
+  if (spans.empty() && later_.empty()) return;
   if (file_thread_.joinable()) {
     {
       std::lock_guard lock(file_mutex_);
@@ -74,8 +75,12 @@ void StepTracer::flush(double time) {
     }
     file_cv_.notify_one();
   }
-  if (listener_) listener_(spans);
-  for (const trace::StepBreakdown& b : trace::summarize_steps(spans)) {
+  if (listener_ && !spans.empty()) listener_(spans);
+  std::vector<trace::Span> done, later;
+  for (const std::vector<trace::Span>* from : {static_cast<const std::vector<trace::Span>*>(&later_), &spans})
+    for (const trace::Span& s : *from) (s.step <= completed ? done : later).push_back(s);
+  later_ = std::move(later);
+  for (const trace::StepBreakdown& b : trace::summarize_steps(done)) {
     StepSpansEvent e;
     e.step = b.step;
     e.time = time;
@@ -103,7 +108,7 @@ void StepTracer::flush(double time) {
 }
 
 void StepTracer::close(double time) {
-  flush(time);
+  flush(time, std::numeric_limits<int64_t>::max());
   if (recorder_.dropped() > 0)
     sink_.emit(LogEvent{"warning",
                         "the step timeline lost " + std::to_string(recorder_.dropped()) +

@@ -32,8 +32,11 @@ public:
 
   trace::TraceRecorder* recorder() { return &recorder_; }
   void set_listener(Listener listener) { listener_ = std::move(listener); }
-  // Called between steps on the training thread: everything recorded so far.
-  void flush(double time);
+  // Called between steps on the training thread: everything recorded so far
+  // goes to the file and the listener; the steps up to `completed` get their
+  // step_spans events (a parameter-server worker may already be recording a
+  // later round: its spans wait for that round's flush).
+  void flush(double time, int64_t completed);
   // The last flush, the trace file finished under its name, and a warning
   // when spans were lost (a buffer filled between two flushes).
   void close(double time);
@@ -46,6 +49,7 @@ private:
   trace::TraceMetadata meta_;
   EventSink& sink_;
   Listener listener_;
+  std::vector<trace::Span> later_;  // spans of steps not completed at the last flush
   std::unique_ptr<trace::ChromeTraceWriter> file_;
   std::thread file_thread_;
   std::mutex file_mutex_;

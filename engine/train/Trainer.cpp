@@ -96,6 +96,7 @@ void Trainer::prepare() {
     tracer_ = std::make_unique<StepTracer>(
         trace::TraceMetadata{config_.name, cluster.rank(), cluster.host(), clock_offset_to_rank0_us(cluster)}, sink_);
     if (!config_.trace.file.empty()) write_trace_to(rank_trace_file(config_.trace.file, cluster.rank(), cluster.size()));
+    if (ps_) ps_->trace(recorder());
   }
   if (pipeline_->steps_per_epoch() == 0)
     throw bad_input("training: " + std::to_string(data_.train->size()) + " training examples give no full batch of " +
@@ -398,6 +399,7 @@ bool Trainer::record_step(StepEvent& ev, TrainingPosition& pos, int64_t batch, i
   ev.lr = shortest_decimal(optimizer_->learning_rate());  // 0.001, not 0.0010000000474974513
   ev.samples_per_sec = static_cast<double>(ep.samples) / std::max(1e-9, ev.time - ep.start);
   sink_.emit(ev);
+  if (tracer_) tracer_->flush(ev.time, ev.step);
   if (device_stats_)
     if (auto stats = device_stats_->sample(ev.time)) sink_.emit(*stats);
   if (std::isfinite(ev.loss)) return true;
@@ -457,7 +459,6 @@ void Trainer::run_epoch_sync(TrainingPosition& pos, int64_t steps_per_epoch, Dis
       ep.stopping = ep.stopping || w.worker.stop != 0.0;
     }
     if (!record_step(ev, pos, batch, correct, ep, fin)) return;
-    if (tracer_) tracer_->flush(ev.time);
     if (ck.every_steps > 0 && pos.step % ck.every_steps == 0 && pos.epoch_step < steps_per_epoch) {
       pos.elapsed = elapsed();
       save_checkpoint(pos);

@@ -154,8 +154,10 @@ private slots:
     RunConfig config = synthetic_config(2);
     config.strategy.name = "mirrored";
     config.strategy.devices = {"cpu:0", "cpu:1", "cpu:2"};
+    // A wide margin (the straggler sleeps ~49 steps' compute, milliseconds)
+    // so a busy machine's scheduling noise cannot swap the roles.
     config.strategy.straggler = 1;
-    config.strategy.slowdown = 3;
+    config.strategy.slowdown = 50;
     config.trace.enabled = true;
     config.trace.file = dir.filePath("trace.json").toStdString();
     Trainer trainer(config, sink);
@@ -202,6 +204,31 @@ private slots:
       }
     QCOMPARE(complete, listened);
     QVERIFY(tids.count(0) && tids.count(1) && tids.count(2));
+  }
+
+  // A parameter-server run's workers record their pulls and pushes, each
+  // round's breakdown once, after the round is reported.
+  void parameter_server_workers_on_the_timeline() {
+    RecordingSink sink;
+    RunConfig config = synthetic_config(1);
+    config.strategy.name = "parameter_server";
+    config.strategy.devices = {"cpu:0", "cpu:1"};
+    config.trace.enabled = true;
+    Trainer trainer(config, sink);
+    trainer.prepare();
+    QCOMPARE(QString(status_name(trainer.run().status)), QString("completed"));
+    const auto spans = sink.all<StepSpansEvent>();
+    QCOMPARE(spans.size(), sink.all<StepEvent>().size());
+    std::set<int64_t> steps;
+    std::set<std::string> kinds;
+    for (const StepSpansEvent& s : spans) {
+      QVERIFY(steps.insert(s.step).second);
+      QVERIFY(!s.lanes.empty() && s.lanes.front().rfind("worker ", 0) == 0);
+      QVERIFY(s.step_ms.front() > 0);
+      kinds.insert(s.kinds.begin(), s.kinds.end());
+    }
+    // (An in-process pull can take under half a microsecond: nothing there in that round.)
+    QVERIFY(kinds.count("pull") && kinds.count("push"));
   }
 
   void max_steps_and_validation_split() {

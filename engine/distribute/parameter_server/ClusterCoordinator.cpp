@@ -96,6 +96,8 @@ void ClusterCoordinator::worker_loop(int w) {
     // Stale-synchronous parallel: wait until the rounds more than k behind
     // this one are applied. A lower slice put back by a lost worker is taken
     // first, or the workers could all wait for a slice nobody holds.
+    const double wait_start = monotonic_seconds();
+    bool waited = false;
     while (bound_ && node.key().first - 1 - watermark() > *bound_ && !fatal_) {
       if (!queue_.empty() && queue_.begin()->first < node.key()) {
         auto lower = queue_.extract(queue_.begin());
@@ -103,6 +105,7 @@ void ClusterCoordinator::worker_loop(int w) {
         node = std::move(lower);
         continue;
       }
+      waited = true;
       cv_.wait(lock);
     }
     if (fatal_) {
@@ -128,10 +131,18 @@ void ClusterCoordinator::worker_loop(int w) {
     std::string worker_error;
     std::exception_ptr server_error;
     const double t0 = monotonic_seconds();
+    const trace::Lane lane{trace::LaneKind::Worker, w};
+    auto span = [&](trace::SpanKind kind, double from, double to, int64_t bytes) {
+      if (tracer_) tracer_->record(trace::Span{kind, lane, round, from * 1e6, (to - from) * 1e6, bytes});
+    };
+    if (waited) span(trace::SpanKind::StalenessWait, wait_start, t0, 0);
+    double pulled_at = t0, push_start = t0, pushed_at = t0;
+    int64_t bytes = 0;
     try {
       std::vector<int64_t> pulled;
       try {
         pulled = store_.pull(w, round);
+        pulled_at = monotonic_seconds();
       } catch (...) {
         server_error = std::current_exception();
       }
@@ -144,8 +155,11 @@ void ClusterCoordinator::worker_loop(int w) {
         WorkerStep out = step_(w, task.batch.to(strategy_.devices()[static_cast<size_t>(w)]));
         r.loss = out.loss;
         r.correct = out.correct;
+        for (const Tensor& g : out.grads) bytes += static_cast<int64_t>(g.bytes());
+        push_start = monotonic_seconds();
         try {
           r.updates_between = store_.push(out.grads, pulled, r);
+          pushed_at = monotonic_seconds();
         } catch (...) {
           server_error = std::current_exception();
         }
@@ -154,6 +168,12 @@ void ClusterCoordinator::worker_loop(int w) {
       worker_error = e.what();
     }
     r.seconds = monotonic_seconds() - t0;
+    if (tracer_ && !server_error && worker_error.empty()) {
+      // The weights pulled are the size of the gradients pushed.
+      span(trace::SpanKind::Step, t0, t0 + r.seconds, 0);
+      span(trace::SpanKind::Pull, t0, pulled_at, bytes);
+      span(trace::SpanKind::Push, push_start, pushed_at, bytes);
+    }
 
     lock.lock();
     --in_flight_;

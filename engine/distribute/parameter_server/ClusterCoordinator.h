@@ -11,6 +11,7 @@
 #include "data/Batch.h"
 #include "distribute/PerReplica.h"
 #include "distribute/parameter_server/ParameterServerStrategy.h"
+#include "trace/TraceRecorder.h"
 
 namespace strata {
 
@@ -60,6 +61,10 @@ public:
   // Fault injection for tests and demonstrations (a thread cannot be
   // killed): worker w fails when it starts its step number `at_step` (1-based).
   void fail_worker_at(int worker, int64_t at_step);
+  // The step timeline: each worker's step (the round), its pull, its push
+  // and its wait for the staleness bound, on the worker's lane. Call
+  // before start(); null turns it off.
+  void trace(trace::TraceRecorder* recorder) { tracer_ = recorder; }
 
 private:
   struct Task {
@@ -76,6 +81,7 @@ private:
   StepFunction step_;
   ParameterStore& store_;
   const std::optional<int> bound_;
+  trace::TraceRecorder* tracer_ = nullptr;
   const bool sync_;
 
   mutable std::mutex mutex_;
