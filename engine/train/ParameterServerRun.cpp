@@ -99,6 +99,7 @@ WorkerStep ParameterServerRun::worker_step(int worker, const Batch& in) {
 }
 
 void ParameterServerRun::trace(trace::TraceRecorder* recorder) {
+  tracer_ = recorder;
   if (coordinator_) coordinator_->trace(recorder);
 }
 
@@ -324,6 +325,7 @@ void ParameterServerRun::work_remotely(TrainingPosition& pos, int64_t steps_per_
       ps_.run_replicas([&](ReplicaContext&) {
         const double t0 = monotonic_seconds();
         const std::vector<int64_t> pulled = remote_->pull(0, round);
+        const double pulled_at = monotonic_seconds();
         if (remote_->stopping()) return;  // the chief's cut is before this round
         WorkerStep out = slice.size() ? worker_step(w, slice) : WorkerStep{};
         PushRecord m;
@@ -337,8 +339,20 @@ void ParameterServerRun::work_remotely(TrainingPosition& pos, int64_t steps_per_
         m.loss = out.loss;
         m.staleness = remote_->last_staleness();
         m.seconds = monotonic_seconds() - t0;
+        const double push_start = monotonic_seconds();
         remote_->push(out.grads, pulled, m);
+        if (tracer_) {
+          // Across processes the pull includes the wait for the staleness bound.
+          int64_t bytes = 0;
+          for (const Tensor& g : out.grads) bytes += static_cast<int64_t>(g.bytes());
+          const trace::Lane lane{trace::LaneKind::Worker, w};
+          const double end = monotonic_seconds();
+          tracer_->record(trace::Span{trace::SpanKind::Step, lane, round, t0 * 1e6, (end - t0) * 1e6, 0});
+          tracer_->record(trace::Span{trace::SpanKind::Pull, lane, round, t0 * 1e6, (pulled_at - t0) * 1e6, bytes});
+          tracer_->record(trace::Span{trace::SpanKind::Push, lane, round, push_start * 1e6, (end - push_start) * 1e6, bytes});
+        }
       });
+      loop_.flush_trace(round);
       if (remote_->stopping()) break;
       ++pos.step;
       ++pos.epoch_step;

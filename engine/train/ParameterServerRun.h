@@ -44,8 +44,8 @@ public:
   // Puts the servers' weights into the model (and their step count into the
   // optimizer) before evaluating or saving.
   void sync_model();
-  // The step timeline of the workers in this process (pulls, pushes,
-  // staleness waits); across processes not recorded yet.
+  // The step timeline of this process's workers (pulls, pushes, staleness
+  // waits), in one process or as a worker rank.
   void trace(trace::TraceRecorder* recorder);
 
   // One epoch in one process: schedules the rounds, emits them as they
@@ -87,6 +87,7 @@ private:
   TrainingPosition start_;                           // where the run begins (a restored checkpoint's position)
   std::unique_ptr<ClusterCoordinator> coordinator_;  // in one process
   std::unique_ptr<RemoteParameterStore> remote_;     // a worker rank's servers
+  trace::TraceRecorder* tracer_ = nullptr;           // trace()
   // Per-worker loss since the last step event (sum, count) and the last one reported.
   std::vector<std::pair<double, int64_t>> worker_loss_acc_;
   std::vector<double> worker_last_loss_, worker_last_seconds_;

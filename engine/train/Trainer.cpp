@@ -103,6 +103,10 @@ void Trainer::prepare() {
                     std::to_string(t.batch_size) + " with drop_remainder");
 }
 
+void Trainer::flush_trace(int64_t completed) {
+  if (tracer_) tracer_->flush(elapsed(), completed);
+}
+
 void Trainer::write_trace_to(const std::string& file) {
   if (tracer_) tracer_->open_file(file);
 }
@@ -399,7 +403,7 @@ bool Trainer::record_step(StepEvent& ev, TrainingPosition& pos, int64_t batch, i
   ev.lr = shortest_decimal(optimizer_->learning_rate());  // 0.001, not 0.0010000000474974513
   ev.samples_per_sec = static_cast<double>(ep.samples) / std::max(1e-9, ev.time - ep.start);
   sink_.emit(ev);
-  if (tracer_) tracer_->flush(ev.time, ev.step);
+  flush_trace(ev.step);
   if (device_stats_)
     if (auto stats = device_stats_->sample(ev.time)) sink_.emit(*stats);
   if (std::isfinite(ev.loss)) return true;

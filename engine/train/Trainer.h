@@ -113,6 +113,7 @@ private:
   bool stop_requested() const override { return stop_; }
   double elapsed() const override;
   void log(const std::string& level, const std::string& message) override;
+  void flush_trace(int64_t completed) override;
   void save_checkpoint(const TrainingPosition& position) override;
   bool finish_epoch(TrainingPosition& pos, const EpochProgress& ep, FinishedEvent& fin) override;
   // The schedule's rate, times the plateau's reductions.

@@ -37,6 +37,9 @@ public:
   // Training seconds so far (paused time excluded).
   virtual double elapsed() const = 0;
   virtual void log(const std::string& level, const std::string& message) = 0;
+  // The step timeline up to step `completed` collected (a worker rank that
+  // emits no step events of its own).
+  virtual void flush_trace(int64_t completed) = 0;
 };
 
 // The position at the start of the epoch after pos's.
