@@ -59,14 +59,14 @@ void ReplicaContext::reduce_scatter(std::vector<Tensor>& grads) {
   std::vector<size_t> sizes;
   sizes.reserve(grads.size());
   gradients_.clear();
+  size_t bytes = 0;
   for (auto& g : grads) {
     if (!g.device().same_memory(device_))
       throw runtime_error("reduce_scatter: a gradient on " + g.device().str() + " given to the replica on " + device_.str());
     sizes.push_back(static_cast<size_t>(g.numel()));
     gradients_.push_back(DeviceSpan{device_, g.ptr(), sizes.back()});
+    bytes += gradients_.back().bytes();
   }
-  size_t bytes = 0;
-  for (size_t n : sizes) bytes += n * sizeof(float);
   if (!shards_.fits(sizes)) shards_ = UpdateShards(std::move(sizes), group_.size);
   timed(trace::SpanKind::ReduceScatter, bytes, [&] { ops_.reduce_scatter_sum(group_, replica_id_, gradients_, shards_); });
 }
@@ -82,15 +82,15 @@ void ReplicaContext::gather_updated(const std::vector<Variable*>& vars) {
   if (!sharded_) return;
   variables_.clear();
   std::vector<size_t> sizes;
+  size_t bytes = 0;
   for (auto* v : vars) {
     Tensor& mine = v->replica_component(replica_id_);
     sizes.push_back(static_cast<size_t>(mine.numel()));
     variables_.push_back(DeviceSpan{device_, mine.ptr(), sizes.back()});
+    bytes += variables_.back().bytes();
   }
   if (!shards_.fits(sizes))
     throw runtime_error("the sharded update: the variables do not match the gradients reduced for them");
-  size_t bytes = 0;
-  for (const DeviceSpan& v : variables_) bytes += v.bytes();
   timed(trace::SpanKind::AllGather, bytes, [&] { ops_.all_gather(group_, replica_id_, variables_, shards_); });
 }
 
