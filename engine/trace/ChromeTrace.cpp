@@ -5,20 +5,17 @@
 #include <charconv>
 #include <cmath>
 #include <cstring>
-#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "core/Error.h"
+#include "trace/ChromeTraceFile.h"
 
 namespace strata::trace {
 
 namespace {
 
-// Objects keep their keys in the order written, so the files read naturally
-// (name, category, times, then where).
-using Json = nlohmann::ordered_json;
+using Json = TraceJson;
 
 // Times are written absolute (the process's monotonic clock, in
 // microseconds) and with round-trip precision, so merging adds the clock
@@ -44,19 +41,6 @@ std::string_view category(SpanKind k) {
     case SpanKind::StalenessWait: return "wait";
   }
   return "compute";
-}
-
-// The lane's thread id in the trace: stable across runs and ranks, so the
-// same lane lines up under every process (docs/timeline.md lists them).
-int lane_tid(Lane lane) {
-  switch (lane.kind) {
-    case LaneKind::Replica: return lane.index;
-    case LaneKind::Worker: return 100 + lane.index;
-    case LaneKind::Server: return 200 + lane.index;
-    case LaneKind::CommStream: return 1000 + lane.index;
-    case LaneKind::Run: return 9999;
-  }
-  return 9999;
 }
 
 // Names come from the user (run, host): invalid UTF-8 is replaced rather than
@@ -127,11 +111,13 @@ void ChromeTraceWriter::write(const std::vector<Span>& spans) {
   for (const Span& s : spans) {
     // JSON has no NaN or infinity; such a span cannot be placed anyway.
     if (!std::isfinite(s.start_us) || !std::isfinite(s.duration_us)) continue;
-    const int tid = lane_tid(s.lane);
-    if (std::find(named_lanes_.begin(), named_lanes_.end(), s.lane) == named_lanes_.end()) {
-      named_lanes_.push_back(s.lane);
-      out += ",\n" + dumps(metadata_event("thread_name", meta_.rank, tid, {{"name", lane_name(s.lane)}}));
-      out += ",\n" + dumps(metadata_event("thread_sort_index", meta_.rank, tid, {{"sort_index", lane_sort_index(s.lane)}}));
+    // The file is one process's (pid meta.rank): a lane's own rank is not written.
+    const Lane lane{s.lane.kind, s.lane.index};
+    const int tid = lane_tid(lane);
+    if (std::find(named_lanes_.begin(), named_lanes_.end(), lane) == named_lanes_.end()) {
+      named_lanes_.push_back(lane);
+      out += ",\n" + dumps(metadata_event("thread_name", meta_.rank, tid, {{"name", lane_name(lane)}}));
+      out += ",\n" + dumps(metadata_event("thread_sort_index", meta_.rank, tid, {{"sort_index", lane_sort_index(lane)}}));
     }
     // Formatted by hand, not through a JSON object: this runs for every span
     // of every step, and the names are fixed ASCII. Doubles are written
@@ -180,52 +166,36 @@ void ChromeTraceWriter::close() {
 void merge_chrome_traces(const std::vector<std::string>& inputs, const std::string& output) {
   if (inputs.empty()) throw bad_input("no trace files to merge");
   Json events = Json::array();
-  std::map<int64_t, std::string> rank_files;  // which input holds each rank
+  struct RankSource {
+    std::string file, host;
+  };
+  std::map<int64_t, RankSource> rank_files;  // which input holds each rank
   std::string run_name;
   for (const std::string& input : inputs) {
-    std::ifstream in(input, std::ios::binary);
-    if (!in) throw bad_input("cannot read trace file '" + input + "': " + std::strerror(errno));
-    std::stringstream text;
-    text << in.rdbuf();
-    Json doc;
-    try {
-      doc = Json::parse(text.str());
-    } catch (const Json::parse_error& e) {
-      throw bad_input("'" + input + "' is not a Strata trace file (not valid JSON: " + e.what() + ")");
-    }
-    const Json* other = doc.is_object() && doc.contains("otherData") ? &doc["otherData"] : nullptr;
-    if (!other || !other->is_object() || !other->contains("strata_trace") || !doc.contains("traceEvents") ||
-        !doc["traceEvents"].is_array())
-      throw bad_input("'" + input + "' is not a Strata trace file");
-
-    // A merged file lists its ranks, so merged files can be merged again.
-    std::vector<int64_t> ranks;
-    if (auto r = other->find("rank"); r != other->end() && r->is_number_integer()) ranks.push_back(r->get<int64_t>());
-    if (auto r = other->find("ranks"); r != other->end() && r->is_array())
-      for (const Json& x : *r)
-        if (x.is_number_integer()) ranks.push_back(x.get<int64_t>());
-    for (int64_t rank : ranks) {
-      auto [it, inserted] = rank_files.emplace(rank, input);
+    TraceDocument doc = read_trace_document(input);
+    for (size_t i = 0; i < doc.ranks.size(); ++i) {
+      auto [it, inserted] = rank_files.emplace(doc.ranks[i], RankSource{input, doc.hosts[i]});
       if (!inserted)
-        throw bad_input("trace files '" + it->second + "' and '" + input + "' both hold rank " + std::to_string(rank));
+        throw bad_input("trace files '" + it->second.file + "' and '" + input + "' both hold rank " +
+                        std::to_string(doc.ranks[i]));
     }
-    if (run_name.empty())
-      if (auto r = other->find("run"); r != other->end() && r->is_string()) run_name = r->get<std::string>();
-
-    double offset = 0;
-    if (auto o = other->find("clock_offset_us"); o != other->end() && o->is_number()) offset = o->get<double>();
-    for (Json& event : doc["traceEvents"]) {
+    if (run_name.empty()) run_name = doc.run_name;
+    for (Json& event : doc.events) {
       if (event.is_object() && event.contains("ts") && event["ts"].is_number())
-        event["ts"] = event["ts"].get<double>() + offset;
+        event["ts"] = event["ts"].get<double>() + doc.clock_offset_us;
       events.push_back(std::move(event));
     }
   }
 
-  Json ranks = Json::array();
-  for (const auto& [rank, file] : rank_files) ranks.push_back(rank);
+  Json ranks = Json::array(), hosts = Json::array();
+  for (const auto& [rank, source] : rank_files) {
+    ranks.push_back(rank);
+    hosts.push_back(source.host);
+  }
   // Every time is on rank 0's clock now: the merged file's offset is 0.
   Json tail{{"displayTimeUnit", "ms"},
-            {"otherData", {{"strata_trace", 1}, {"run", run_name}, {"ranks", ranks}, {"clock_offset_us", 0.0}}}};
+            {"otherData",
+             {{"strata_trace", 1}, {"run", run_name}, {"ranks", ranks}, {"hosts", hosts}, {"clock_offset_us", 0.0}}}};
   const std::string partial = output + ".partial";
   std::FILE* f = open_partial(output, partial);
   // One event a line, like the per-rank files, rather than one huge line.

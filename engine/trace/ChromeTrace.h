@@ -20,7 +20,9 @@ struct TraceMetadata {
 
 // Streams spans into a trace file as they come. The file is written under a
 // temporary name and renamed on close(), so a crash never leaves a
-// half-written file under the user's name.
+// half-written file under the user's name. It holds one process, meta.rank:
+// the spans' own Lane::rank is not written. read_chrome_trace
+// (ChromeTraceReader.h) reads the files back.
 class ChromeTraceWriter {
 public:
   ChromeTraceWriter(const std::string& path, TraceMetadata meta);  // throws naming the path
@@ -40,8 +42,9 @@ private:
 };
 
 // Merges per-rank trace files into one, each rank's times shifted by its
-// clock offset so lanes of different machines line up. Throws naming the
-// file and the reason when an input is not a Strata trace.
+// clock offset so lanes of different machines line up; otherData lists
+// the ranks and their hosts. Throws naming the file and the reason when an
+// input is not a Strata trace (read_trace_document, ChromeTraceFile.h).
 void merge_chrome_traces(const std::vector<std::string>& inputs, const std::string& output);
 
 }  // namespace strata::trace

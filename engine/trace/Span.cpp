@@ -19,7 +19,8 @@ int lane_sort_index(Lane lane) {
   return 3'000'000;
 }
 
-std::string lane_name(Lane lane) {
+namespace {
+std::string lane_name_in_process(Lane lane) {
   const std::string i = std::to_string(lane.index);
   switch (lane.kind) {
     case LaneKind::Replica: return "replica " + i;
@@ -29,6 +30,12 @@ std::string lane_name(Lane lane) {
     case LaneKind::Run: return "run";
   }
   return "lane " + i;
+}
+}  // namespace
+
+std::string lane_name(Lane lane) {
+  const std::string name = lane_name_in_process(lane);
+  return lane.rank < 0 ? name : "rank " + std::to_string(lane.rank) + " \u00b7 " + name;
 }
 
 }  // namespace strata::trace

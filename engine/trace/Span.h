@@ -47,16 +47,27 @@ enum class LaneKind : uint8_t { Replica, Worker, Server, CommStream, Run };
 struct Lane {
   LaneKind kind = LaneKind::Replica;
   int index = 0;
+  // The process (MPI rank) the lane belongs to, set only where spans of
+  // several processes meet: a merged trace file read back. -1, as every
+  // recorder writes it, is "this process", so a single process's lanes are
+  // named and ordered as they always were. (It fits in the padding of Span:
+  // recording costs the same.)
+  int rank = -1;
   friend bool operator==(const Lane&, const Lane&) = default;
 };
 
 // "replica 0", "replica 0 comm", "worker 1", "server 0", "run": trace files,
-// the JSONL summary and the dashboard name lanes alike.
+// the JSONL summary and the dashboard name lanes alike; a lane of a rank is
+// "rank 1 · replica 0".
 std::string lane_name(Lane lane);
-// Display order: each replica with its comm stream right under it, then
-// workers, servers and the run lane.
+// Display order within a process: each replica with its comm stream right
+// under it, then workers, servers and the run lane. (The rank is not part
+// of it: a trace file's thread_sort_index is per process.)
 int lane_sort_index(Lane lane);
-inline bool lane_before(Lane a, Lane b) { return lane_sort_index(a) < lane_sort_index(b); }
+// Display order: by rank (this process's lanes first), then lane_sort_index.
+inline bool lane_before(Lane a, Lane b) {
+  return a.rank != b.rank ? a.rank < b.rank : lane_sort_index(a) < lane_sort_index(b);
+}
 
 struct Span {
   SpanKind kind = SpanKind::Step;

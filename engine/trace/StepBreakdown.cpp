@@ -62,7 +62,8 @@ StepBreakdown summarize_step(int64_t step, const std::vector<const Span*>& spans
   StepBreakdown out;
   out.step = step;
   std::map<Lane, LaneBreakdown, LaneOrder> lanes;
-  std::map<int, std::vector<Interval>> compute, comm;  // by replica index
+  // By replica: its rank and index (replica 0 of rank 1 is not replica 0 of rank 0).
+  std::map<std::pair<int, int>, std::vector<Interval>> compute, comm;
   for (const Span* s : spans) {
     LaneBreakdown& lane = lanes[s->lane];
     lane.lane = s->lane;
@@ -70,10 +71,11 @@ StepBreakdown summarize_step(int64_t step, const std::vector<const Span*>& spans
     if (s->kind == SpanKind::Step) lane.step_us += s->duration_us;
     if (is_comm(s->kind)) {
       out.comm_us += s->duration_us;
-      if (s->lane.kind == LaneKind::CommStream) comm[s->lane.index].push_back({s->start_us, s->start_us + s->duration_us});
+      if (s->lane.kind == LaneKind::CommStream)
+        comm[{s->lane.rank, s->lane.index}].push_back({s->start_us, s->start_us + s->duration_us});
     }
     if (is_compute(s->kind) && s->lane.kind == LaneKind::Replica)
-      compute[s->lane.index].push_back({s->start_us, s->start_us + s->duration_us});
+      compute[{s->lane.rank, s->lane.index}].push_back({s->start_us, s->start_us + s->duration_us});
   }
   for (auto& [lane, breakdown] : lanes) out.lanes.push_back(breakdown);
 
