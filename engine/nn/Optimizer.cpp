@@ -12,11 +12,26 @@ Optimizer::Optimizer(float learning_rate) : learning_rate_(learning_rate) {
   if (!(learning_rate > 0.0f)) throw bad_input("learning rate must be positive, got " + std::to_string(learning_rate));
 }
 
-void Optimizer::ensure_slots(const std::vector<Variable*>& vars, bool shared_state) {
+namespace {
+bool one_memory(const Variable& v) {
+  for (int c = 1; c < v.num_components(); ++c)
+    if (!v.component(c).device().same_memory(v.component(0).device())) return false;
+  return true;
+}
+}  // namespace
+
+void Optimizer::ensure_slots(const std::vector<Variable*>& vars, int replica, const std::vector<ShardPiece>* pieces) {
   // Replicas arrive concurrently on the first step; one creates the slots.
   std::lock_guard lock(mutex_);
   if (iterations_.empty()) iterations_.resize(1, 0);
-  if (shared_state && !state_shared_) {
+  const bool sharded = pieces && !vars.empty();
+  if (sharded && !one_memory(*vars.front())) {
+    if (owned_pieces_.empty()) {
+      owned_vars_.assign(vars.begin(), vars.end());
+      owned_pieces_.resize(static_cast<size_t>(vars.front()->num_components()));
+    }
+    owned_pieces_.at(static_cast<size_t>(replica)) = *pieces;
+  } else if (sharded && !state_shared_) {
     // Every component holds the same values (all replicas applied the same
     // updates, or a checkpoint was restored into all): keep one.
     for (auto& [var, named] : slots_)
@@ -54,7 +69,25 @@ int64_t Optimizer::state_bytes() const {
 
 int64_t Optimizer::iterations() const { return iterations_.empty() ? 0 : iterations_[0]; }
 
+void Optimizer::gather_owned_state() {
+  for (size_t i = 0; i < owned_vars_.size(); ++i) {
+    auto found = slots_.find(owned_vars_[i]);
+    if (found == slots_.end()) continue;
+    for (auto& [name, s] : found->second) {
+      Tensor& whole = s->component(0);
+      for (size_t owner = 1; owner < owned_pieces_.size(); ++owner) {
+        const Tensor& theirs = s->component(static_cast<int>(owner));
+        for (const ShardPiece& p : owned_pieces_[owner])
+          if (static_cast<size_t>(p.variable) == i)
+            copy_bytes(whole.device(), whole.ptr() + p.offset, theirs.device(), theirs.ptr() + p.offset,
+                       static_cast<size_t>(p.count) * sizeof(float));
+      }
+    }
+  }
+}
+
 std::vector<std::pair<std::string, Variable*>> Optimizer::slot_variables() {
+  gather_owned_state();
   std::vector<std::pair<std::string, Variable*>> out;
   for (auto* v : slot_order_)
     for (auto& [name, s] : slots_.at(v)) out.emplace_back(s->name(), s.get());
@@ -66,7 +99,7 @@ void Optimizer::apply_local(const std::vector<Tensor>& grads, const std::vector<
   if (grads.size() != vars.size())
     throw runtime_error("apply_gradients: " + std::to_string(grads.size()) + " gradients for " +
                         std::to_string(vars.size()) + " variables");
-  ensure_slots(vars, pieces != nullptr);
+  ensure_slots(vars, replica, pieces);
   const size_t counter = vars.empty() || vars.front()->num_components() == 1 ? 0 : static_cast<size_t>(replica);
   ++iterations_[counter];
   if (vars.empty()) return;

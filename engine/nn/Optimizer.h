@@ -53,7 +53,11 @@ public:
   void count_replayed_step() {
     for (auto& i : iterations_) ++i;
   }
-  // Slot state for checkpoints: name -> variable (e.g. "dense/kernel/m").
+  // Slot state for checkpoints: name -> variable (e.g. "dense/kernel/m"),
+  // component 0 holding the whole state. (Under the sharded update on
+  // replicas with separate memories each replica updates its shard of its
+  // own component; the shards are copied into component 0 here.) Call
+  // between steps.
   std::vector<std::pair<std::string, Variable*>> slot_variables();
   std::vector<int64_t>& iteration_counts() { return iterations_; }
   // Bytes of optimizer state (all slot variables' components).
@@ -76,10 +80,16 @@ protected:
   Tensor& slot(Variable& var, const std::string& name, int replica);
 
 private:
-  // shared_state: one component per slot variable (the sharded update);
-  // slots made earlier with one per replica (build() before the first
-  // step, for a restore) are folded into one then.
-  void ensure_slots(const std::vector<Variable*>& vars, bool shared_state = false);
+  // With `pieces` (the sharded update, this replica's shard of `vars`):
+  // where the replicas share one memory (host replicas, or several on one
+  // GPU), one component per slot variable, which they update shard by
+  // shard; slots made earlier with one per replica (build() before the
+  // first step, for a restore) are folded into one then. Replicas with
+  // separate memories keep a component each and update only their shard of
+  // it (the compute is divided, not the memory); the pieces are kept so
+  // slot_variables() can gather them.
+  void ensure_slots(const std::vector<Variable*>& vars, int replica = 0, const std::vector<ShardPiece>* pieces = nullptr);
+  void gather_owned_state();
   // Updates `vars` from `grads` for `replica`: every element, or the pieces given.
   void apply_local(const std::vector<Tensor>& grads, const std::vector<Variable*>& vars, int replica,
                    const std::vector<ShardPiece>* pieces = nullptr);
@@ -100,6 +110,10 @@ private:
   std::vector<const Variable*> slot_order_;
   std::vector<int64_t> iterations_;
   bool state_shared_ = false;
+  // Sharded on separate memories: the variables the pieces index, and each
+  // replica's pieces.
+  std::vector<const Variable*> owned_vars_;
+  std::vector<std::vector<ShardPiece>> owned_pieces_;
 };
 
 class SGD final : public Optimizer {

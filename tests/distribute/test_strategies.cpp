@@ -19,6 +19,7 @@ class TestStrategies : public QObject {
 
 private:
   Dataset data_ = make_synthetic(250, 5, 3, 5);  // 250 = 8 batches of 30 + a partial 10
+  std::vector<std::vector<float>> full_state_;   // sharded_update_matches_full_update's reference
 
   void compare(const QString& opt, int64_t batch, const std::function<std::unique_ptr<Strategy>()>& make) {
     OneDeviceStrategy one;
@@ -146,7 +147,9 @@ private slots:
   void reduce_is_exact_on_integers() {
     MirroredStrategy m(devices(4));
     std::vector<Tensor> values;
-    for (int r = 0; r < 4; ++r) values.push_back(Tensor::from(Shape{2, 3}, std::vector<float>{1.f * r, 2, 3, 4, 5, 6.f + r}, m.devices()[static_cast<size_t>(r)]));
+    for (int r = 0; r < 4; ++r)
+      values.push_back(
+          Tensor::from(Shape{2, 3}, std::vector<float>{1.f * r, 2, 3, 4, 5, 6.f + r}, m.devices()[static_cast<size_t>(r)]));
     PerReplica<Tensor> pr(values);
     Tensor sum = m.reduce(ReduceOp::Sum, pr);
     QCOMPARE(sum.data()[0], 6.0f);
@@ -274,7 +277,8 @@ private slots:
     auto dist = m.distribute_datasets_from_function([&](const InputContext& ctx) {
       contexts.push_back(ctx);
       const int64_t per = ctx.get_per_replica_batch_size(16);
-      auto shard = std::make_shared<const Dataset>(data_.subset(ctx.input_pipeline_id * 100, (ctx.input_pipeline_id + 1) * 100));
+      auto shard = std::make_shared<const Dataset>(
+          data_.subset(ctx.input_pipeline_id * 100, (ctx.input_pipeline_id + 1) * 100));
       PipelineOptions po;
       po.batch_size = per;
       return std::make_shared<BatchPipeline>(shard, po);
@@ -368,12 +372,14 @@ private slots:
           make_strategy("mirrored", o);
         },
         "carrier_pigeon");
-    expect([&] {
-      MirroredStrategy m(cpus(4));
-      PipelineOptions po;
-      po.batch_size = 3;
-      m.distribute(std::make_shared<BatchPipeline>(std::make_shared<const Dataset>(data_), po));
-    }, "smaller than the 4 replicas");
+    expect(
+        [&] {
+          MirroredStrategy m(cpus(4));
+          PipelineOptions po;
+          po.batch_size = 3;
+          m.distribute(std::make_shared<BatchPipeline>(std::make_shared<const Dataset>(data_), po));
+        },
+        "smaller than the 4 replicas");
     expect([] { OneDeviceStrategy o(Device{DeviceKind::Gpu, 0}); }, "gpu:0");
     expect(
         [] {
@@ -407,37 +413,61 @@ private slots:
     QTest::addColumn<int>("replicas");
     QTest::addColumn<QString>("optimizer");
     QTest::addColumn<bool>("overlap");
+    QTest::addColumn<QString>("placement");
     for (int r : {2, 3, 4})
       for (const char* o : {"sgd", "adam"})
         for (bool overlap : {false, true})
           QTest::newRow(qPrintable(QString("%1 replicas %2%3").arg(r).arg(o).arg(overlap ? " trainer form" : "")))
-              << r << QString(o) << overlap;
+              << r << QString(o) << overlap << "distinct";
+    // Accelerator replicas sharing one device, and two on each of two.
+    for (const char* placement : {"one device", "two per device"})
+      QTest::newRow(qPrintable(QString("4 replicas adam, %1").arg(placement))) << 4 << "adam" << true << placement;
   }
   void sharded_update_matches_full_update() {
-    if (testing_sim()) QSKIP("the sharded update serves host replicas (in_process)");
     QFETCH(int, replicas);
     QFETCH(QString, optimizer);
     QFETCH(bool, overlap);
+    QFETCH(QString, placement);
+    const DeviceKind kind = test_device_kind();
+    std::vector<Device> devs = devices(replicas);
+    if (placement != "distinct") {
+      if (kind == DeviceKind::Cpu) QSKIP("host replicas cannot share a device");
+      for (int r = 0; r < replicas; ++r) devs[static_cast<size_t>(r)] = Device{kind, placement == "one device" ? 0 : r / 2};
+    }
     std::vector<Tensor> result[2];
     int64_t state_bytes[2] = {0, 0};
     for (int sharded = 0; sharded < 2; ++sharded) {
       StrategyOptions o;
       o.sharded_update = sharded ? "on" : "off";
-      MirroredStrategy m(cpus(replicas), o);
+      MirroredStrategy m(devs, o);
       QCOMPARE(m.sharded_update(), sharded == 1);
       Setup s = make_setup(m, optimizer.toStdString());
       bool identical = false;
       result[sharded] = train(m, s, data_, 30, 24, true, &identical, overlap);
       QVERIFY2(identical, "replica weights diverged");
-      state_bytes[sharded] = s.optimizer->state_bytes();
+      // The state a checkpoint saves: gathered from the shards' owners.
+      std::vector<std::vector<float>> state;
+      for (auto& [name, v] : s.optimizer->slot_variables()) state.push_back(v->component(0).to(Device{}).values());
+      if (sharded == 0) {
+        state_bytes[0] = s.optimizer->state_bytes();
+        full_state_ = state;
+      } else {
+        state_bytes[1] = s.optimizer->state_bytes();
+        QCOMPARE(state, full_state_);
+      }
     }
     for (size_t i = 0; i < result[0].size(); ++i) QCOMPARE(result[1][i].values(), result[0][i].values());
-    // The optimizer state exists once instead of once per replica.
-    if (state_bytes[0] > 0) QCOMPARE(state_bytes[1] * replicas, state_bytes[0]);
+    // Where the replicas share one memory the optimizer state exists once
+    // instead of once per replica; on separate memories each keeps its own.
+    if (state_bytes[0] > 0) {
+      const bool one_memory = devs.front().same_memory(devs.back());
+      QCOMPARE(state_bytes[1] * (one_memory ? replicas : 1), state_bytes[0]);
+    }
   }
 
-  void sharded_update_is_the_default_for_host_replicas() {
+  void sharded_update_is_the_default() {
     QVERIFY(MirroredStrategy(cpus(2)).sharded_update());
+    QVERIFY(MirroredStrategy(devices(2)).sharded_update());
     QVERIFY(!MirroredStrategy(cpus(1)).sharded_update());
     QVERIFY(!CentralStorageStrategy(cpus(2)).sharded_update());
     StrategyOptions o;

@@ -40,16 +40,20 @@ struct ReplicaGroup {
         done(static_cast<size_t>(n)),
         barrier_events{std::vector<EventPtr>(static_cast<size_t>(n)), std::vector<EventPtr>(static_cast<size_t>(n))},
         scattered(static_cast<size_t>(n)),
-        gathered(static_cast<size_t>(n)) {}
+        gathered(static_cast<size_t>(n)),
+        scatter_ready(static_cast<size_t>(n)),
+        updated(static_cast<size_t>(n)) {}
   int size;
   Barrier barrier;
   std::vector<Device> devices;  // each replica's
   std::vector<float*> buffers;
   std::vector<EventPtr> ready, reduced, done;
   std::vector<EventPtr> barrier_events[2];  // alternate barriers use alternate arrays
-  // The sharded update's tensor lists, one array per half, so a replica that
-  // runs ahead into the gather never overwrites what another still reads.
+  // The sharded update's tensor lists and stream events, one array per half,
+  // so a replica that runs ahead into the gather never overwrites what
+  // another still reads.
   std::vector<const std::vector<DeviceSpan>*> scattered, gathered;
+  std::vector<EventPtr> scatter_ready, updated;
 };
 
 // *How* replicas combine a buffer (the *what* - which gradients, packed into

@@ -1,5 +1,7 @@
 #include "distribute/collectives/DeviceAllReduce.h"
 
+#include <algorithm>
+
 #include "backend/Backend.h"
 #include "core/Tensor.h"
 
@@ -54,6 +56,64 @@ void DeviceAllReduce::all_reduce_sum(ReplicaGroup& group, int replica, DeviceSpa
   // Nothing may write this buffer again before the others' copies from it ran.
   for (int c = 0; c < n; ++c)
     if (c != replica) be.wait_event(group.done[static_cast<size_t>(c)]);
+}
+
+// The stream order that makes the two halves safe without a closing wait:
+// - A replica's next writes to its gradients (the next backward pass) follow
+//   its gather, whose stream waited for every owner's `updated` event, which
+//   each owner recorded after its reduction read those gradients.
+// - An owner's next update of its shard follows its next scatter, whose
+//   stream waited for every replica's `scatter_ready`, recorded after that
+//   replica's gather copied the shard.
+// The host's barriers keep the pointer lists and events alive as long as the
+// others read them, as in InProcessAllReduce.
+void DeviceAllReduce::reduce_scatter_sum(ReplicaGroup& group, int replica, const std::vector<DeviceSpan>& tensors,
+                                         const UpdateShards& shards) {
+  const int n = group.size;
+  const auto me = static_cast<size_t>(replica);
+  if (tensors.empty()) return;
+  Backend& be = backend_for(tensors.front().device);
+  group.scattered[me] = &tensors;
+  group.scatter_ready[me] = be.record_event();
+  group.barrier.arrive_and_wait();  // every replica's gradients and event published
+  for (int r = 0; r < n; ++r)
+    if (r != replica) be.wait_event(group.scatter_ready[static_cast<size_t>(r)]);
+
+  // Sums in replica order, as all_reduce_sum: replica 0's term first, so a
+  // replica other than 0 sums into scratch (its own piece is a later term).
+  int64_t largest = 0;
+  for (const ShardPiece& p : shards.of(replica)) largest = std::max(largest, p.count);
+  Tensor scratch;
+  if (replica != 0 && largest > 0) scratch = Tensor::empty(Shape{largest}, tensors.front().device);
+  for (const ShardPiece& p : shards.of(replica)) {
+    const auto v = static_cast<size_t>(p.variable);
+    const auto bytes = static_cast<size_t>(p.count) * sizeof(float);
+    float* mine = tensors[v].data + p.offset;
+    float* acc = replica == 0 ? mine : scratch.ptr();
+    if (replica != 0) be.copy(acc, (*group.scattered[0])[v].data + p.offset, bytes);
+    for (int r = 1; r < n; ++r)
+      be.axpby(p.count, 1.0f, (*group.scattered[static_cast<size_t>(r)])[v].data + p.offset, 1.0f, acc);
+    if (replica != 0) be.copy(mine, acc, bytes);
+  }
+}
+
+void DeviceAllReduce::all_gather(ReplicaGroup& group, int replica, const std::vector<DeviceSpan>& tensors,
+                                 const UpdateShards& shards) {
+  const auto me = static_cast<size_t>(replica);
+  if (tensors.empty()) return;
+  Backend& be = backend_for(tensors.front().device);
+  group.gathered[me] = &tensors;
+  group.updated[me] = be.record_event();
+  group.barrier.arrive_and_wait();  // every shard's update queued
+  for (int owner = 0; owner < group.size; ++owner) {
+    if (owner == replica) continue;
+    be.wait_event(group.updated[static_cast<size_t>(owner)]);
+    const auto& theirs = *group.gathered[static_cast<size_t>(owner)];
+    for (const ShardPiece& p : shards.of(owner)) {
+      const auto v = static_cast<size_t>(p.variable);
+      be.copy(tensors[v].data + p.offset, theirs[v].data + p.offset, static_cast<size_t>(p.count) * sizeof(float));
+    }
+  }
 }
 
 }  // namespace strata
