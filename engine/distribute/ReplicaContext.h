@@ -18,7 +18,7 @@ public:
   // replica_id: this process's replica index; replica_offset and
   // total_replicas place it among all workers' replicas.
   // sharded_update: reduce gradients for the sharded optimizer update
-  // (ops.supports_sharding() must hold; the strategy checks).
+  // (ops.supports_sharding(devices) must hold; the strategy checks).
   ReplicaContext(int replica_id, ReplicaGroup& group, CrossDeviceOps& ops, bool variables_shared, size_t fusion_bytes,
                  Device device, int replica_offset = 0, int total_replicas = 0, bool sharded_update = false);
 

@@ -48,19 +48,22 @@ std::vector<Device> Strategy::validate_devices(std::vector<Device> devices, cons
 namespace {
 // Whether the optimizer update is sharded, from the option and what the
 // strategy's replicas and cross-device ops allow.
-bool use_sharded_update(const std::string& option, const CrossDeviceOps& ops, bool variables_shared, int replicas,
-                        const Cluster& cluster) {
+bool use_sharded_update(const std::string& option, const CrossDeviceOps& ops, const std::vector<Device>& devices,
+                        bool variables_shared, const Cluster& cluster) {
   if (option == "off") return false;
   if (option != "auto" && option != "on")
     throw bad_input("strategy.sharded_update: '" + option + "' is not one of auto, on, off");
   std::string why;
   if (variables_shared) why = "the replicas share one copy of the variables";
-  else if (replicas < 2) why = "there is only one replica";
+  else if (devices.size() < 2) why = "there is only one replica";
   else if (cluster.size() > 1) why = "it shards among one process's replicas, not across workers";
-  else if (!ops.supports_sharding()) why = "cross-device ops '" + ops.name() + "' cannot reduce-scatter and all-gather";
-  if (why.empty()) return true;
-  if (option == "on") throw bad_input("strategy.sharded_update: on is not possible here: " + why);
-  return false;
+  else if (!ops.supports_sharding(devices, &why) && why.empty()) why = "cross-device ops '" + ops.name() + "' cannot shard";
+  if (option == "on") {
+    if (!why.empty()) throw bad_input("strategy.sharded_update: on is not possible here: " + why);
+    return true;
+  }
+  // auto: not where the all-reduce can hide behind the backward pass instead.
+  return why.empty() && !ops.overlaps_compute();
 }
 }  // namespace
 
@@ -72,7 +75,7 @@ Strategy::Strategy(std::vector<Device> devices, const StrategyOptions& options, 
   const int total = options.threads > 0 ? options.threads : std::max(1, hardware_threads() / cluster_->local_size());
   const int n = static_cast<int>(devices.size());
   threads_per_replica_ = std::max(1, total / n);
-  const bool sharded = use_sharded_update(options.sharded_update, *ops, variables_shared, n, *cluster_);
+  const bool sharded = use_sharded_update(options.sharded_update, *ops, devices, variables_shared, *cluster_);
   pool_ = std::make_unique<ReplicaPool>(std::move(devices), threads_per_replica_, std::move(ops), variables_shared,
                                         options.fusion_bytes, cluster_->rank() * n, n * cluster_->size(), sharded);
 }

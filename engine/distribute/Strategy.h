@@ -32,7 +32,8 @@ struct StrategyOptions {
   size_t fusion_bytes = 4u << 20;       // gradient bucket size for all-reduce
   // The sharded optimizer update (ZeRO-1: reduce-scatter, each replica
   // updates its shard, all-gather): "auto" (where the replicas keep their own
-  // variables in one process and the cross-device ops can), "on" (an error
+  // variables in one process and the cross-device ops can, unless their
+  // all-reduce overlaps the backward pass, as NCCL's does), "on" (an error
   // where it cannot), "off".
   std::string sharded_update = "auto";
   double collective_timeout = 300;      // seconds a worker waits for the others (multi-worker)

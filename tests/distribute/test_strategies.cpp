@@ -147,9 +147,7 @@ private slots:
   void reduce_is_exact_on_integers() {
     MirroredStrategy m(devices(4));
     std::vector<Tensor> values;
-    for (int r = 0; r < 4; ++r)
-      values.push_back(
-          Tensor::from(Shape{2, 3}, std::vector<float>{1.f * r, 2, 3, 4, 5, 6.f + r}, m.devices()[static_cast<size_t>(r)]));
+    for (int r = 0; r < 4; ++r) values.push_back(Tensor::from(Shape{2, 3}, std::vector<float>{1.f * r, 2, 3, 4, 5, 6.f + r}, m.devices()[static_cast<size_t>(r)]));
     PerReplica<Tensor> pr(values);
     Tensor sum = m.reduce(ReduceOp::Sum, pr);
     QCOMPARE(sum.data()[0], 6.0f);
@@ -277,8 +275,7 @@ private slots:
     auto dist = m.distribute_datasets_from_function([&](const InputContext& ctx) {
       contexts.push_back(ctx);
       const int64_t per = ctx.get_per_replica_batch_size(16);
-      auto shard = std::make_shared<const Dataset>(
-          data_.subset(ctx.input_pipeline_id * 100, (ctx.input_pipeline_id + 1) * 100));
+      auto shard = std::make_shared<const Dataset>(data_.subset(ctx.input_pipeline_id * 100, (ctx.input_pipeline_id + 1) * 100));
       PipelineOptions po;
       po.batch_size = per;
       return std::make_shared<BatchPipeline>(shard, po);
@@ -344,6 +341,12 @@ private slots:
     }
     QVERIFY(!nccl->enabled(cpus(2), &why));
     QVERIFY2(QString::fromStdString(why).contains("GPU replicas only, not cpu:0"), why.c_str());
+    // The sharded update over NCCL: one replica per GPU; "auto" keeps the
+    // bucketed all-reduce that overlaps the backward pass.
+    QVERIFY(nccl->overlaps_compute());
+    QVERIFY(nccl->supports_sharding({g0, g1}, &why));
+    QVERIFY(!nccl->supports_sharding({g0, g0, g1}, &why));
+    QVERIFY2(QString::fromStdString(why).contains("gpu:0 holds several"), why.c_str());
 #else
     QVERIFY(!nccl);
     QCOMPARE(chosen({g0, g1}), std::string("device_local"));
@@ -372,14 +375,12 @@ private slots:
           make_strategy("mirrored", o);
         },
         "carrier_pigeon");
-    expect(
-        [&] {
-          MirroredStrategy m(cpus(4));
-          PipelineOptions po;
-          po.batch_size = 3;
-          m.distribute(std::make_shared<BatchPipeline>(std::make_shared<const Dataset>(data_), po));
-        },
-        "smaller than the 4 replicas");
+    expect([&] {
+      MirroredStrategy m(cpus(4));
+      PipelineOptions po;
+      po.batch_size = 3;
+      m.distribute(std::make_shared<BatchPipeline>(std::make_shared<const Dataset>(data_), po));
+    }, "smaller than the 4 replicas");
     expect([] { OneDeviceStrategy o(Device{DeviceKind::Gpu, 0}); }, "gpu:0");
     expect(
         [] {

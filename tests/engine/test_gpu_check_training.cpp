@@ -28,7 +28,8 @@ private slots:
       QVERIFY2(r.passed, (r.op + " " + r.shape + ": " + r.detail).c_str());
       ops.insert(r.op);
     }
-    QCOMPARE(ops, (std::set<std::string>{"train_step", "sgd_trajectory", "graph_replay", "mirrored_x2", "mirrored_x4_shared"}));
+    QCOMPARE(ops, (std::set<std::string>{"train_step", "sgd_trajectory", "graph_replay", "mirrored_x2", "mirrored_x4_shared",
+                                         "sharded_update"}));
     QVERIFY(records.size() > 20);  // every variable of every comparison has its own record
   }
 

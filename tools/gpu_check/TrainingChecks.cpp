@@ -146,6 +146,7 @@ std::vector<CheckRecord> check_mirrored_pair(const Device& device, int steps) {
     RunConfig c = example_mlp(device, steps, "sgd");
     c.strategy.name = "mirrored";
     c.strategy.devices = {device.str(), device.str()};
+    c.strategy.sharded_update = "on";
     const Run two = train(c);
     // The gradients are summed in another grouping (two half batches): the
     // same weights up to float32 rounding, on both replicas.
@@ -153,6 +154,14 @@ std::vector<CheckRecord> check_mirrored_pair(const Device& device, int steps) {
                                          as_floats(two.events.losses), as_floats(one.events.losses), 1e-5)};
     compare_weights(out, "mirrored_x2", two, 0, one, 1e-5);
     compare_weights(out, "mirrored_x2", two, 1, one, 1e-5);
+    // The sharded update (each replica updates half, then they gather)
+    // against every replica updating everything: the same sums in the same
+    // order and the same element-wise update, so the same bits.
+    c.strategy.sharded_update = "off";
+    const Run full = train(c);
+    out.push_back(compare("sharded_update", "mirrored x2 on one GPU, sharded against full update, loss per step",
+                          as_floats(two.events.losses), as_floats(full.events.losses), 0));
+    compare_weights(out, "sharded_update", two, 1, full, 0);
     return out;
   });
 }

@@ -84,10 +84,19 @@ public:
   // reduce is cheaper, though NCCL can be named).
   virtual bool preferred(const std::vector<Device>& /*devices*/) const { return true; }
 
+  // Whether started collectives run beside the replicas' computation (NCCL's
+  // own stream): then an all-reduce in buckets during the backward pass
+  // hides communication, which "auto" prefers to the sharded update.
+  virtual bool overlaps_compute() const { return false; }
+
   // The sharded update (ZeRO-1) in two halves, for implementations that
-  // support it. Every replica passes its own tensors (the same sizes in the
-  // same order on every replica) and the same shards.
-  virtual bool supports_sharding() const { return false; }
+  // support it for these devices (else why not). Every replica passes its
+  // own tensors (the same sizes in the same order on every replica) and the
+  // same shards.
+  virtual bool supports_sharding(const std::vector<Device>& /*devices*/, std::string* why_not) const {
+    if (why_not) *why_not = "cross-device ops '" + name() + "' cannot reduce-scatter and all-gather";
+    return false;
+  }
   // On return this replica's tensors hold the sum over all replicas on the
   // pieces of its own shard; elsewhere they are left as they were.
   virtual void reduce_scatter_sum(ReplicaGroup& group, int replica, const std::vector<DeviceSpan>& tensors,

@@ -18,7 +18,7 @@ public:
   void all_reduce_sum(ReplicaGroup& group, int replica, DeviceSpan buffer) override;
   // The sharded update's halves, in the streams likewise. Neither ends on a
   // barrier or a wait: each half's events order the other's reads (see the .cpp).
-  bool supports_sharding() const override { return true; }
+  bool supports_sharding(const std::vector<Device>& /*devices*/, std::string* /*why_not*/) const override { return true; }
   void reduce_scatter_sum(ReplicaGroup& group, int replica, const std::vector<DeviceSpan>& tensors,
                           const UpdateShards& shards) override;
   void all_gather(ReplicaGroup& group, int replica, const std::vector<DeviceSpan>& tensors,

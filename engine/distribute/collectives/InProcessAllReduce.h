@@ -18,7 +18,7 @@ public:
   // The same two halves over the tensors where they lie (no packing): replica
   // r sums the pieces of shard r of every replica's tensors into its own,
   // and later copies the other shards from their owners.
-  bool supports_sharding() const override { return true; }
+  bool supports_sharding(const std::vector<Device>& /*devices*/, std::string* /*why_not*/) const override { return true; }
   void reduce_scatter_sum(ReplicaGroup& group, int replica, const std::vector<DeviceSpan>& tensors,
                           const UpdateShards& shards) override;
   void all_gather(ReplicaGroup& group, int replica, const std::vector<DeviceSpan>& tensors,

@@ -91,18 +91,22 @@ void NcclAllReduce::all_reduce_sum(ReplicaGroup& group, int replica, DeviceSpan 
   wait_all(group, replica);
 }
 
-void NcclAllReduce::start_all_reduce_sum(ReplicaGroup& group, int replica, DeviceSpan buffer) {
-  const auto me = static_cast<size_t>(replica);
-  const bool first = !initialized_;
-  Backend& be = backend_for(buffer.device);
-  group.buffers[me] = buffer.data;
-  group.ready[me] = be.record_event();
-  group.barrier.arrive_and_wait();  // every buffer and its ready event published
-  if (first) {
+void NcclAllReduce::join(ReplicaGroup& group, int replica) {
+  if (!initialized_) {
+    group.barrier.arrive_and_wait();
     if (replica == 0) init(group);
     group.barrier.arrive_and_wait();
   }
   throw_if_failed();
+}
+
+void NcclAllReduce::start_all_reduce_sum(ReplicaGroup& group, int replica, DeviceSpan buffer) {
+  const auto me = static_cast<size_t>(replica);
+  Backend& be = backend_for(buffer.device);
+  group.buffers[me] = buffer.data;
+  group.ready[me] = be.record_event();
+  group.barrier.arrive_and_wait();  // every buffer and its ready event published
+  join(group, replica);
 
   Gpu& g = gpus_[static_cast<size_t>(gpu_of_[me])];
   if (g.leader == replica) {
@@ -133,6 +137,70 @@ void NcclAllReduce::start_all_reduce_sum(ReplicaGroup& group, int replica, Devic
   // Leaders have read the others' buffer addresses; and the done event of
   // each GPU is recorded before any replica waits on it.
   group.barrier.arrive_and_wait();
+}
+
+bool NcclAllReduce::supports_sharding(const std::vector<Device>& devices, std::string* why_not) const {
+  std::set<int> distinct;
+  for (const Device& d : devices)
+    if (!distinct.insert(d.index).second) {
+      if (why_not) *why_not = "nccl shards among replicas on distinct GPUs only; " + d.str() + " holds several";
+      return false;
+    }
+  return true;
+}
+
+template <typename Call>
+void NcclAllReduce::grouped_pieces(int replica, const std::vector<DeviceSpan>& tensors, const UpdateShards& shards,
+                                   const std::string& what, Call&& call) {
+  Gpu& g = gpus_[static_cast<size_t>(gpu_of_[static_cast<size_t>(replica)])];
+  DeviceGuard guard(g.index);
+  const cudaStream_t compute = compute_stream(Device{DeviceKind::Gpu, g.index});
+  STRATA_CUDA(cudaEventRecord(g.ready, compute));
+  STRATA_CUDA(cudaStreamWaitEvent(g.stream, g.ready, 0));
+  const auto& api = lib();
+  api.check(api.ncclGroupStart(), "ncclGroupStart");
+  for (int owner = 0; owner < shards.replicas(); ++owner) {
+    const int root = gpus_[static_cast<size_t>(gpu_of_[static_cast<size_t>(owner)])].rank;
+    for (const ShardPiece& p : shards.of(owner)) {
+      float* piece = tensors[static_cast<size_t>(p.variable)].data + p.offset;
+      const ncclResult_t r = call(piece, static_cast<size_t>(p.count), root, g.comm, g.stream);
+      if (r != ncclSuccess && r != ncclInProgress) {
+        api.ncclGroupEnd();
+        api.check(r, what + " on " + describe(g), g.comm);
+      }
+    }
+  }
+  const ncclResult_t end = api.ncclGroupEnd();
+  if (end == ncclInProgress) settle(g, what + " on " + describe(g));
+  else api.check(end, what + " on " + describe(g), g.comm);
+  {
+    std::lock_guard lock(mutex_);
+    STRATA_CUDA(cudaEventRecord(g.done, g.stream));
+    if (g.pending_since < 0 && !capturing(compute)) g.pending_since = monotonic_seconds();
+  }
+  // The update (after the scatter) and the next forward pass (after the
+  // gather) read what these calls wrote.
+  STRATA_CUDA(cudaStreamWaitEvent(compute, g.done, 0));
+}
+
+// NCCL orders the ranks' calls itself: no barrier beyond the first call's join.
+void NcclAllReduce::reduce_scatter_sum(ReplicaGroup& group, int replica, const std::vector<DeviceSpan>& tensors,
+                                       const UpdateShards& shards) {
+  join(group, replica);
+  grouped_pieces(replica, tensors, shards, "ncclReduce (the sharded update's reduce-scatter)",
+                 [](float* piece, size_t count, int root, ncclComm_t comm, cudaStream_t stream) {
+                   // In place: the sum lands in the owner's own piece.
+                   return lib().ncclReduce(piece, piece, count, ncclFloat, ncclSum, root, comm, stream);
+                 });
+}
+
+void NcclAllReduce::all_gather(ReplicaGroup& group, int replica, const std::vector<DeviceSpan>& tensors,
+                               const UpdateShards& shards) {
+  join(group, replica);
+  grouped_pieces(replica, tensors, shards, "ncclBroadcast (the sharded update's all-gather)",
+                 [](float* piece, size_t count, int root, ncclComm_t comm, cudaStream_t stream) {
+                   return lib().ncclBroadcast(piece, piece, count, ncclFloat, root, comm, stream);
+                 });
 }
 
 void NcclAllReduce::wait_all(ReplicaGroup& /*group*/, int replica) {

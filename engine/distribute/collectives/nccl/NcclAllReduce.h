@@ -45,6 +45,18 @@ public:
   void all_reduce_sum(ReplicaGroup& group, int replica, DeviceSpan buffer) override;
   void start_all_reduce_sum(ReplicaGroup& group, int replica, DeviceSpan buffer) override;
   void wait_all(ReplicaGroup& group, int replica) override;
+  bool overlaps_compute() const override { return true; }
+  // The sharded update as grouped ncclReduce calls (each piece summed to its
+  // owner's GPU) and grouped ncclBroadcast calls (each owner's updated
+  // pieces to the others): the shards' pieces lie in the tensors where they
+  // are, so no flat buffer or packing copy is needed, and uneven shards cost
+  // nothing extra. One replica per GPU: replicas sharing a GPU would need
+  // the leader's detour of all_reduce_sum.
+  bool supports_sharding(const std::vector<Device>& devices, std::string* why_not) const override;
+  void reduce_scatter_sum(ReplicaGroup& group, int replica, const std::vector<DeviceSpan>& tensors,
+                          const UpdateShards& shards) override;
+  void all_gather(ReplicaGroup& group, int replica, const std::vector<DeviceSpan>& tensors,
+                  const UpdateShards& shards) override;
 
 private:
   struct Gpu {
@@ -60,6 +72,15 @@ private:
 
   // On replica 0's thread, between barriers, at the first collective.
   void init(const ReplicaGroup& group);
+  // At a collective's start on every replica: creates the communicators the
+  // first time; throws a failure the watchdog saw.
+  void join(ReplicaGroup& group, int replica);
+  // One replica per GPU: every owner's pieces as grouped calls on the GPU's
+  // communication stream after its compute stream's work so far; the
+  // compute stream then waits for them. `call` issues one piece's collective.
+  template <typename Call>
+  void grouped_pieces(int replica, const std::vector<DeviceSpan>& tensors, const UpdateShards& shards,
+                      const std::string& what, Call&& call);
   void create_communicators();
   // Waits for a non-blocking communicator to finish its current operation.
   void settle(Gpu& gpu, const std::string& what) const;

@@ -27,6 +27,8 @@ NcclLibrary load() {
   STRATA_BIND(ncclGroupStart)
   STRATA_BIND(ncclGroupEnd)
   STRATA_BIND(ncclAllReduce)
+  STRATA_BIND(ncclReduce)
+  STRATA_BIND(ncclBroadcast)
 #undef STRATA_BIND
   api.ncclGetVersion(&api.version);
   return api;

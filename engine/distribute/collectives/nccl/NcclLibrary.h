@@ -23,6 +23,8 @@ struct NcclLibrary {
   STRATA_NCCL_FN(ncclGroupStart)
   STRATA_NCCL_FN(ncclGroupEnd)
   STRATA_NCCL_FN(ncclAllReduce)
+  STRATA_NCCL_FN(ncclReduce)
+  STRATA_NCCL_FN(ncclBroadcast)
 #undef STRATA_NCCL_FN
   int version = 0;  // NCCL_VERSION_CODE of the loaded library
 
