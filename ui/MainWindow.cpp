@@ -31,6 +31,7 @@
 #include "TimelinePanel.h"
 #include "project/ProjectFile.h"
 #include "project/RunNotes.h"
+#include "trace/ChromeTraceReader.h"
 
 // Resources of a static library must be registered by name, outside any
 // namespace, before first use.
@@ -113,6 +114,7 @@ MainWindow::MainWindow(QWidget* parent)
   connect(history_, &RunHistoryPanel::overlayToggled, this, &MainWindow::onOverlay);
   connect(history_, &RunHistoryPanel::resumeRequested, this, &MainWindow::resumeStoredRun);
   connect(history_, &RunHistoryPanel::evaluateRequested, this, &MainWindow::evaluateRun);
+  connect(timeline_, &TimelinePanel::openTraceRequested, this, &MainWindow::chooseAndOpenTrace);
   connect(history_, &RunHistoryPanel::problem, this,
           [this](const QString& title, const QString& message) { presenter_->error(this, title, message); });
   connect(recent_, &RecentFiles::openRequested, this, &MainWindow::openProject);
@@ -134,6 +136,8 @@ void MainWindow::buildActions() {
   connect(recent_menu_, &QMenu::aboutToShow, this, [this] { recent_->fillMenu(recent_menu_); });
   save_ = file->addAction(tr("&Save"), QKeySequence::Save, this, [this] { saveProject(); });
   save_as_ = file->addAction(tr("Save &As…"), QKeySequence::SaveAs, this, [this] { chooseAndSave(); });
+  file->addSeparator();
+  file->addAction(tr("Open &Trace…"), this, &MainWindow::chooseAndOpenTrace)->setObjectName("openTraceAction");
   file->addSeparator();
   file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
 
@@ -295,6 +299,29 @@ bool MainWindow::chooseAndSave() {
   if (path.isEmpty()) return false;
   if (QFileInfo(path).suffix().isEmpty()) path += ".strata";
   return saveProjectAs(path);
+}
+
+void MainWindow::chooseAndOpenTrace() {
+  // Where traces are: the last run's folder, else the project's runs.
+  QString dir = run_->lastRunDir();
+  if (dir.isEmpty() && !path_.isEmpty()) dir = QFileInfo(path_).absolutePath();
+  const QString path = presenter_->openFileName(this, tr("Open trace"), dir, tr("Strata traces (*.json);;All files (*)"));
+  if (!path.isEmpty()) openTrace(path);
+}
+
+bool MainWindow::openTrace(const QString& path) {
+  trace::TraceContents contents;
+  try {
+    // On this thread: a trace of thousands of steps reads in a fraction of
+    // a second, and the user asked for it.
+    contents = trace::read_chrome_trace(path.toStdString());
+  } catch (const std::exception& e) {
+    presenter_->error(this, tr("Cannot open trace"), QString::fromStdString(e.what()));
+    return false;
+  }
+  timeline_->showTrace(contents);
+  bottom_tabs_->setCurrentWidget(timeline_);
+  return true;
 }
 
 void MainWindow::startRun() {

@@ -55,6 +55,10 @@ public:
   void resumeStoredRun(const QString& run_dir);
   // Opens the evaluation window on a run's checkpoints.
   void evaluateRun(const QString& run_dir);
+  // Reads a trace file (trace.json of a run, or a merged multi-rank trace)
+  // into the Timeline tab and shows the tab; false (after telling the user
+  // why) when it cannot be read, and the tab keeps what it showed.
+  bool openTrace(const QString& path);
 
   QString projectPath() const { return path_; }
   bool isModified() const { return modified_; }
@@ -81,6 +85,7 @@ private:
   void onFinished(const FinishedEvent& event);
   void onOverlay(const QString& run_dir, bool on);
   void chooseAndOpen();
+  void chooseAndOpenTrace();
   bool chooseAndSave();
 
   std::unique_ptr<MessagePresenter> presenter_;

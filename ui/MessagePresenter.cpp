@@ -17,6 +17,11 @@ QString MessagePresenter::saveFileName(QWidget* parent, const QString& title, co
   return QFileDialog::getSaveFileName(parent, title, suggested, filter);
 }
 
+QString MessagePresenter::openFileName(QWidget* parent, const QString& title, const QString& directory,
+                                       const QString& filter) {
+  return QFileDialog::getOpenFileName(parent, title, directory, filter);
+}
+
 MessagePresenter::Choice DialogPresenter::askSaveChanges(QWidget* parent, const QString& project) {
   const auto answer = QMessageBox::warning(parent, QObject::tr("Unsaved changes"),
                                            QObject::tr("Save the changes to “%1” first?").arg(project),

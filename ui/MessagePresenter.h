@@ -17,6 +17,8 @@ public:
   // A file to write (export). Empty = cancelled. Not pure, so presenters
   // written before exports existed keep working; tests override it.
   virtual QString saveFileName(QWidget* parent, const QString& title, const QString& suggested, const QString& filter);
+  // A file to read (a trace). Empty = cancelled. Not pure, as saveFileName.
+  virtual QString openFileName(QWidget* parent, const QString& title, const QString& directory, const QString& filter);
 };
 
 // The real thing: QMessageBox.

@@ -1,8 +1,12 @@
 #include "TimelinePanel.h"
 
 #include <qcustomplot.h>
+#include <QFileInfo>
+#include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
+#include <QPushButton>
+#include <QSpinBox>
 #include <QStackedLayout>
 #include <QTableWidget>
 #include <QToolTip>
@@ -105,13 +109,17 @@ QCPFinancialData bar(double row, double start_ms, double end_ms) { return {row, 
 
 TimelinePanel::TimelinePanel(QWidget* parent)
     : QWidget(parent),
-      stack_(new QStackedLayout(this)),
+      open_(new QPushButton(tr("Open trace…"))),
+      live_(new QPushButton(tr("Live"))),
+      source_(new QLabel),
+      first_step_(new QSpinBox),
+      steps_box_(new QSpinBox),
+      stack_(new QStackedLayout),
       empty_(new QLabel(this)),
       plot_(new QCustomPlot),
       table_(new QTableWidget),
       comm_(new QLabel) {
   empty_->setObjectName("timelineEmpty");
-  empty_->setText(tr("Turn on tracing in the Training panel (or strata-run --trace) to see where each step's time goes"));
   empty_->setAlignment(Qt::AlignCenter);
   empty_->setWordWrap(true);
   empty_->setEnabled(false);  // greyed: a hint, not content
@@ -124,6 +132,10 @@ TimelinePanel::TimelinePanel(QWidget* parent)
   layout->addWidget(table_, 1);
   stack_->addWidget(empty_);
   stack_->addWidget(content);
+  auto* outer = new QVBoxLayout(this);
+  outer->setContentsMargins(0, 0, 0, 0);
+  outer->addWidget(makeHeader());
+  outer->addLayout(stack_, 1);
 
   plot_->setObjectName("timelinePlot");
   plot_->setMinimumHeight(180);
@@ -186,12 +198,13 @@ void TimelinePanel::addSpans(const std::vector<Span>& spans) {
     steps_[s.step].push_back(s);
   }
   trim();
-  rebuild();
+  if (!file_) rebuild();  // a file shown stays as it is; Live shows these
 }
 
 void TimelinePanel::clear() {
   steps_.clear();
   unstepped_.clear();
+  file_.reset();
   user_view_ = false;
   hover_text_.clear();
   hovered_.reset();
@@ -201,8 +214,109 @@ void TimelinePanel::clear() {
 
 void TimelinePanel::setStepsShown(int n) {
   steps_shown_ = std::max(1, n);
+  if (steps_box_->value() != steps_shown_) {
+    const QSignalBlocker quiet(steps_box_);
+    steps_box_->setValue(steps_shown_);
+  }
   trim();
+  user_view_ = false;
   rebuild();
+}
+
+QWidget* TimelinePanel::makeHeader() {
+  auto* header = new QWidget(this);
+  auto* row = new QHBoxLayout(header);
+  row->setContentsMargins(4, 2, 4, 2);
+  open_->setObjectName("openTraceButton");
+  open_->setToolTip(tr("Show a trace file: a run folder's trace.json, or ranks merged with strata-run --merge-traces"));
+  live_->setObjectName("liveTimelineButton");
+  live_->setToolTip(tr("Show the running (or last) run's steps again"));
+  source_->setObjectName("timelineSource");
+  source_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  first_step_->setObjectName("timelineFirstStep");
+  first_step_->setPrefix(tr("from step "));
+  first_step_->setToolTip(tr("The first of the file's steps drawn"));
+  steps_box_->setObjectName("timelineStepsShown");
+  steps_box_->setRange(1, 100'000);
+  steps_box_->setValue(steps_shown_);
+  steps_box_->setSuffix(tr(" steps"));
+  steps_box_->setToolTip(tr("How many steps are drawn (live: the last ones)"));
+  row->addWidget(open_);
+  row->addWidget(live_);
+  row->addWidget(source_, 1);
+  row->addWidget(first_step_);
+  row->addWidget(steps_box_);
+  connect(open_, &QPushButton::clicked, this, &TimelinePanel::openTraceRequested);
+  connect(live_, &QPushButton::clicked, this, &TimelinePanel::showLive);
+  connect(steps_box_, &QSpinBox::valueChanged, this, &TimelinePanel::setStepsShown);
+  connect(first_step_, &QSpinBox::valueChanged, this, [this](int step) { setFirstStep(step); });
+  return header;
+}
+
+void TimelinePanel::showTrace(const trace::TraceContents& contents) {
+  FileView f;
+  f.path = QString::fromStdString(contents.path);
+  for (const Span& s : contents.spans) {
+    if (!std::isfinite(s.start_us) || !std::isfinite(s.duration_us)) continue;
+    if (s.step < 0) f.unstepped.push_back(s);
+    else f.steps[s.step].push_back(s);
+  }
+  QStringList ranks, hosts;
+  for (const trace::TraceRank& r : contents.ranks) {
+    ranks << QString::number(r.rank);
+    if (!r.host.empty() && !hosts.contains(QString::fromStdString(r.host))) hosts << QString::fromStdString(r.host);
+  }
+  QStringList parts;
+  if (!contents.run_name.empty()) parts << tr("run “%1”").arg(QString::fromStdString(contents.run_name));
+  if (!ranks.isEmpty()) parts << (ranks.size() == 1 ? tr("rank %1") : tr("ranks %1")).arg(ranks.join(", "));
+  if (!hosts.isEmpty()) parts << hosts.join(", ");
+  parts << (f.steps.size() == 1 ? tr("1 step") : tr("%1 steps").arg(f.steps.size()));
+  if (contents.skipped > 0) parts << tr("%1 unknown span events left out").arg(contents.skipped);
+  f.description = tr("%1: %2").arg(QFileInfo(f.path).fileName(), parts.join(" · "));
+  // The last steps first, as live: where a run's steady state is.
+  auto from = f.steps.rbegin();
+  for (int n = 1; n < steps_shown_ && from != f.steps.rend() && std::next(from) != f.steps.rend(); ++n) ++from;
+  f.first = from != f.steps.rend() ? from->first : 0;
+  file_ = std::move(f);
+  user_view_ = false;
+  hover_text_.clear();
+  hovered_.reset();
+  rebuild();
+}
+
+void TimelinePanel::showLive() {
+  if (!file_) return;
+  file_.reset();
+  user_view_ = false;
+  hover_text_.clear();
+  hovered_.reset();
+  rebuild();
+}
+
+void TimelinePanel::setFirstStep(int64_t step) {
+  if (!file_ || file_->first == step) return;
+  file_->first = step;
+  user_view_ = false;
+  rebuild();
+}
+
+QString TimelinePanel::sourceText() const { return source_->text(); }
+
+void TimelinePanel::updateHeader() {
+  live_->setVisible(file_.has_value());
+  first_step_->setVisible(file_.has_value());
+  source_->setText(file_ ? file_->description : tr("live"));
+  source_->setToolTip(file_ ? file_->path : QString());
+  source_->setEnabled(file_.has_value());  // greyed when live: a hint, the chart says the rest
+  empty_->setText(file_ ? tr("%1 holds no spans").arg(QFileInfo(file_->path).fileName())
+                        : tr("Turn on tracing in the Training panel (or strata-run --trace) to see where each step's "
+                             "time goes, or open a trace file"));
+  if (!file_) return;
+  const QSignalBlocker quiet(first_step_);
+  const bool any = !file_->steps.empty();
+  first_step_->setRange(any ? static_cast<int>(file_->steps.begin()->first) : 0,
+                        any ? static_cast<int>(file_->steps.rbegin()->first) : 0);
+  first_step_->setValue(static_cast<int>(file_->first));
 }
 
 void TimelinePanel::trim() {
@@ -223,8 +337,32 @@ void TimelinePanel::rebuild() {
   // which costs far less than the paint that follows, and a late span of an
   // earlier step (threads drain in any order) lands where it belongs.
   shown_.clear();
-  for (const auto& [step, spans] : steps_) shown_.insert(shown_.end(), spans.begin(), spans.end());
-  shown_.insert(shown_.end(), unstepped_.begin(), unstepped_.end());
+  shown_steps_.clear();
+  if (file_) {
+    auto earliest = [](const std::vector<Span>& spans) {
+      double t = HUGE_VAL;
+      for (const Span& s : spans) t = std::min(t, s.start_us);
+      return t;
+    };
+    auto it = file_->steps.lower_bound(file_->first);
+    // Work of no step (an evaluation, a checkpoint) goes with the steps
+    // before it: from the first step drawn (the file's start when that is
+    // its first step) until the next step not drawn (the file's end).
+    const double lo = it == file_->steps.begin() || it == file_->steps.end() ? -HUGE_VAL : earliest(it->second);
+    for (int n = 0; it != file_->steps.end() && n < steps_shown_; ++it, ++n) {
+      shown_.insert(shown_.end(), it->second.begin(), it->second.end());
+      shown_steps_.push_back(it->first);
+    }
+    const double hi = it == file_->steps.end() ? HUGE_VAL : earliest(it->second);
+    for (const Span& s : file_->unstepped)
+      if (s.start_us >= lo && s.start_us < hi) shown_.push_back(s);
+  } else {
+    for (const auto& [step, spans] : steps_) {
+      shown_.insert(shown_.end(), spans.begin(), spans.end());
+      shown_steps_.push_back(step);
+    }
+    shown_.insert(shown_.end(), unstepped_.begin(), unstepped_.end());
+  }
 
   lanes_.clear();
   for (const Span& s : shown_)
@@ -234,6 +372,7 @@ void TimelinePanel::rebuild() {
   const std::vector<trace::StepBreakdown> steps = trace::summarize_steps(shown_);
   updateChart(shown_, steps);
   updateSummary(steps);
+  updateHeader();
   stack_->setCurrentIndex(shown_.empty() ? 0 : 1);
 }
 
@@ -272,8 +411,8 @@ void TimelinePanel::updateChart(const std::vector<Span>& shown, const std::vecto
     if (b.slowest < 0) continue;
     const Lane lane = b.lanes[static_cast<size_t>(b.slowest)].lane;
     slowest_[b.step] = lane;
-    for (const Span& s : steps_.at(b.step)) {
-      if (s.kind != SpanKind::Step || !(s.lane == lane)) continue;
+    for (const Span& s : shown) {
+      if (s.kind != SpanKind::Step || s.step != b.step || !(s.lane == lane)) continue;
       outlines.push_back(
           bar(laneRow(lane), (s.start_us - origin_us_) / 1000, (s.start_us + s.duration_us - origin_us_) / 1000));
     }
@@ -308,7 +447,10 @@ void TimelinePanel::updateSummary(const std::vector<trace::StepBreakdown>& steps
     int steps = 0;
     std::array<double, trace::kSpanKinds> kind_us{};
   };
-  std::map<int, std::pair<Lane, Totals>> rows;  // by trace::lane_sort_index
+  struct LaneOrder {
+    bool operator()(const Lane& a, const Lane& b) const { return trace::lane_before(a, b); }
+  };
+  std::map<Lane, Totals, LaneOrder> rows;
   std::array<bool, trace::kSpanKinds> present{};
   double comm_us = 0, hidden_us = 0;
   for (const trace::StepBreakdown& b : steps) {
@@ -316,8 +458,7 @@ void TimelinePanel::updateSummary(const std::vector<trace::StepBreakdown>& steps
     hidden_us += b.comm_hidden_us;
     for (const trace::LaneBreakdown& l : b.lanes) {
       if (!computes(l.lane)) continue;
-      auto& [lane, t] = rows[trace::lane_sort_index(l.lane)];
-      lane = l.lane;
+      Totals& t = rows[l.lane];
       t.step_us += l.step_us;
       t.steps += l.step_us > 0;
       for (size_t k = 1; k < l.kind_us.size(); ++k) {
@@ -338,8 +479,7 @@ void TimelinePanel::updateSummary(const std::vector<trace::StepBreakdown>& steps
   table_->setHorizontalHeaderLabels(headers);
   table_->setRowCount(static_cast<int>(rows.size()));
   int r = 0;
-  for (const auto& [order, entry] : rows) {
-    const auto& [lane, t] = entry;
+  for (const auto& [lane, t] : rows) {
     table_->setVerticalHeaderItem(r, new QTableWidgetItem(lane_label(lane)));
     const QString mean = t.steps > 0 ? tr("%1 ms").arg(t.step_us / t.steps / 1000, 0, 'f', 3) : tr("—");
     table_->setItem(r, 0, new QTableWidgetItem(mean));
@@ -362,11 +502,7 @@ void TimelinePanel::updateSummary(const std::vector<trace::StepBreakdown>& steps
 
 QString TimelinePanel::hiddenCommText() const { return comm_->text(); }
 
-std::vector<int64_t> TimelinePanel::stepsKept() const {
-  std::vector<int64_t> out;
-  for (const auto& [step, spans] : steps_) out.push_back(step);
-  return out;
-}
+std::vector<int64_t> TimelinePanel::stepsKept() const { return shown_steps_; }
 
 QString TimelinePanel::slowestLaneOfStep(int64_t step) const {
   const auto it = slowest_.find(step);

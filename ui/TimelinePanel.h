@@ -7,6 +7,7 @@
 #include <optional>
 #include <vector>
 
+#include "trace/ChromeTraceReader.h"
 #include "trace/Span.h"
 #include "trace/StepBreakdown.h"
 
@@ -14,6 +15,8 @@ class QCustomPlot;
 class QCPFinancial;
 class QLabel;
 class QMouseEvent;
+class QPushButton;
+class QSpinBox;
 class QStackedLayout;
 class QTableWidget;
 
@@ -26,6 +29,13 @@ namespace strata::ui {
 // share of step time per kind of work and how much communication hid behind
 // compute. Mouse wheel zooms the time axis, drag pans, double-click follows
 // the newest steps again.
+//
+// It can show a trace file instead (showTrace: a run folder's trace.json or
+// a merged multi-rank trace, each rank's lanes apart): then all the file's
+// steps are kept, `stepsShown` of them are drawn from the step the "from
+// step" box says, and a live run's spans keep arriving underneath until Live
+// (or a new run, clear()) shows them again. Choosing and reading the file is
+// the window's (openTraceRequested), so errors go where its others go.
 class TimelinePanel : public QWidget {
   Q_OBJECT
 public:
@@ -34,10 +44,25 @@ public:
 
   // Spans in any order and any batching (the engine drains per thread).
   void addSpans(const std::vector<trace::Span>& spans);
+  // A new run: drops the live spans, and a file shown gives way to the live view.
   void clear();
-  // Keeps the spans of the last `n` steps seen (the highest step numbers).
+  // Live: keeps the spans of the last `n` steps seen (the highest step
+  // numbers). A file: draws `n` of its steps.
   void setStepsShown(int n);
   int stepsShown() const { return steps_shown_; }
+
+  // Shows a trace file's spans, from its last `stepsShown` steps.
+  void showTrace(const trace::TraceContents& contents);
+  // Back to the spans of the run (those that came while the file was shown too).
+  void showLive();
+  bool showingFile() const { return file_.has_value(); }
+  QString shownFile() const { return file_ ? file_->path : QString(); }
+  // A file's steps (all of them, not only those drawn); 0 when live.
+  int fileStepCount() const { return file_ ? static_cast<int>(file_->steps.size()) : 0; }
+  // A file: draws from its first step at or after `step`.
+  void setFirstStep(int64_t step);
+  // What the label above the chart says: the file and its run, or live.
+  QString sourceText() const;
 
   // What the chart shows.
   int laneCount() const { return static_cast<int>(lanes_.size()); }
@@ -45,6 +70,7 @@ public:
   int laneRow(const trace::Lane& lane) const;
   QString laneLabel(int row) const;
   int spansShown() const { return static_cast<int>(shown_.size()); }
+  // The steps drawn (live: those kept), ascending.
   std::vector<int64_t> stepsKept() const;
   // Microseconds on the engine's clock at x = 0 (the first shown span's start).
   double originUs() const { return origin_us_; }
@@ -71,7 +97,20 @@ public:
   // Follows the newest steps again after the user zoomed or panned.
   void resetView();
 
+Q_SIGNALS:
+  // The "Open trace…" button: the window asks for a file and reads it.
+  void openTraceRequested();
+
 private:
+  struct FileView {
+    QString path, description;
+    std::map<int64_t, std::vector<trace::Span>> steps;  // every step of the file
+    std::vector<trace::Span> unstepped;
+    int64_t first = 0;  // the first step drawn
+  };
+
+  QWidget* makeHeader();
+  void updateHeader();
   void rebuild();
   void trim();
   void updateChart(const std::vector<trace::Span>& shown, const std::vector<trace::StepBreakdown>& steps);
@@ -79,6 +118,11 @@ private:
   void fitTimeAxis();
   void onMouseMove(QMouseEvent* event);
 
+  QPushButton* open_;
+  QPushButton* live_;
+  QLabel* source_;
+  QSpinBox* first_step_;
+  QSpinBox* steps_box_;
   QStackedLayout* stack_;
   QLabel* empty_;
   QCustomPlot* plot_;
@@ -90,11 +134,14 @@ private:
   QCPFinancial* slowest_bars_ = nullptr;
 
   int steps_shown_ = 20;
-  std::map<int64_t, std::vector<trace::Span>> steps_;  // step -> its spans, only the kept steps
-  std::vector<trace::Span> unstepped_;                 // step < 0 (a checkpoint between epochs)
-  std::vector<trace::Span> shown_;                     // all of the above, which the hover searches
-  std::vector<trace::Lane> lanes_;                     // row order
-  std::map<int64_t, trace::Lane> slowest_;             // step -> its slowest replica/worker
+  // The live run's spans: step -> its spans, only the kept steps.
+  std::map<int64_t, std::vector<trace::Span>> steps_;
+  std::vector<trace::Span> unstepped_;  // step < 0 (a checkpoint between epochs)
+  std::optional<FileView> file_;        // a trace file shown instead
+  std::vector<trace::Span> shown_;      // what is drawn, which the hover searches
+  std::vector<int64_t> shown_steps_;
+  std::vector<trace::Lane> lanes_;          // row order
+  std::map<int64_t, trace::Lane> slowest_;  // step -> its slowest replica/worker
   double origin_us_ = 0;
   double end_ms_ = 0;       // the last shown span's end, relative to the origin
   bool user_view_ = false;  // the user zoomed or panned: stop following the newest steps

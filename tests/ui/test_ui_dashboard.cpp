@@ -22,6 +22,7 @@
 #include <QRegularExpression>
 #include <QSignalSpy>
 #include <QSpinBox>
+#include <QSplitter>
 #include <QTabBar>
 #include <QTabWidget>
 #include <QTableWidget>
@@ -55,6 +56,7 @@
 #include "TrainingPanel.h"
 #include "distribute/Cluster.h"
 #include "project/RunNotes.h"
+#include "trace/ChromeTrace.h"
 #include "train/EventJson.h"
 #include "train/SafeTensors.h"
 
@@ -77,6 +79,12 @@ struct RecordingPresenter final : MessagePresenter {
   }
   QString save_path;  // what the "file dialog" answers
   QString saveFileName(QWidget*, const QString&, const QString&, const QString&) override { return save_path; }
+  QString open_path;  // what the "open file dialog" answers
+  QStringList open_filters;
+  QString openFileName(QWidget*, const QString&, const QString&, const QString& filter) override {
+    open_filters << filter;
+    return open_path;
+  }
 };
 
 struct Window {
@@ -122,6 +130,46 @@ void save_screenshot(QWidget* w, const QString& file) {
   QVERIFY(w->grab().toImage().save(dir + "/" + file));
 }
 
+// One rank's steps as a mirrored replica records them: the step's frame,
+// forward, backward with the all-reduce on the comm stream under its end, the
+// wait for the other ranks, the optimizer. Times in ms from `t0_us`; each
+// step takes `scale` times the base (a slower rank waits less).
+std::vector<trace::Span> rank_steps(int steps, double t0_us, double scale) {
+  using trace::SpanKind;
+  const trace::Lane replica{trace::LaneKind::Replica, 0}, comm{trace::LaneKind::CommStream, 0};
+  std::vector<trace::Span> out;
+  auto add = [&](SpanKind k, trace::Lane lane, int step, double start_ms, double ms, int64_t bytes = 0) {
+    out.push_back(trace::Span{k, lane, step, t0_us + start_ms * 1000, ms * 1000, bytes});
+  };
+  for (int step = 1; step <= steps; ++step) {
+    const double at = (step - 1) * 12.0;
+    add(SpanKind::Step, replica, step, at, 10);
+    add(SpanKind::Forward, replica, step, at, 2 * scale);
+    add(SpanKind::Backward, replica, step, at + 2 * scale, 4 * scale);
+    add(SpanKind::AllReduce, comm, step, at + 5 * scale, 2.5, 1 << 20);
+    add(SpanKind::CollectiveWait, replica, step, at + 6 * scale, 9 - 6 * scale);
+    add(SpanKind::Optimizer, replica, step, at + 9, 1);
+  }
+  return out;
+}
+
+void write_file(const QString& path, const QByteArray& bytes) {
+  QFile f(path);
+  QVERIFY(f.open(QIODevice::WriteOnly));
+  f.write(bytes);
+}
+
+// The Timeline tab of a shown window: its tab clicked, the panel returned.
+TimelinePanel* show_timeline_tab(Window& win) {
+  TimelinePanel* timeline = win.w.timelinePanel();
+  auto* bottom = timeline->parentWidget() ? qobject_cast<QTabWidget*>(timeline->parentWidget()->parentWidget()) : nullptr;
+  if (!bottom) return nullptr;
+  QTabBar* tabs = bottom->tabBar();
+  for (int i = 0; i < tabs->count(); ++i)
+    if (tabs->tabText(i) == "Timeline") QTest::mouseClick(tabs, Qt::LeftButton, Qt::NoModifier, tabs->tabRect(i).center());
+  return bottom->currentWidget() == timeline ? timeline : nullptr;
+}
+
 void check_device(QListWidget* list, const QString& device, bool on) {
   for (int i = 0; i < list->count(); ++i)
     if (list->item(i)->data(Qt::UserRole).toString() == device) list->item(i)->setCheckState(on ? Qt::Checked : Qt::Unchecked);
@@ -137,6 +185,7 @@ private Q_SLOTS:
   void modelEditorChecksShapes();
   void mirroredRunFillsCharts();
   void timelineTabFillsDuringRun();
+  void timelineOpensMergedTrace();
   void runHistoryOverlays();
   void runTableNotesAndComparison();
   void pauseResumeStop();
@@ -162,6 +211,7 @@ private Q_SLOTS:
   void parameterServerProcessesStop();
   void screenshotMidRun();
   void screenshotParameterServer();
+  void screenshotMergedTrace();
 
 private:
   // Opens the tiny synthetic project and turns it into a 2-replica Mirrored
@@ -443,6 +493,109 @@ void DashboardTest::timelineTabFillsDuringRun() {
   QFile saved(project);
   QVERIFY(saved.open(QIODevice::ReadOnly));
   QVERIFY(!saved.readAll().contains("trace"));
+}
+
+// A merged trace of two ranks (each rank's file written with its own clock
+// offset, merged as strata-run --merge-traces does) opened with the Timeline
+// tab's button: each rank's lanes are rows of their own, the summary has a
+// row per rank's replica, hovering names a rank's span; a bad file is an
+// error naming it, and the merged trace stays shown.
+void DashboardTest::timelineOpensMergedTrace() {
+  const QString r0 = tmp_.filePath("mt.rank0.json"), r1 = tmp_.filePath("mt.rank1.json"),
+                merged = tmp_.filePath("mt-merged.json");
+  const double t0 = 7'000'000'000.0, offset1 = -2'500.25;
+  {
+    trace::ChromeTraceWriter w(r0.toStdString(), {"two ranks", 0, "node-a", 0});
+    w.write(rank_steps(12, t0, 1.0));
+  }
+  {
+    // Rank 1's clock runs offset1 behind: its times land on rank 0's after the merge.
+    trace::ChromeTraceWriter w(r1.toStdString(), {"two ranks", 1, "node-b", offset1});
+    w.write(rank_steps(12, t0 + 300 - offset1, 1.4));
+  }
+  trace::merge_chrome_traces({r0.toStdString(), r1.toStdString()}, merged.toStdString());
+
+  Window win;
+  win.w.resize(1600, 1200);
+  win.w.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&win.w));
+  if (auto* right = qobject_cast<QSplitter*>(win.w.charts()->parentWidget())) right->setSizes({400, 800});
+  TimelinePanel* timeline = show_timeline_tab(win);
+  QVERIFY(timeline);
+  auto* open = timeline->findChild<QPushButton*>("openTraceButton");
+  QVERIFY(open);
+  QTRY_VERIFY(open->isVisible());
+  win.presenter->open_path = merged;
+  QTest::mouseClick(open, Qt::LeftButton);
+  QVERIFY2(win.presenter->errors.isEmpty(), qPrintable(win.presenter->errors.join("\n")));
+  QCOMPARE(win.presenter->open_filters.size(), 1);
+  QVERIFY(win.presenter->open_filters[0].contains("*.json"));
+  QVERIFY(timeline->showingFile());
+  QCOMPARE(timeline->shownFile(), merged);
+  QVERIFY2(timeline->sourceText().contains("mt-merged.json") && timeline->sourceText().contains("ranks 0, 1"),
+           qPrintable(timeline->sourceText()));
+
+  QStringList lanes;
+  for (int row = 0; row < timeline->laneCount(); ++row) lanes << timeline->laneLabel(row);
+  QCOMPARE(lanes,
+           (QStringList{"rank 0 · replica 0", "rank 0 · replica 0 comm", "rank 1 · replica 0", "rank 1 · replica 0 comm"}));
+  QCOMPARE(timeline->fileStepCount(), 12);
+  QCOMPARE(int(timeline->stepsKept().size()), 12);  // fewer than the 20 drawn
+  QCOMPARE(timeline->spansShown(), 2 * 12 * 6);
+  QCOMPARE(timeline->originUs(), t0);  // rank 1's times shifted onto rank 0's clock start 0.3 ms later
+  QTableWidget* table = timeline->summaryTable();
+  QCOMPARE(table->rowCount(), 2);
+  QCOMPARE(table->verticalHeaderItem(0)->text(), QString("rank 0 · replica 0"));
+  QCOMPARE(table->verticalHeaderItem(1)->text(), QString("rank 1 · replica 0"));
+  QCOMPARE(table->item(1, 0)->text(), QString("10.000 ms"));
+  // Rank 1 computes longer and waits less: the slower rank.
+  QCOMPARE(timeline->slowestLaneOfStep(12), QString("rank 1 · replica 0"));
+  QVERIFY2(timeline->hiddenCommText().startsWith("communication hidden behind compute: "),
+           qPrintable(timeline->hiddenCommText()));
+
+  // Hover rank 1's backward of step 12: 0.3 + 11*12 + 2.8 .. +5.6 ms from the origin.
+  QCustomPlot* plot = timeline->plot();
+  plot->replot();
+  QCoreApplication::processEvents();
+  const QPoint backward(int(std::lround(plot->xAxis->coordToPixel(0.3 + 11 * 12 + 2.8 + 2))),
+                        int(std::lround(plot->yAxis->coordToPixel(2))));
+  QTest::mouseMove(plot, backward);
+  QTRY_VERIFY2(timeline->hoverText().startsWith("backward — rank 1 · replica 0"), qPrintable(timeline->hoverText()));
+  QVERIFY2(timeline->hoverText().contains("step 12") && timeline->hoverText().contains("5.600 ms"),
+           qPrintable(timeline->hoverText()));
+
+  // Bad files: an error naming the file and why; the merged trace stays.
+  const QString text = tmp_.filePath("notes.json"), partial = tmp_.filePath("cut.json.partial");
+  write_file(text, "step 1 took 4 ms\n");
+  QFile whole(merged);
+  QVERIFY(whole.open(QIODevice::ReadOnly));
+  write_file(partial, whole.readAll().left(2000));
+  const std::vector<std::pair<QString, QString>> bad = {{text, "not valid JSON"},
+                                                        {partial, "it is truncated"},
+                                                        {tmp_.filePath("absent.json"), "cannot read"}};
+  for (const auto& [file, reason] : bad) {
+    win.presenter->open_path = file;
+    QTest::mouseClick(open, Qt::LeftButton);
+    QCOMPARE(win.presenter->titles.last(), QString("Cannot open trace"));
+    QVERIFY2(win.presenter->errors.last().contains(file) && win.presenter->errors.last().contains(reason),
+             qPrintable(win.presenter->errors.last()));
+    QCOMPARE(timeline->shownFile(), merged);
+    QCOMPARE(timeline->laneCount(), 4);
+    QCOMPARE(int(timeline->stepsKept().size()), 12);
+  }
+  QCOMPARE(win.presenter->errors.size(), 3);
+  // Cancelling the dialog changes nothing either.
+  win.presenter->open_path.clear();
+  QTest::mouseClick(open, Qt::LeftButton);
+  QCOMPARE(win.presenter->errors.size(), 3);
+  QCOMPARE(timeline->shownFile(), merged);
+
+  // Live again: the (empty) live view, its hint.
+  auto* live = timeline->findChild<QPushButton*>("liveTimelineButton");
+  QVERIFY(live && live->isVisible());
+  QTest::mouseClick(live, Qt::LeftButton);
+  QVERIFY(!timeline->showingFile());
+  QVERIFY(timeline->showingEmptyState());
 }
 
 void DashboardTest::runHistoryOverlays() {
@@ -1686,6 +1839,40 @@ void DashboardTest::screenshotParameterServer() {
   win.editor()->devicesPanel()->setSelectedDevices({"cpu:0", "cpu:1", "cpu:2"});
   win.w.resize(1600, 1100);
   screenshotAfterFourEpochs(win, "dashboard-parameter-server.png");
+}
+
+// The picture in docs/timeline.md: a merged trace of a real two-rank run,
+// rendered in the Timeline tab. Only on request, with the trace made by
+// mpirun and strata-run --merge-traces (docs/timeline.md says how):
+//   STRATA_SCREENSHOT_TRACE=merged.json test_ui_dashboard screenshotMergedTrace
+void DashboardTest::screenshotMergedTrace() {
+  const QString file = qEnvironmentVariable("STRATA_SCREENSHOT_TRACE");
+  if (file.isEmpty()) QSKIP("set STRATA_SCREENSHOT_TRACE to a merged trace to render timeline-merged.png");
+  Window win;
+  win.w.resize(1600, 1000);
+  win.w.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&win.w));
+  // The tab at a size where four lanes and the table read well.
+  if (auto* right = qobject_cast<QSplitter*>(win.w.charts()->parentWidget())) right->setSizes({250, 750});
+  if (auto* lower = qobject_cast<QSplitter*>(win.w.statusPanel()->parentWidget())) lower->setSizes({0, 1600});
+  TimelinePanel* timeline = show_timeline_tab(win);
+  QVERIFY(timeline);
+  win.presenter->open_path = file;
+  QTest::mouseClick(timeline->findChild<QPushButton*>("openTraceButton"), Qt::LeftButton);
+  QVERIFY2(win.presenter->errors.isEmpty(), qPrintable(win.presenter->errors.join("\n")));
+  QVERIFY(timeline->showingFile());
+  // A dozen steps from the middle of the run: steady state, each span wide
+  // enough to see (the last steps share the axis with the evaluation after them).
+  auto* first = timeline->findChild<QSpinBox*>("timelineFirstStep");
+  auto* count = timeline->findChild<QSpinBox*>("timelineStepsShown");
+  QVERIFY(first && count);
+  count->setValue(12);
+  first->setValue(first->minimum() + (first->maximum() - first->minimum()) / 2 - 6);
+  timeline->plot()->replot();
+  save_screenshot(timeline->parentWidget()->parentWidget(), "timeline-merged.png");
+  qInfo("screenshot: %s (%d lanes, steps %lld-%lld of %d)", STRATA_BINARY_DIR "/ui-screenshots/timeline-merged.png",
+        timeline->laneCount(), static_cast<long long>(timeline->stepsKept().front()),
+        static_cast<long long>(timeline->stepsKept().back()), timeline->fileStepCount());
 }
 
 void DashboardTest::screenshotAfterFourEpochs(Window& win, const QString& file) {

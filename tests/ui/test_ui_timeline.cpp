@@ -1,10 +1,13 @@
 // The Timeline tab without a main window: hovering a span names it, only the
-// last steps are kept, each step's slowest replica is marked, and the
-// summary's shares and hidden-communication line match hand-built spans.
+// last steps are kept, each step's slowest replica is marked, the summary's
+// shares and hidden-communication line match hand-built spans, and a trace
+// file's steps are browsed with the header's boxes and left for Live.
 #include <qcustomplot.h>
 #include <QApplication>
 #include <QHBoxLayout>
 #include <QLabel>
+#include <QPushButton>
+#include <QSpinBox>
 #include <QTableWidget>
 #include <QTest>
 #include <algorithm>
@@ -29,6 +32,7 @@ private Q_SLOTS:
   void slowestReplicaIsMarked();
   void summarySharesPerKind();
   void hiddenCommunication();
+  void traceFileStepsAndLive();
 };
 
 namespace {
@@ -97,7 +101,8 @@ void TimelineTest::emptyStateAndClear() {
   TimelinePanel panel;
   QVERIFY(panel.showingEmptyState());
   QCOMPARE(panel.emptyStateText(),
-           QString("Turn on tracing in the Training panel (or strata-run --trace) to see where each step's time goes"));
+           QString("Turn on tracing in the Training panel (or strata-run --trace) to see where each step's time goes, "
+                   "or open a trace file"));
   QCOMPARE(panel.laneCount(), 0);
   QCOMPARE(panel.spansShown(), 0);
 
@@ -325,6 +330,91 @@ void TimelineTest::hiddenCommunication() {
   more.push_back(span(SpanKind::AllReduce, kComm0, 1, 28, 2, 8 << 20));
   p.addSpans(more);
   QCOMPARE(p.hiddenCommText(), QString("communication hidden behind compute: 33.3% of 6.0 ms"));
+}
+
+// A file of two ranks, 30 steps: the last 20 drawn, each rank's lanes apart;
+// the header's boxes (typed into, as a user does) move and widen the window;
+// live spans arriving meanwhile wait for Live, and a new run (clear) goes live.
+void TimelineTest::traceFileStepsAndLive() {
+  ShownPanel w;
+  TimelinePanel& p = *w.panel;
+  trace::TraceContents file;
+  file.path = "/runs/merged.json";
+  file.run_name = "mw";
+  file.ranks = {{0, "node-a"}, {1, "node-b"}};
+  const Lane r0{LaneKind::Replica, 0, 0}, r1{LaneKind::Replica, 0, 1};
+  for (int step = 1; step <= 30; ++step) {
+    add_step(file.spans, r0, step, step * 20.0, 4, 6);
+    add_step(file.spans, r1, step, step * 20.0 + 1, 5, 7);  // rank 1 the slower
+  }
+  file.spans.push_back(span(SpanKind::Evaluation, Lane{LaneKind::Run, 0, 0}, -1, 30 * 20.0 + 15, 3));
+  p.addSpans({span(SpanKind::Forward, kReplica0, 1, 0, 1)});  // a live span before
+  p.showTrace(file);
+  w.settle();
+
+  QVERIFY(p.showingFile());
+  QCOMPARE(p.shownFile(), QString("/runs/merged.json"));
+  QCOMPARE(p.fileStepCount(), 30);
+  QVERIFY2(p.sourceText().startsWith("merged.json: run “mw” · ranks 0, 1 · node-a, node-b · 30 steps"),
+           qPrintable(p.sourceText()));
+  auto* live = p.findChild<QPushButton*>("liveTimelineButton");
+  auto* first = p.findChild<QSpinBox*>("timelineFirstStep");
+  auto* count = p.findChild<QSpinBox*>("timelineStepsShown");
+  QVERIFY(live && first && count);
+  QVERIFY(live->isVisible() && first->isVisible());
+  std::vector<int64_t> last20;
+  for (int64_t s = 11; s <= 30; ++s) last20.push_back(s);
+  QCOMPARE(p.stepsKept(), last20);
+  QCOMPARE(first->value(), 11);
+  QCOMPARE(p.laneCount(), 3);
+  QCOMPARE(p.laneLabel(0), QString("rank 0 · replica 0"));
+  QCOMPARE(p.laneLabel(1), QString("rank 0 · run"));  // the evaluation after step 30
+  QCOMPARE(p.laneLabel(2), QString("rank 1 · replica 0"));
+  QCOMPARE(p.slowestLaneOfStep(30), QString("rank 1 · replica 0"));
+  QCOMPARE(p.summaryTable()->rowCount(), 2);
+  QCOMPARE(cell(p.summaryTable(), "rank 1 · replica 0", "mean step"), QString("12.000 ms"));
+
+  // From step 3, typed into the box: steps 3..22, no evaluation lane.
+  first->setFocus();
+  first->selectAll();
+  QTest::keyClicks(first, "3");
+  QTest::keyClick(first, Qt::Key_Enter);
+  QCOMPARE(p.stepsKept().front(), int64_t{3});
+  QCOMPARE(p.stepsKept().back(), int64_t{22});
+  QCOMPARE(p.laneCount(), 2);
+  QCOMPARE(p.originUs(), 60'000.0);
+  // All 30 steps: the step count box.
+  count->setFocus();
+  count->selectAll();
+  QTest::keyClicks(count, "100");
+  QTest::keyClick(count, Qt::Key_Enter);
+  QCOMPARE(p.stepsShown(), 100);
+  QCOMPARE(int(p.stepsKept().size()), 28);  // from step 3
+  first->setFocus();
+  first->selectAll();
+  QTest::keyClicks(first, "1");
+  QTest::keyClick(first, Qt::Key_Enter);
+  QCOMPARE(int(p.stepsKept().size()), 30);
+  QCOMPARE(p.laneCount(), 3);
+  // The time axis holds them all: step 1's start to the evaluation's end.
+  QVERIFY(p.plot()->xAxis->range().contains(30 * 20.0 + 18 - 20));
+
+  // Spans of a run arriving meanwhile do not disturb the file.
+  p.addSpans({span(SpanKind::Backward, kReplica0, 1, 1, 2)});
+  QCOMPARE(int(p.stepsKept().size()), 30);
+  QTest::mouseClick(live, Qt::LeftButton);
+  QVERIFY(!p.showingFile());
+  QVERIFY(!live->isVisible() && !first->isVisible());
+  QCOMPARE(p.stepsKept(), (std::vector<int64_t>{1}));
+  QCOMPARE(p.spansShown(), 2);
+  QCOMPARE(p.laneLabel(0), QString("replica 0"));
+
+  // A new run (clear) leaves a file for the live view.
+  p.showTrace(file);
+  QVERIFY(p.showingFile());
+  p.clear();
+  QVERIFY(!p.showingFile());
+  QVERIFY(p.showingEmptyState());
 }
 
 QTEST_MAIN(TimelineTest)
