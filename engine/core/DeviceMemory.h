@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 
 #include "core/Device.h"
 
@@ -56,6 +57,15 @@ public:
   virtual EventPtr record_event() = 0;
   // Later work on this stream waits for `event` (no host wait).
   virtual void wait_event(const EventPtr& event) = 0;
+  // Timing marks, for the step timeline's device lanes: a point queued in
+  // the stream that notes when the device reaches it; queued while
+  // capturing, it becomes part of the graph and notes the time again at
+  // every replay. mark_time_us reads it once the work before it has
+  // completed (after the step's synchronisation), in microseconds on the
+  // host's monotonic clock (monotonic_seconds() * 1e6); nullopt before
+  // then. Devices without marks return null and nullopt.
+  virtual EventPtr record_timing_mark() { return nullptr; }
+  virtual std::optional<double> mark_time_us(const EventPtr& /*mark*/) { return std::nullopt; }
   // Step capture. Between begin_capture() and end_capture() the work queued
   // on this device is recorded, not run; replay() runs the recording again,
   // on the same memory, as often as asked. Memory allocated while capturing

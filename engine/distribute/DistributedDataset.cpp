@@ -85,6 +85,14 @@ std::optional<PerReplica<Batch>> DistributedDataset::next() {
     if (!b) return std::nullopt;
     // Every worker draws the same global batch (same seed, same order) and
     // keeps its replicas' slices: all agree on the steps, none overlap.
+    const bool to_devices = tracer_ &&
+                            std::any_of(devices_.begin(), devices_.end(), [](const Device& d) { return !d.is_host(); });
+    const trace::ScopedSpan host(to_devices ? tracer_ : nullptr, trace::SpanKind::HostToDevice,
+                                 trace::Lane{trace::LaneKind::Run, 0}, trace_step_, b->features.bytes() + b->labels.bytes());
+    std::vector<std::optional<trace::DeviceSpans::Scoped>> on_device(devices_.size());
+    for (size_t r = 0; r < devices_.size() && to_devices; ++r)
+      on_device[r].emplace(device_spans_, devices_[r], trace::SpanKind::HostToDevice, trace::device_lane(static_cast<int>(r)),
+                           trace_step_);
     PerReplica<Batch> parts = split_batch(*b, replicas_, devices_, first_);
     for (int r = 0; r < parts.num_replicas(); ++r) parts[r] = to_features(std::move(parts[r]), static_cast<size_t>(r));
     return parts;

@@ -4,10 +4,12 @@
 #include <optional>
 #include <vector>
 
-#include "data/BatchPipeline.h"
 #include "core/Tensor.h"
+#include "data/BatchPipeline.h"
 #include "distribute/InputContext.h"
 #include "distribute/PerReplica.h"
+#include "trace/DeviceSpans.h"
+#include "trace/TraceRecorder.h"
 
 namespace strata {
 
@@ -40,6 +42,14 @@ public:
   // Starts an epoch (optionally mid-way, for resume).
   void begin_epoch(int64_t epoch, int64_t first_step = 0);
   std::optional<PerReplica<Batch>> next();
+  // The step timeline: next() records the batch's way to accelerator
+  // replicas (copy and conversion) as host_to_device spans of `step`: the
+  // host's on the run lane, each device's on its replica's device lane.
+  void trace(trace::TraceRecorder* recorder, trace::DeviceSpans* device_spans, int64_t step) {
+    tracer_ = recorder;
+    device_spans_ = recorder ? device_spans : nullptr;
+    trace_step_ = step;
+  }
 
   // Range-for: each loop over the dataset is the next epoch, as iterating a
   // tf.distribute.DistributedDataset again reshuffles.
@@ -74,6 +84,9 @@ private:
   // on each device; the dataset's normalisation is copied there once.
   Batch to_features(Batch b, size_t replica);
   std::vector<Tensor> mean_on_, inv_std_on_;
+  trace::TraceRecorder* tracer_ = nullptr;
+  trace::DeviceSpans* device_spans_ = nullptr;
+  int64_t trace_step_ = -1;
 };
 
 }  // namespace strata

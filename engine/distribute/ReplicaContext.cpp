@@ -31,6 +31,8 @@ void ReplicaContext::timed(trace::SpanKind kind, size_t bytes, F&& collective) {
   double waited = 0;
   {
     const Barrier::CountWaits count(tracer_ ? &waited : nullptr);
+    const trace::DeviceSpans::Scoped on_device(device_spans_, device_, kind, trace::device_lane(replica_id_), trace_step_,
+                                               static_cast<int64_t>(bytes));
     collective();
   }
   const double t1 = monotonic_seconds();

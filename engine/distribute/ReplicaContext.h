@@ -6,6 +6,7 @@
 #include "distribute/collectives/GradientBuckets.h"
 #include "distribute/collectives/ReduceOp.h"
 #include "nn/ReplicaSync.h"
+#include "trace/DeviceSpans.h"
 #include "trace/TraceRecorder.h"
 
 namespace strata {
@@ -55,12 +56,15 @@ public:
 
   // The step timeline: from now on this replica's collectives are recorded
   // into `recorder` as spans of `step` (the wait for the other replicas as
-  // a collective_wait span before each). Null turns it off.
-  void trace(trace::TraceRecorder* recorder, int64_t step) {
+  // a collective_wait span before each), and on an accelerator also as the
+  // device ran them (into `device_spans`). Null turns it off.
+  void trace(trace::TraceRecorder* recorder, int64_t step, trace::DeviceSpans* device_spans = nullptr) {
     tracer_ = recorder;
     trace_step_ = step;
+    device_spans_ = recorder ? device_spans : nullptr;
   }
   trace::TraceRecorder* tracer() const { return tracer_; }
+  trace::DeviceSpans* device_spans() const { return device_spans_; }
   int64_t traced_step() const { return trace_step_; }
   trace::Lane lane() const { return trace::Lane{trace::LaneKind::Replica, replica_id_}; }
 
@@ -90,6 +94,7 @@ private:
   int replica_offset_ = 0, total_replicas_ = 1;
   bool sharded_ = false;
   trace::TraceRecorder* tracer_ = nullptr;
+  trace::DeviceSpans* device_spans_ = nullptr;
   int64_t trace_step_ = -1;
   UpdateShards shards_;                            // cut for the gradients' sizes on the first step
   std::vector<DeviceSpan> gradients_, variables_;  // what the two halves publish (read by the others)

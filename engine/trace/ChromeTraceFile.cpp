@@ -15,6 +15,7 @@ int lane_tid(Lane lane) {
     case LaneKind::Worker: return 100 + lane.index;
     case LaneKind::Server: return 200 + lane.index;
     case LaneKind::CommStream: return 1000 + lane.index;
+    case LaneKind::Device: return 2000 + lane.index;
     case LaneKind::Run: return 9999;
   }
   return 9999;
@@ -26,6 +27,7 @@ std::optional<Lane> lane_of_tid(int64_t tid) {
   if (tid >= 100 && tid < 200) return Lane{LaneKind::Worker, i - 100};
   if (tid >= 200 && tid < 300) return Lane{LaneKind::Server, i - 200};
   if (tid >= 1000 && tid < 2000) return Lane{LaneKind::CommStream, i - 1000};
+  if (tid >= 2000 && tid < 3000) return Lane{LaneKind::Device, i - 2000};
   if (tid == 9999) return Lane{LaneKind::Run, 0};
   return std::nullopt;
 }

@@ -10,8 +10,9 @@ std::optional<SpanKind> parse_span_kind(std::string_view name) {
 
 int lane_sort_index(Lane lane) {
   switch (lane.kind) {
-    case LaneKind::Replica: return 2 * lane.index;
-    case LaneKind::CommStream: return 2 * lane.index + 1;
+    case LaneKind::Replica: return 3 * lane.index;
+    case LaneKind::Device: return 3 * lane.index + 1;
+    case LaneKind::CommStream: return 3 * lane.index + 2;
     case LaneKind::Worker: return 1'000'000 + lane.index;
     case LaneKind::Server: return 2'000'000 + lane.index;
     case LaneKind::Run: return 3'000'000;
@@ -25,6 +26,7 @@ std::string lane_name_in_process(Lane lane) {
   switch (lane.kind) {
     case LaneKind::Replica: return "replica " + i;
     case LaneKind::CommStream: return "replica " + i + " comm";
+    case LaneKind::Device: return "replica " + i + " device";
     case LaneKind::Worker: return "worker " + i;
     case LaneKind::Server: return "server " + i;
     case LaneKind::Run: return "run";

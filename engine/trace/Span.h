@@ -41,8 +41,9 @@ constexpr std::string_view span_kind_name(SpanKind k) {
 std::optional<SpanKind> parse_span_kind(std::string_view name);
 
 // A lane is one row of the timeline: replica or worker `index` of this
-// process, or a communication stream beside it.
-enum class LaneKind : uint8_t { Replica, Worker, Server, CommStream, Run };
+// process, or a communication stream beside it, or what the replica's device
+// executed (an accelerator's stream, timed by the device: trace/DeviceSpans).
+enum class LaneKind : uint8_t { Replica, Worker, Server, CommStream, Run, Device };
 
 struct Lane {
   LaneKind kind = LaneKind::Replica;
@@ -56,7 +57,7 @@ struct Lane {
   friend bool operator==(const Lane&, const Lane&) = default;
 };
 
-// "replica 0", "replica 0 comm", "worker 1", "server 0", "run": trace files,
+// "replica 0", "replica 0 device", "replica 0 comm", "worker 1", "server 0", "run": trace files,
 // the JSONL summary and the dashboard name lanes alike; a lane of a rank is
 // "rank 1 · replica 0".
 std::string lane_name(Lane lane);

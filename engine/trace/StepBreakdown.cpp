@@ -63,20 +63,25 @@ StepBreakdown summarize_step(int64_t step, const std::vector<const Span*>& spans
   out.step = step;
   std::map<Lane, LaneBreakdown, LaneOrder> lanes;
   // By replica: its rank and index (replica 0 of rank 1 is not replica 0 of rank 0).
-  std::map<std::pair<int, int>, std::vector<Interval>> compute, comm;
+  // On an accelerator the device lane's compute is what ran (the replica's
+  // host lane only queued it), so it is what communication hides behind.
+  std::map<std::pair<int, int>, std::vector<Interval>> compute, device_compute, comm;
   for (const Span* s : spans) {
     LaneBreakdown& lane = lanes[s->lane];
     lane.lane = s->lane;
     lane.kind_us[static_cast<int>(s->kind)] += s->duration_us - nested_us(*s, spans);
     if (s->kind == SpanKind::Step) lane.step_us += s->duration_us;
-    if (is_comm(s->kind)) {
+    // A device lane's collective is the host lane's seen from the device: counted once.
+    if (is_comm(s->kind) && s->lane.kind != LaneKind::Device) {
       out.comm_us += s->duration_us;
       if (s->lane.kind == LaneKind::CommStream)
         comm[{s->lane.rank, s->lane.index}].push_back({s->start_us, s->start_us + s->duration_us});
     }
-    if (is_compute(s->kind) && s->lane.kind == LaneKind::Replica)
-      compute[{s->lane.rank, s->lane.index}].push_back({s->start_us, s->start_us + s->duration_us});
+    if (is_compute(s->kind) && (s->lane.kind == LaneKind::Replica || s->lane.kind == LaneKind::Device))
+      (s->lane.kind == LaneKind::Device ? device_compute : compute)[{s->lane.rank, s->lane.index}].push_back(
+          {s->start_us, s->start_us + s->duration_us});
   }
+  for (auto& [replica, spans] : device_compute) compute[replica] = std::move(spans);
   for (auto& [lane, breakdown] : lanes) out.lanes.push_back(breakdown);
 
   double slowest_us = 0;

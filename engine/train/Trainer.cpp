@@ -103,6 +103,10 @@ void Trainer::prepare() {
                     std::to_string(t.batch_size) + " with drop_remainder");
 }
 
+void Trainer::drain_device_spans(int64_t replayed_step) {
+  if (trace::TraceRecorder* r = recorder()) device_spans_.drain(*r, replayed_step);
+}
+
 void Trainer::flush_trace(int64_t completed) {
   if (tracer_) tracer_->flush(elapsed(), completed);
 }
@@ -123,14 +127,19 @@ PerReplica<Trainer::StepResult> Trainer::run_step(const PerReplica<Batch>& input
     for (int r = 0; r < inputs.num_replicas(); ++r)
       loss_scale(r, strategy_->devices()[static_cast<size_t>(r)], inputs[r].global_batch_size);
     const bool had_graph = step_graph_->captured();
+    const size_t marks = device_spans_.mark();
     if (auto stats = step_graph_->run(inputs)) {
-      if (!had_graph)
+      if (!had_graph) {
         sink_.emit(LogEvent{"info", "step " + std::to_string(step) + ": the training step is captured as a graph on " +
                                         strategy_->devices().front().str() +
                                         " and replayed from now on (--no-graphs turns this off)",
                             elapsed()});
+        // The device spans opened while capturing are the graph's: each replay times them again.
+        device_spans_.keep_for_replays(marks);
+      }
       std::vector<StepResult> out;
       for (int r = 0; r < inputs.num_replicas(); ++r) out.push_back(step_result((*stats)[static_cast<size_t>(r)], inputs[r]));
+      drain_device_spans(step);
       return PerReplica<StepResult>(std::move(out));
     }
   }
@@ -160,9 +169,20 @@ void Trainer::straggle(int replica, double step_seconds) const {
 
 void Trainer::enqueue_step(ReplicaContext& ctx, const Batch& in, Tensor& stats) {
   const double t0 = monotonic_seconds();
-  ctx.trace(recorder(), traced_step_);
+  ctx.trace(recorder(), traced_step_, device_spans());
   using trace::SpanKind;
-  auto span = [&](SpanKind kind) { return trace::ScopedSpan(recorder(), kind, ctx.lane(), traced_step_); };
+  // Each span twice: as the host queued it and (on an accelerator) as the device ran it.
+  struct Both {
+    trace::ScopedSpan host;
+    trace::DeviceSpans::Scoped device;
+  };
+  const trace::Lane on_device = trace::device_lane(ctx.local_replica_id());
+  auto span = [&](SpanKind kind) {
+    return Both{trace::ScopedSpan(recorder(), kind, ctx.lane(), traced_step_),
+                trace::DeviceSpans::Scoped(device_spans(), ctx.device(), kind, on_device, traced_step_)};
+  };
+  // The device's frame of the step (the host's is train_step's, outside a captured graph).
+  const trace::DeviceSpans::Scoped device_frame(device_spans(), ctx.device(), SpanKind::Step, on_device, traced_step_);
   GradientTape tape;
   Tensor logits, loss;
   {
@@ -196,6 +216,7 @@ Trainer::StepResult Trainer::train_step(ReplicaContext& ctx, const Batch& in) {
   Tensor stats = step_stats(ctx.device());
   enqueue_step(ctx, in, stats);
   StepResult r = step_result(stats, in);
+  drain_device_spans();
   // The step less the waits for the other replicas: equal-speed replicas
   // show equal times, a slow one a larger time.
   r.figures.compute_seconds = (monotonic_seconds() - t0) - (ctx.collective_seconds() - c0);
@@ -428,6 +449,7 @@ void Trainer::run_epoch_sync(TrainingPosition& pos, int64_t steps_per_epoch, Dis
     std::optional<PerReplica<Batch>> inputs;
     {
       const trace::ScopedSpan wait(recorder(), trace::SpanKind::DataWait, trace::Lane{trace::LaneKind::Run, 0}, pos.step + 1);
+      dist.trace(recorder(), device_spans(), pos.step + 1);
       inputs = dist.next();
     }
     if (!inputs) return;

@@ -10,6 +10,7 @@
 #include "nn/Loss.h"
 #include "nn/Optimizer.h"
 #include "nn/Sequential.h"
+#include "trace/DeviceSpans.h"
 #include "train/Checkpoint.h"
 #include "train/DataSource.h"
 #include "train/DeviceStatsSampler.h"
@@ -149,6 +150,11 @@ private:
   std::unique_ptr<ParameterServerRun> ps_;           // when the strategy is a ParameterServerStrategy
   std::unique_ptr<StepTracer> tracer_;               // with config_.trace.enabled (prepare())
   trace::TraceRecorder* recorder() const { return tracer_ ? tracer_->recorder() : nullptr; }
+  // What accelerator replicas' devices ran, timed there (null when not tracing).
+  trace::DeviceSpans device_spans_;
+  trace::DeviceSpans* device_spans() { return tracer_ ? &device_spans_ : nullptr; }
+  // Records the device spans whose work has completed (after a step's synchronisation).
+  void drain_device_spans(int64_t replayed_step = -1);
   int64_t traced_step_ = -1;  // the step run_step is running
 
   std::atomic<bool> stop_{false};

@@ -554,6 +554,35 @@ private slots:
     compare_spans(one.spans, want1);
   }
 
+  // An accelerator replica's device lane: its compute is what ran, so it is
+  // what communication hides behind (not the host's queueing of it), and its
+  // view of a collective is not counted a second time. The lane is named,
+  // ordered under its replica and written to and read from trace files.
+  void device_lanes_in_the_breakdown() {
+    const Lane host{LaneKind::Replica, 0}, device{LaneKind::Device, 0}, comm{LaneKind::CommStream, 0};
+    const std::vector<Span> spans{
+        {SpanKind::Step, host, 1, 0, 12, 0},          {SpanKind::Forward, host, 1, 0, 4, 0},
+        {SpanKind::Backward, host, 1, 4, 6, 0},       {SpanKind::Step, device, 1, 5, 40, 0},
+        {SpanKind::Forward, device, 1, 5, 10, 0},     {SpanKind::Backward, device, 1, 15, 20, 0},
+        {SpanKind::AllReduce, comm, 1, 20, 20, 4096}, {SpanKind::AllReduce, device, 1, 36, 4, 4096}};
+    const auto steps = summarize_steps(spans);
+    QCOMPARE(steps.size(), size_t{1});
+    QCOMPARE(steps[0].comm_us, 20.0);         // the comm stream's, not the device lane's view again
+    QCOMPARE(steps[0].comm_hidden_us, 15.0);  // [20, 35) under the device's backward, none under the host's [4, 10)
+    QCOMPARE(lane_name(device), std::string("replica 0 device"));
+    QVERIFY(lane_before(host, device) && lane_before(device, comm) && lane_before(device, Lane{LaneKind::Replica, 1}));
+    const std::string file = path("device.json");
+    {
+      ChromeTraceWriter w(file, TraceMetadata{"dev", 0, "h", 0});
+      w.write(spans);
+    }
+    const TraceContents read = read_chrome_trace(file);
+    QCOMPARE(read.spans.size(), spans.size());
+    size_t on_device = 0;
+    for (const Span& s : read.spans) on_device += s.lane.kind == LaneKind::Device;
+    QCOMPARE(on_device, size_t{4});
+  }
+
   void reader_errors_name_the_file_and_reason() {
     const std::string missing = path("no-such-trace.json"), empty = path("empty.json"), text = path("text.json"),
                       foreign = path("chrome.json"), full = path("full.json"), partial = path("cut.json.partial"),

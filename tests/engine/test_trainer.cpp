@@ -6,6 +6,7 @@
 #include <cmath>
 #include <condition_variable>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -14,6 +15,7 @@
 #include "TestUtil.h"
 #include "engine/RecordingSink.h"
 #include "project/ProjectFile.h"
+#include "trace/Span.h"
 #include "train/Trainer.h"
 
 using namespace strata;
@@ -204,6 +206,81 @@ private slots:
       }
     QCOMPARE(complete, listened);
     QVERIFY(tids.count(0) && tids.count(1) && tids.count(2));
+  }
+
+  // On an accelerator the host only queues the work: each replica gets a
+  // device lane of what its device ran, timed in the device's stream, also
+  // for steps replayed from a captured graph (which run no host code).
+  void device_lanes_show_what_the_device_ran_data() {
+    QTest::addColumn<QStringList>("devices");
+    QTest::addColumn<bool>("graphs");
+    QTest::newRow("one device, step graphs") << QStringList{"sim:0"} << true;
+    QTest::newRow("one device, op by op") << QStringList{"sim:0"} << false;
+    QTest::newRow("mirrored on two devices") << QStringList{"sim:0", "sim:1"} << false;
+  }
+  void device_lanes_show_what_the_device_ran() {
+    QFETCH(QStringList, devices);
+    QFETCH(bool, graphs);
+    RecordingSink sink;
+    RunConfig config = synthetic_config(1);
+    config.strategy.name = devices.size() > 1 ? "mirrored" : "one_device";
+    config.strategy.devices.clear();
+    for (const QString& d : devices) config.strategy.devices.push_back(d.toStdString());
+    config.training.step_graphs = graphs;
+    config.trace.enabled = true;
+    Trainer trainer(config, sink);
+    trainer.prepare();
+    std::mutex mutex;
+    std::vector<trace::Span> spans;
+    trainer.set_span_listener([&](const std::vector<trace::Span>& s) {
+      std::lock_guard lock(mutex);
+      spans.insert(spans.end(), s.begin(), s.end());
+    });
+    QCOMPARE(QString(status_name(trainer.run().status)), QString("completed"));
+    if (graphs) {
+      bool captured = false;
+      for (const LogEvent& log : sink.all<LogEvent>())
+        captured |= log.message.find("captured as a graph") != std::string::npos;
+      QVERIFY(captured);
+    }
+
+    const int n = static_cast<int>(devices.size());
+    // step -> replica -> kinds seen on its device lane
+    std::map<int64_t, std::map<int, std::set<std::string>>> on_device;
+    std::map<std::tuple<int64_t, int, int>, double> host_start;  // (step, replica, kind) -> start
+    for (const trace::Span& s : spans)
+      if (s.lane.kind == trace::LaneKind::Replica) host_start[{s.step, s.lane.index, static_cast<int>(s.kind)}] = s.start_us;
+    for (const trace::Span& s : spans) {
+      if (s.lane.kind != trace::LaneKind::Device) continue;
+      QVERIFY(s.lane.index >= 0 && s.lane.index < n);
+      QVERIFY(s.duration_us >= 0);
+      on_device[s.step][s.lane.index].insert(std::string(trace::span_kind_name(s.kind)));
+      // A device cannot compute before its host queued the work (op by op;
+      // a replay queues everything at once, before any of its spans). A
+      // collective's device span starts when the device reaches it, which
+      // may be before the host's transfer (drawn after its wait) starts.
+      const bool computes = s.kind == trace::SpanKind::Forward || s.kind == trace::SpanKind::Backward ||
+                            s.kind == trace::SpanKind::Optimizer;
+      auto host = host_start.find({s.step, s.lane.index, static_cast<int>(s.kind)});
+      if (computes && host != host_start.end() && !graphs)
+        QVERIFY2(s.start_us >= host->second, qPrintable(QString("step %1 %2: device at %3 before host at %4")
+                                                            .arg(s.step)
+                                                            .arg(QString::fromUtf8(trace::span_kind_name(s.kind).data()))
+                                                            .arg(s.start_us, 0, 'f', 1)
+                                                            .arg(host->second, 0, 'f', 1)));
+    }
+    const auto summaries = sink.all<StepSpansEvent>();
+    QCOMPARE(on_device.size(), summaries.size());  // every step
+    for (const auto& [step, replicas] : on_device) {
+      QCOMPARE(static_cast<int>(replicas.size()), n);
+      for (const auto& [replica, kinds] : replicas)
+        for (const char* k : {"step", "forward", "backward", "optimizer", "host_to_device"})
+          QVERIFY2(kinds.count(k), qPrintable(QString("step %1 replica %2 has no device %3").arg(step).arg(replica).arg(k)));
+    }
+    // The step summaries name the device lanes beside the replicas'.
+    const auto& lanes = summaries.back().lanes;
+    for (int r = 0; r < n; ++r)
+      QVERIFY(std::find(lanes.begin(), lanes.end(), "replica " + std::to_string(r) + " device") != lanes.end());
   }
 
   // A parameter-server run's workers record their pulls and pushes, each

@@ -6,6 +6,7 @@
 
 #include "backend/cuda/CudaCheck.h"
 #include "backend/cuda/CudaKernels.h"
+#include "core/Clock.h"
 #include "core/Error.h"
 #include "core/Tensor.h"
 #ifdef STRATA_WITH_CUDNN
@@ -76,6 +77,8 @@ CudaBackend::~CudaBackend() {
   // so nothing here may throw.
   gemm_.reset();
   cudnn_.reset();
+  if (clock_ref_) cudaEventDestroy(clock_ref_);
+  if (clock_stream_) cudaStreamDestroy(clock_stream_);
   if (stream_) cudaStreamDestroy(stream_);
 }
 
@@ -195,6 +198,52 @@ EventPtr CudaBackend::record_event() {
   auto event = std::make_shared<CudaEvent>(e);
   STRATA_CUDA(cudaEventRecord(e, s));
   return event;
+}
+
+EventPtr CudaBackend::record_timing_mark() {
+  cudaStream_t s = enter();
+  cudaEvent_t e = nullptr;
+  STRATA_CUDA(cudaEventCreate(&e));  // with timing
+  auto mark = std::make_shared<CudaEvent>(e);
+  bool capturing = false;
+  {
+    std::lock_guard lock(capture_mutex_);
+    capturing = capturing_;
+  }
+  // Captured without the flag, a record only orders streams inside the
+  // graph; as an external node it is a real record at every replay.
+  STRATA_CUDA(cudaEventRecordWithFlags(e, s, capturing ? cudaEventRecordExternal : cudaEventRecordDefault));
+  return mark;
+}
+
+std::optional<double> CudaBackend::mark_time_us(const EventPtr& mark) {
+  auto* e = dynamic_cast<const CudaEvent*>(mark.get());
+  if (!e) return std::nullopt;
+  enter();
+  if (cudaEventQuery(e->event) != cudaSuccess) {
+    cudaGetLastError();  // not reached yet: not an error of the stream
+    return std::nullopt;
+  }
+  std::lock_guard lock(clock_mutex_);
+  if (clock_ref_us_ < 0 || monotonic_seconds() * 1e6 - clock_ref_us_ > 1e6) calibrate_clock();
+  float ms = 0;
+  if (cudaEventElapsedTime(&ms, clock_ref_, e->event) != cudaSuccess) {
+    cudaGetLastError();  // e.g. a captured mark before the graph's first replay
+    return std::nullopt;
+  }
+  return clock_ref_us_ + 1000.0 * static_cast<double>(ms);
+}
+
+void CudaBackend::calibrate_clock() {
+  if (!clock_stream_) {
+    STRATA_CUDA(cudaStreamCreateWithFlags(&clock_stream_, cudaStreamNonBlocking));
+    STRATA_CUDA(cudaEventCreate(&clock_ref_));
+  }
+  const double before = monotonic_seconds();
+  STRATA_CUDA(cudaEventRecord(clock_ref_, clock_stream_));
+  STRATA_CUDA(cudaEventSynchronize(clock_ref_));
+  const double after = monotonic_seconds();
+  clock_ref_us_ = 0.5 * (before + after) * 1e6;
 }
 
 void CudaBackend::wait_event(const EventPtr& event) {

@@ -50,6 +50,11 @@ public:
   void unpin_host_memory(void* p) override;
   EventPtr record_event() override;
   void wait_event(const EventPtr& event) override;
+  // Timed events (recorded as external event nodes while capturing, so a
+  // replay records them again), put on the host's clock through a reference
+  // event whose host time is measured (calibrate_clock).
+  EventPtr record_timing_mark() override;
+  std::optional<double> mark_time_us(const EventPtr& mark) override;
   float* label_error_flag() override { return label_error_; }
   // CUDA graphs: the stream is captured (relaxed mode, so other threads'
   // unrelated CUDA calls stay legal), allocations become the graph's memory
@@ -156,6 +161,15 @@ private:
   bool capturing_ = false;
   std::set<void*> captured_allocations_;
   std::vector<void*> deferred_frees_;
+  // The timing marks' link to the host clock: clock_ref_, recorded on an
+  // otherwise idle stream and waited for, happened at host time
+  // clock_ref_us_ (to within half the wait, a few microseconds). Measured
+  // again each second, so the two clocks' drift stays far below that.
+  void calibrate_clock();
+  std::mutex clock_mutex_;
+  cudaStream_t clock_stream_ = nullptr;
+  cudaEvent_t clock_ref_ = nullptr;
+  double clock_ref_us_ = -1;
 };
 
 }  // namespace strata

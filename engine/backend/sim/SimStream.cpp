@@ -1,7 +1,9 @@
 #include "backend/sim/SimStream.h"
 
+#include <atomic>
 #include <cstring>
 
+#include "core/Clock.h"
 #include "core/Denormals.h"
 #include "core/Error.h"
 
@@ -26,6 +28,11 @@ private:
   std::mutex mutex_;
   std::condition_variable cv_;
   bool done_ = false;
+};
+
+class SimTimingMark final : public DeviceEvent {
+public:
+  std::atomic<double> time_us{-1.0};  // the last time the stream ran it (each replay notes it again)
 };
 }  // namespace
 
@@ -109,6 +116,20 @@ EventPtr SimStream::record() {
   auto event = std::make_shared<SimEvent>();
   enqueue([event] { event->signal(); });
   return event;
+}
+
+EventPtr SimStream::record_timing_mark() {
+  auto mark = std::make_shared<SimTimingMark>();
+  enqueue([mark] { mark->time_us.store(monotonic_seconds() * 1e6, std::memory_order_release); });
+  return mark;
+}
+
+std::optional<double> SimStream::mark_time_us(const EventPtr& mark) {
+  auto* m = dynamic_cast<const SimTimingMark*>(mark.get());
+  if (!m) return std::nullopt;
+  const double t = m->time_us.load(std::memory_order_acquire);
+  if (t < 0) return std::nullopt;
+  return t;
 }
 
 void SimStream::wait(const EventPtr& event) {

@@ -4,6 +4,7 @@
 #include <exception>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -34,6 +35,9 @@ public:
   void synchronize();
   EventPtr record();
   void wait(const EventPtr& event);
+  // DeviceMemory's timing marks: the stream's thread notes the time it runs them.
+  EventPtr record_timing_mark();
+  static std::optional<double> mark_time_us(const EventPtr& mark);
 
   // Capture, as cudaStreamBeginCapture: while it is on, enqueue() records
   // the operation instead of queueing it, and copies to the host and

@@ -1,0 +1,78 @@
+#include "trace/DeviceSpans.h"
+
+#include <algorithm>
+
+#include "trace/TraceRecorder.h"
+
+namespace strata::trace {
+
+DeviceSpans::Scoped::Scoped(DeviceSpans* spans, const Device& device, SpanKind kind, Lane lane, int64_t step, int64_t bytes) {
+  if (!spans || device.is_host()) return;
+  EventPtr begin = device_memory(device).record_timing_mark();
+  if (!begin) return;
+  spans_ = spans;
+  pending_ = std::make_shared<Pending>(Pending{device, Span{kind, lane, step, 0, 0, bytes}, std::move(begin), nullptr});
+  std::lock_guard lock(spans_->mutex_);
+  spans_->pending_.push_back(pending_);
+  ++spans_->opened_;
+}
+
+DeviceSpans::Scoped::~Scoped() {
+  if (!spans_) return;
+  // Never throws: a failure to mark only loses the span.
+  EventPtr end;
+  try {
+    end = device_memory(pending_->device).record_timing_mark();
+  } catch (...) {
+  }
+  std::lock_guard lock(spans_->mutex_);
+  pending_->end = std::move(end);
+}
+
+size_t DeviceSpans::mark() const {
+  std::lock_guard lock(mutex_);
+  return opened_;
+}
+
+void DeviceSpans::keep_for_replays(size_t since_mark) {
+  std::lock_guard lock(mutex_);
+  // The newest `opened_ - since_mark` spans were opened during the capture
+  // (pending_ keeps the order spans were opened in).
+  const size_t captured = std::min(opened_ - since_mark, pending_.size());
+  graph_.assign(pending_.end() - static_cast<std::ptrdiff_t>(captured), pending_.end());
+  pending_.resize(pending_.size() - captured);
+}
+
+bool DeviceSpans::resolve(const Pending& p, Span& out) {
+  if (!p.end) return false;
+  DeviceMemory& memory = device_memory(p.device);
+  const auto t0 = memory.mark_time_us(p.begin), t1 = memory.mark_time_us(p.end);
+  if (!t0 || !t1) return false;
+  out = p.span;
+  out.start_us = *t0;
+  out.duration_us = std::max(0.0, *t1 - *t0);
+  return true;
+}
+
+void DeviceSpans::drain(TraceRecorder& recorder, int64_t replayed_step) {
+  std::lock_guard lock(mutex_);
+  Span s;
+  std::erase_if(pending_, [&](const std::shared_ptr<Pending>& p) {
+    if (!resolve(*p, s)) return false;
+    recorder.record(s);
+    return true;
+  });
+  if (replayed_step < 0) return;
+  for (const auto& p : graph_)
+    if (resolve(*p, s)) {
+      s.step = replayed_step;
+      recorder.record(s);
+    }
+}
+
+bool DeviceSpans::empty() const {
+  std::lock_guard lock(mutex_);
+  return pending_.empty() && graph_.empty();
+}
+
+}  // namespace strata::trace

@@ -1,0 +1,69 @@
+#pragma once
+// What a replica's device did, as opposed to when its host thread queued the
+// work: on an accelerator the host runs ahead, so its spans show the queueing
+// and these show the execution. Each span is a pair of timing marks in the
+// device's stream (DeviceMemory::record_timing_mark), read once the step's
+// work has completed. On host devices there is nothing to mark: their host
+// spans are the execution.
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "core/Device.h"
+#include "core/DeviceMemory.h"
+#include "trace/Span.h"
+
+namespace strata::trace {
+
+class TraceRecorder;
+
+class DeviceSpans {
+public:
+  struct Pending;
+  // Queues the start mark now and the end mark at destruction; nothing when
+  // `spans` is null or the device has no marks (the host).
+  class Scoped {
+  public:
+    Scoped(DeviceSpans* spans, const Device& device, SpanKind kind, Lane lane, int64_t step, int64_t bytes = 0);
+    ~Scoped();
+    Scoped(const Scoped&) = delete;
+    Scoped& operator=(const Scoped&) = delete;
+
+  private:
+    DeviceSpans* spans_ = nullptr;
+    std::shared_ptr<Pending> pending_;
+  };
+
+  // Step graphs: the spans opened since `mark()` were captured into the
+  // graph; a replay notes their marks again, and drain() records them for
+  // the replayed step.
+  size_t mark() const;
+  void keep_for_replays(size_t since_mark);
+  // Records every span whose two marks the devices have passed (the rest
+  // stay until a later call). The graph's spans are recorded for `replayed_step`
+  // when it is >= 0 (a replay just ran).
+  void drain(TraceRecorder& recorder, int64_t replayed_step = -1);
+  bool empty() const;
+
+  struct Pending {
+    Device device;
+    Span span;
+    EventPtr begin, end;  // end is null while the span is open
+  };
+
+private:
+  // The span of `p` when both marks have been reached.
+  static bool resolve(const Pending& p, Span& out);
+
+  mutable std::mutex mutex_;  // replicas mark from their own threads
+  std::vector<std::shared_ptr<Pending>> pending_;
+  std::vector<std::shared_ptr<Pending>> graph_;
+  size_t opened_ = 0;  // spans ever opened (mark())
+};
+
+// The device lane beside replica `replica`'s host lane.
+inline Lane device_lane(int replica) { return Lane{LaneKind::Device, replica}; }
+
+}  // namespace strata::trace
