@@ -115,6 +115,7 @@ MainWindow::MainWindow(QWidget* parent)
   connect(history_, &RunHistoryPanel::resumeRequested, this, &MainWindow::resumeStoredRun);
   connect(history_, &RunHistoryPanel::evaluateRequested, this, &MainWindow::evaluateRun);
   connect(timeline_, &TimelinePanel::openTraceRequested, this, &MainWindow::chooseAndOpenTrace);
+  connect(history_, &RunHistoryPanel::timelineRequested, this, &MainWindow::openTrace);
   connect(history_, &RunHistoryPanel::problem, this,
           [this](const QString& title, const QString& message) { presenter_->error(this, title, message); });
   connect(recent_, &RecentFiles::openRequested, this, &MainWindow::openProject);

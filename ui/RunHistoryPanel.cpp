@@ -1,5 +1,6 @@
 #include "RunHistoryPanel.h"
 
+#include <QDir>
 #include <QEvent>
 #include <QFileInfo>
 #include <QHBoxLayout>
@@ -99,6 +100,8 @@ RunHistoryPanel::RunHistoryPanel(QWidget* parent)
   evaluate_->setObjectName("evaluateRun");
   evaluate_->setToolTip(tr("Confusion matrix, per-class accuracy and test samples for a checkpoint of the selected run; "
                            "export its weights"));
+  timeline_ = new QPushButton(tr("Timeline"), this);
+  timeline_->setObjectName("openRunTimeline");
   compare_ = new QPushButton(tr("Compare settings…"), this);
   compare_->setObjectName("compareRuns");
   compare_->setToolTip(tr("Select two runs (Ctrl+click) to see their settings side by side"));
@@ -116,7 +119,7 @@ RunHistoryPanel::RunHistoryPanel(QWidget* parent)
   layout->addWidget(note_);
   layout->addWidget(split, 1);
   auto* buttons = new QHBoxLayout;
-  for (auto* b : {refresh_button, resume_, evaluate_, compare_}) buttons->addWidget(b);
+  for (auto* b : {refresh_button, resume_, evaluate_, timeline_, compare_}) buttons->addWidget(b);
   buttons->addStretch();
   layout->addLayout(buttons);
 
@@ -130,6 +133,9 @@ RunHistoryPanel::RunHistoryPanel(QWidget* parent)
   });
   connect(evaluate_, &QPushButton::clicked, this, [this] {
     if (!currentRunDir().isEmpty()) Q_EMIT evaluateRequested(currentRunDir());
+  });
+  connect(timeline_, &QPushButton::clicked, this, [this] {
+    if (!currentRunDir().isEmpty()) Q_EMIT timelineRequested(QDir(currentRunDir()).filePath("trace.json"));
   });
   connect(compare_, &QPushButton::clicked, this, &RunHistoryPanel::compareSelected);
   connect(refresh_button, &QPushButton::clicked, this, &RunHistoryPanel::refresh);
@@ -305,6 +311,13 @@ void RunHistoryPanel::updateButtons() {
                       : canResume(row) ? tr("Continue this run from its latest checkpoint, in the same run folder")
                                        : tr("Only a stopped or failed run with a checkpoint can be resumed"));
   evaluate_->setEnabled(any && table_->item(row, Name)->data(kCheckpointRole).toBool());
+  // Checked when the selection changes: a run recorded with the timeline on.
+  const bool traced = any && QFileInfo::exists(QDir(currentRunDir()).filePath("trace.json"));
+  timeline_->setEnabled(traced);
+  timeline_->setToolTip(traced ? tr("Show the run's trace.json in the Timeline tab")
+                               : tr("Select a run recorded with the step timeline (its folder has trace.json; merge a "
+                                    "multi-worker run's trace.rankN.json files with strata-run --merge-traces and "
+                                    "open the result from the Timeline tab)"));
   compare_->setEnabled(table_->selectionModel()->selectedRows().size() == 2);
 }
 

@@ -41,6 +41,7 @@ public:
   void setRunning(bool running);
   QPushButton* resumeButton() const { return resume_; }
   QPushButton* evaluateButton() const { return evaluate_; }
+  QPushButton* timelineButton() const { return timeline_; }
   QPushButton* compareButton() const { return compare_; }
   QTableWidget* table() const { return table_; }
   QPlainTextEdit* notesEdit() const { return notes_; }
@@ -51,6 +52,8 @@ signals:
   void overlayToggled(const QString& run_dir, bool on);
   void resumeRequested(const QString& run_dir);
   void evaluateRequested(const QString& run_dir);
+  // The selected run's trace.json, for the Timeline tab.
+  void timelineRequested(const QString& trace_file);
   // A run.json that could not be read or written.
   void problem(const QString& title, const QString& message);
 
@@ -75,6 +78,7 @@ private:
   QString notes_dir_;  // the run whose notes the editor holds
   QPushButton* resume_;
   QPushButton* evaluate_;
+  QPushButton* timeline_;
   QPushButton* compare_;
   SettingsDiffDialog* comparison_ = nullptr;
   QString project_;

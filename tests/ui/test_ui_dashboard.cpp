@@ -490,6 +490,23 @@ void DashboardTest::timelineTabFillsDuringRun() {
   win.w.resize(1600, 1000);
   save_screenshot(&win.w, "timeline.png");
   QVERIFY(run_dir.startsWith(tmp_.filePath("timeline.runs")));
+  // The run history's Timeline button shows the run's trace.json: one
+  // process, so its lanes read as they did live.
+  bottom->setCurrentWidget(win.w.historyPanel());
+  win.w.historyPanel()->setCurrentRun(0);
+  QCOMPARE(win.w.historyPanel()->currentRunDir(), run_dir);
+  QPushButton* open_trace = win.w.historyPanel()->timelineButton();
+  QTRY_VERIFY(open_trace->isVisible());
+  QVERIFY(open_trace->isEnabled());
+  QTest::mouseClick(open_trace, Qt::LeftButton);
+  QVERIFY2(win.presenter->errors.isEmpty(), qPrintable(win.presenter->errors.join("\n")));
+  QCOMPARE(bottom->currentWidget(), timeline);
+  QVERIFY(timeline->showingFile());
+  QCOMPARE(timeline->shownFile(), run_dir + "/trace.json");
+  QCOMPARE(timeline->laneLabel(0), QString("replica 0"));
+  QCOMPARE(timeline->laneLabel(1), QString("replica 1"));
+  QCOMPARE(timeline->stepsKept(), steps);
+  QCOMPARE(timeline->summaryTable()->rowCount(), 2);
   QFile saved(project);
   QVERIFY(saved.open(QIODevice::ReadOnly));
   QVERIFY(!saved.readAll().contains("trace"));
