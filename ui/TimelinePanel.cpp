@@ -241,6 +241,10 @@ QWidget* TimelinePanel::makeHeader() {
   steps_box_->setValue(steps_shown_);
   steps_box_->setSuffix(tr(" steps"));
   steps_box_->setToolTip(tr("How many steps are drawn (live: the last ones)"));
+  // Typed numbers apply on Enter (or leaving the box), not at each digit:
+  // a long file is redrawn once.
+  first_step_->setKeyboardTracking(false);
+  steps_box_->setKeyboardTracking(false);
   row->addWidget(open_);
   row->addWidget(live_);
   row->addWidget(source_, 1);
