@@ -5,11 +5,15 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <limits>
+#include <map>
+#include <mutex>
 #include <optional>
 
 #include "backend/Backend.h"
 #include "core/Error.h"
 #include "project/ProjectFile.h"
+#include "trace/Span.h"
 #include "train/Trainer.h"
 
 namespace strata::gpu_check {
@@ -221,6 +225,67 @@ std::vector<CheckRecord> check_graph_replay(const Device& device, int steps) {
     compare_weights(out, "graph_replay", graph_epochs, 0, eager_epochs, 1e-6);
     out.push_back(same_host_state("3 epochs with partial batches, host counters", graph_epochs, eager_epochs));
     return out;
+  });
+}
+
+std::vector<CheckRecord> check_device_timeline(const Device& device, int steps) {
+  return guarded("device_timeline", [&] {
+    RunConfig c = example_mlp(device, steps, "adam");
+    c.training.step_graphs = true;
+    c.trace.enabled = true;
+    Collector events;
+    Trainer trainer(c, events);
+    trainer.prepare();
+    std::mutex mutex;
+    std::vector<trace::Span> spans;
+    trainer.set_span_listener([&](const std::vector<trace::Span>& s) {
+      std::lock_guard lock(mutex);
+      spans.insert(spans.end(), s.begin(), s.end());
+    });
+    const FinishedEvent fin = trainer.run();
+    if (fin.status != RunStatus::Completed)
+      throw runtime_error(std::string("the traced run ") + status_name(fin.status) + ": " + fin.message);
+    std::map<int64_t, std::map<trace::SpanKind, trace::Span>> by_step;
+    for (const trace::Span& s : spans)
+      if (s.lane.kind == trace::LaneKind::Device) by_step[s.step][s.kind] = s;
+    CheckRecord rec{
+        "device_timeline", std::to_string(steps) + " MLP steps in a step graph, device spans per step", 0, 0, true, ""};
+    auto fail = [&](const std::string& why) {
+      if (rec.passed) rec.detail = why;
+      rec.passed = false;
+      rec.max_error = std::numeric_limits<double>::infinity();
+    };
+    if (static_cast<int>(by_step.size()) != steps)
+      fail(std::to_string(by_step.size()) + " of " + std::to_string(steps) + " steps have device spans");
+    double previous_end = -1;
+    for (const auto& [step, kinds] : by_step) {
+      const auto frame = kinds.find(trace::SpanKind::Step);
+      if (frame == kinds.end()) {
+        fail("step " + std::to_string(step) + " has no device step span");
+        continue;
+      }
+      const trace::Span& f = frame->second;
+      if (f.start_us < previous_end) fail("device step " + std::to_string(step) + " starts before the previous one ends");
+      previous_end = f.start_us + f.duration_us;
+      for (trace::SpanKind k : {trace::SpanKind::Forward, trace::SpanKind::Backward, trace::SpanKind::Optimizer}) {
+        const auto it = kinds.find(k);
+        if (it == kinds.end()) {
+          fail("step " + std::to_string(step) + " has no device " + std::string(trace::span_kind_name(k)) + " span");
+          continue;
+        }
+        const trace::Span& s = it->second;
+        // A microsecond of slack: the two events' clock resolution.
+        if (!(s.duration_us > 0) || s.start_us + 1 < f.start_us ||
+            s.start_us + s.duration_us > f.start_us + f.duration_us + 1)
+          fail("step " + std::to_string(step) + ": device " + std::string(trace::span_kind_name(k)) +
+               " is empty or outside the device's step");
+      }
+    }
+    if (rec.passed && !by_step.empty()) {
+      const trace::Span& last = by_step.rbegin()->second[trace::SpanKind::Step];
+      rec.detail = "last step on the device: " + std::to_string(last.duration_us) + " us";
+    }
+    return std::vector<CheckRecord>{rec};
   });
 }
 

@@ -34,6 +34,11 @@ std::vector<CheckRecord> check_graph_replay(const Device& device, int steps = 8)
 // The example MLP project as it is (10 epochs, Adam) on `device`: test
 // accuracy >= 0.88. (After 5 epochs it is at 0.874 on the CPU as well: the
 // project, not the device, sets how far it gets.)
+// The step timeline's device lane: with a step graph, every step (replays
+// included) has the device's own step, forward, backward and optimizer spans,
+// timed in its stream, each inside the device's step, and the device's steps
+// do not overlap.
+std::vector<CheckRecord> check_device_timeline(const Device& device, int steps = 12);
 std::vector<CheckRecord> check_fashion_mnist(const Device& device);
 
 // The TF-tutorial CNN project for 2 epochs on `device` and on the CPU (cpu:0,

@@ -20,6 +20,7 @@ std::vector<CheckRecord> TrainingSection::run(const SectionContext& context) {
   append(out, check_graph_replay(context.device), context);
   append(out, check_mirrored_pair(context.device), context);
   append(out, check_shared_device(context.device), context);
+  append(out, check_device_timeline(context.device), context);
   return out;
 }
 
