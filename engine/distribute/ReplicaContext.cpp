@@ -33,6 +33,7 @@ void ReplicaContext::timed(trace::SpanKind kind, size_t bytes, F&& collective) {
     const Barrier::CountWaits count(tracer_ ? &waited : nullptr);
     const trace::DeviceSpans::Scoped on_device(device_spans_, device_, kind, trace::device_lane(replica_id_), trace_step_,
                                                static_cast<int64_t>(bytes));
+    const trace::DeviceSpans::ScopedContext for_comm_streams({device_spans_, replica_id_, trace_step_});
     collective();
   }
   const double t1 = monotonic_seconds();

@@ -29,6 +29,22 @@ DeviceSpans::Scoped::~Scoped() {
   pending_->end = std::move(end);
 }
 
+namespace {
+thread_local DeviceSpans::Context t_context;
+}
+
+DeviceSpans::ScopedContext::ScopedContext(Context context) : previous_(t_context) { t_context = context; }
+DeviceSpans::ScopedContext::~ScopedContext() { t_context = previous_; }
+DeviceSpans::Context DeviceSpans::current() { return t_context; }
+
+void DeviceSpans::add(const Device& device, const Span& span, EventPtr begin, EventPtr end) {
+  if (!begin || !end) return;
+  auto p = std::make_shared<Pending>(Pending{device, span, std::move(begin), std::move(end)});
+  std::lock_guard lock(mutex_);
+  pending_.push_back(std::move(p));
+  ++opened_;
+}
+
 size_t DeviceSpans::mark() const {
   std::lock_guard lock(mutex_);
   return opened_;

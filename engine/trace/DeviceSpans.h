@@ -36,6 +36,29 @@ public:
     std::shared_ptr<Pending> pending_;
   };
 
+  // What the replica calling a collective is recording, for collectives that
+  // run on a stream of their own (NCCL's): set by the replica around the
+  // call (ReplicaContext), read by the implementation on the same thread.
+  struct Context {
+    DeviceSpans* spans = nullptr;
+    int replica = 0;
+    int64_t step = -1;
+  };
+  class ScopedContext {
+  public:
+    explicit ScopedContext(Context context);
+    ~ScopedContext();
+    ScopedContext(const ScopedContext&) = delete;
+    ScopedContext& operator=(const ScopedContext&) = delete;
+
+  private:
+    Context previous_;
+  };
+  // The calling thread's context (spans null when it records nothing).
+  static Context current();
+  // A span whose two marks the caller queued itself (on a stream of its own).
+  void add(const Device& device, const Span& span, EventPtr begin, EventPtr end);
+
   // Step graphs: the spans opened since `mark()` were captured into the
   // graph; a replay notes their marks again, and drain() records them for
   // the replayed step.

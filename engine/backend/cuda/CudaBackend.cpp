@@ -200,19 +200,19 @@ EventPtr CudaBackend::record_event() {
   return event;
 }
 
-EventPtr CudaBackend::record_timing_mark() {
-  cudaStream_t s = enter();
+EventPtr CudaBackend::record_timing_mark() { return record_timing_mark_on(enter()); }
+
+EventPtr CudaBackend::record_timing_mark_on(cudaStream_t stream) {
+  enter();
   cudaEvent_t e = nullptr;
   STRATA_CUDA(cudaEventCreate(&e));  // with timing
   auto mark = std::make_shared<CudaEvent>(e);
-  bool capturing = false;
-  {
-    std::lock_guard lock(capture_mutex_);
-    capturing = capturing_;
-  }
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  STRATA_CUDA(cudaStreamIsCapturing(stream, &capture));
   // Captured without the flag, a record only orders streams inside the
   // graph; as an external node it is a real record at every replay.
-  STRATA_CUDA(cudaEventRecordWithFlags(e, s, capturing ? cudaEventRecordExternal : cudaEventRecordDefault));
+  STRATA_CUDA(cudaEventRecordWithFlags(
+      e, stream, capture == cudaStreamCaptureStatusActive ? cudaEventRecordExternal : cudaEventRecordDefault));
   return mark;
 }
 

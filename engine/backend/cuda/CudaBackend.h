@@ -54,6 +54,9 @@ public:
   // replay records them again), put on the host's clock through a reference
   // event whose host time is measured (calibrate_clock).
   EventPtr record_timing_mark() override;
+  // The same on another stream of this GPU (NCCL's communication stream):
+  // mark_time_us reads it as it reads the compute stream's.
+  EventPtr record_timing_mark_on(cudaStream_t stream);
   std::optional<double> mark_time_us(const EventPtr& mark) override;
   float* label_error_flag() override { return label_error_; }
   // CUDA graphs: the stream is captured (relaxed mode, so other threads'

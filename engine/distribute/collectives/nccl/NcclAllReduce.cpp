@@ -10,6 +10,7 @@
 #include "core/Clock.h"
 #include "core/Error.h"
 #include "distribute/collectives/nccl/NcclLibrary.h"
+#include "trace/DeviceSpans.h"
 
 namespace strata {
 
@@ -120,11 +121,20 @@ void NcclAllReduce::start_all_reduce_sum(ReplicaGroup& group, int replica, Devic
     const cudaStream_t compute = compute_stream(buffer.device);
     STRATA_CUDA(cudaEventRecord(g.ready, compute));
     STRATA_CUDA(cudaStreamWaitEvent(g.stream, g.ready, 0));
+    // The step timeline's comm-stream lane: the all-reduce as the GPU ran it.
+    const trace::DeviceSpans::Context traced = trace::DeviceSpans::current();
+    auto& cuda = static_cast<CudaBackend&>(be);
+    EventPtr began = traced.spans ? cuda.record_timing_mark_on(g.stream) : nullptr;
     // The message is built only on failure: this runs for every bucket.
     const ncclResult_t result =
         lib().ncclAllReduce(buffer.data, buffer.data, buffer.size, ncclFloat, ncclSum, g.comm, g.stream);
     if (result == ncclInProgress) settle(g, "ncclAllReduce on " + describe(g));  // non-blocking (multi-worker) communicators
     else if (result != ncclSuccess) lib().check(result, "ncclAllReduce on " + describe(g), g.comm);
+    if (began)
+      traced.spans->add(buffer.device,
+                        trace::Span{trace::SpanKind::AllReduce, trace::Lane{trace::LaneKind::CommStream, replica},
+                                    traced.step, 0, 0, static_cast<int64_t>(buffer.bytes())},
+                        std::move(began), cuda.record_timing_mark_on(g.stream));
     for (int r : g.replicas)
       if (r != replica)
         STRATA_CUDA(cudaMemcpyAsync(group.buffers[static_cast<size_t>(r)], buffer.data, buffer.bytes(),
