@@ -101,6 +101,8 @@ WorkerStep ParameterServerRun::worker_step(int worker, const Batch& in) {
 void ParameterServerRun::trace(trace::TraceRecorder* recorder) {
   tracer_ = recorder;
   if (coordinator_) coordinator_->trace(recorder);
+  // The servers' updates: in this process's store (in-process servers, or this rank's shard as a server rank).
+  ps_.store().trace(recorder);
 }
 
 void ParameterServerRun::sync_model() {

@@ -298,14 +298,20 @@ private slots:
     QCOMPARE(spans.size(), sink.all<StepEvent>().size());
     std::set<int64_t> steps;
     std::set<std::string> kinds;
+    size_t server_updates = 0;  // rounds with the server's own lane
     for (const StepSpansEvent& s : spans) {
       QVERIFY(steps.insert(s.step).second);
       QVERIFY(!s.lanes.empty() && s.lanes.front().rfind("worker ", 0) == 0);
       QVERIFY(s.step_ms.front() > 0);
       kinds.insert(s.kinds.begin(), s.kinds.end());
+      server_updates += std::find(s.lanes.begin(), s.lanes.end(), "server 0") != s.lanes.end();
     }
     // (An in-process pull can take under half a microsecond: nothing there in that round.)
     QVERIFY(kinds.count("pull") && kinds.count("push"));
+    // The server's updates, each on its lane in the round whose push it applied.
+    QVERIFY(kinds.count("optimizer"));
+    QVERIFY2(server_updates * 2 >= spans.size(),
+             qPrintable(QString("%1 of %2 rounds").arg(server_updates).arg(spans.size())));
   }
 
   void max_steps_and_validation_split() {

@@ -149,7 +149,8 @@ private:
         MPI_Recv(g.data(), floats, MPI_FLOAT, src, kGradient, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
         const bool sync = push.sync_slices > 0;
         // An empty slice (a tiny last batch) only advances the worker's round.
-        if (push.examples > 0 || sync) push.updates_between = store_.push_shard(me_, g.data(), pulled, sync ? live() : 0);
+        if (push.examples > 0 || sync)
+          push.updates_between = store_.push_shard(me_, g.data(), pulled, sync ? live() : 0, push.round);
         last_round_[static_cast<size_t>(w)] = std::max(last_round_[static_cast<size_t>(w)], push.round);
         sends_.send(std::vector<int64_t>{push.updates_between}, MPI_INT64_T, src, kAck);
         if (observer_) observer_->pushed(push);

@@ -65,7 +65,7 @@ std::vector<int64_t> LocalParameterStore::pull(int worker, int64_t) {
   return versions;
 }
 
-void LocalParameterStore::apply(Shard& shard, const float* g) {
+void LocalParameterStore::apply(Shard& shard, const float* g, int64_t round) {
   if (shard.fail_at > 0 && shard.version + 1 >= shard.fail_at)
     throw server_failed("parameter server " + std::to_string(shard.index) + " failed (injected at its update " +
                         std::to_string(shard.fail_at) + ")");
@@ -76,7 +76,11 @@ void LocalParameterStore::apply(Shard& shard, const float* g) {
     g += p.count;
   }
   shard.stats.updates++;
-  shard.stats.busy_seconds += monotonic_seconds() - t0;
+  const double t1 = monotonic_seconds();
+  shard.stats.busy_seconds += t1 - t0;
+  if (tracer_)
+    tracer_->record(trace::Span{trace::SpanKind::Optimizer, trace::Lane{trace::LaneKind::Server, shard.index}, round,
+                                t0 * 1e6, (t1 - t0) * 1e6, 0});
 }
 
 int64_t LocalParameterStore::shard_elements(int server) const { return shards_[static_cast<size_t>(server)]->elements; }
@@ -89,10 +93,10 @@ void LocalParameterStore::pack(int server, const std::vector<const float*>& grad
   }
 }
 
-int64_t LocalParameterStore::push_locked(Shard& shard, const float* packed, int64_t pulled, int sync_slices) {
+int64_t LocalParameterStore::push_locked(Shard& shard, const float* packed, int64_t pulled, int sync_slices, int64_t round) {
   const int64_t between = shard.version - pulled;
   if (sync_slices <= 0) {
-    apply(shard, packed);
+    apply(shard, packed, round);
     return between;
   }
   if (shard.summed == 0) shard.sum.assign(packed, packed + shard.elements);
@@ -100,7 +104,7 @@ int64_t LocalParameterStore::push_locked(Shard& shard, const float* packed, int6
     for (int64_t i = 0; i < shard.elements; ++i) shard.sum[static_cast<size_t>(i)] += packed[i];
   if (++shard.summed == sync_slices) {
     shard.summed = 0;
-    apply(shard, shard.sum.data());
+    apply(shard, shard.sum.data(), round);
   }
   return between;
 }
@@ -122,7 +126,7 @@ int64_t LocalParameterStore::push(const std::vector<Tensor>& worker_grads, const
     packed.resize(static_cast<size_t>(shards_[s]->elements));
     pack(static_cast<int>(s), grads, push.weight, packed.data());
     std::lock_guard lock(shards_[s]->mutex);
-    between = std::max(between, push_locked(*shards_[s], packed.data(), pulled[s], push.sync_slices));
+    between = std::max(between, push_locked(*shards_[s], packed.data(), pulled[s], push.sync_slices, push.round));
   }
   return between;
 }
@@ -146,18 +150,18 @@ int64_t LocalParameterStore::read_shard(int server, float* out) {
   return shard.version;
 }
 
-int64_t LocalParameterStore::push_shard(int server, const float* packed, int64_t pulled, int sync_slices) {
+int64_t LocalParameterStore::push_shard(int server, const float* packed, int64_t pulled, int sync_slices, int64_t round) {
   Shard& shard = *shards_[static_cast<size_t>(server)];
   std::lock_guard lock(shard.mutex);
-  return push_locked(shard, packed, pulled, sync_slices);
+  return push_locked(shard, packed, pulled, sync_slices, round);
 }
 
-void LocalParameterStore::finish_sync_round(int server, int slices) {
+void LocalParameterStore::finish_sync_round(int server, int slices, int64_t round) {
   Shard& shard = *shards_[static_cast<size_t>(server)];
   std::lock_guard lock(shard.mutex);
   if (shard.summed > 0 && shard.summed >= slices) {
     shard.summed = 0;
-    apply(shard, shard.sum.data());
+    apply(shard, shard.sum.data(), round);
   }
 }
 

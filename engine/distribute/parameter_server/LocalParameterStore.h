@@ -4,6 +4,7 @@
 
 #include "distribute/parameter_server/ParameterStore.h"
 #include "nn/Optimizer.h"
+#include "trace/TraceRecorder.h"
 
 namespace strata {
 
@@ -47,10 +48,14 @@ public:
   int64_t read_shard(int server, float* out);
   // Applies (or, with sync_slices > 0, sums) one packed gradient; returns
   // the updates applied since `pulled`.
-  int64_t push_shard(int server, const float* packed, int64_t pulled, int sync_slices);
+  int64_t push_shard(int server, const float* packed, int64_t pulled, int sync_slices, int64_t round = -1);
   // A synchronous round that lost a slice (its worker died) is applied with
   // what it has once `slices` have arrived.
-  void finish_sync_round(int server, int slices);
+  void finish_sync_round(int server, int slices, int64_t round = -1);
+  // The step timeline: each update a server applies becomes an `optimizer`
+  // span on its server lane, of the round whose push completed it. Set
+  // before training; null (the default) records nothing.
+  void trace(trace::TraceRecorder* recorder) { tracer_ = recorder; }
   // Weights and optimizer slots of a shard, packed; and back (a chief
   // server gathering the others' shards for evaluation and checkpoints).
   std::vector<float> shard_state(int server);
@@ -63,8 +68,8 @@ public:
 
 private:
   struct Shard;
-  void apply(Shard& shard, const float* grads_of_shard);
-  int64_t push_locked(Shard& shard, const float* packed, int64_t pulled, int sync_slices);
+  void apply(Shard& shard, const float* grads_of_shard, int64_t round);
+  int64_t push_locked(Shard& shard, const float* packed, int64_t pulled, int sync_slices, int64_t round);
   std::vector<Tensor*> slots_of(int variable);
 
   std::vector<Variable*> vars_;
@@ -72,6 +77,7 @@ private:
   ShardPlan plan_;
   nn::Optimizer& optimizer_;
   std::vector<std::unique_ptr<Shard>> shards_;
+  trace::TraceRecorder* tracer_ = nullptr;
 };
 
 }  // namespace strata
