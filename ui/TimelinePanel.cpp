@@ -2,11 +2,7 @@
 
 #include <qcustomplot.h>
 #include <QFileInfo>
-#include <QHBoxLayout>
-#include <QHeaderView>
 #include <QLabel>
-#include <QPushButton>
-#include <QSpinBox>
 #include <QStackedLayout>
 #include <QTableWidget>
 #include <QToolTip>
@@ -16,11 +12,12 @@
 #include <tuple>
 
 #include "PlotLegend.h"
+#include "TimelineSourceBar.h"
+#include "TimelineStyle.h"
 
 namespace strata::ui {
 
 using trace::Lane;
-using trace::LaneKind;
 using trace::Span;
 using trace::SpanKind;
 
@@ -36,39 +33,6 @@ constexpr double kStepHeight = 0.8;
 constexpr double kWorkHeight = 0.56;
 constexpr double kOutlineHeight = 0.9;
 
-// Related kinds share a hue (compute blue/orange, collectives greens,
-// parameter-server traffic pale), waits are greys and reds so idle time
-// stands out; fixed, so a kind keeps its colour from run to run.
-QColor kind_color(SpanKind k) {
-  static const QColor colors[trace::kSpanKinds] = {
-      QColor(228, 228, 228),  // step
-      QColor(188, 189, 34),   // data_wait
-      QColor(23, 190, 207),   // host_to_device
-      QColor(31, 119, 180),   // forward
-      QColor(255, 127, 14),   // backward
-      QColor(44, 160, 44),    // all_reduce
-      QColor(152, 223, 138),  // reduce_scatter
-      QColor(0, 109, 44),     // all_gather
-      QColor(148, 103, 189),  // optimizer
-      QColor(127, 127, 127),  // collective_wait
-      QColor(140, 86, 75),    // checkpoint
-      QColor(227, 119, 194),  // evaluation
-      QColor(174, 199, 232),  // pull
-      QColor(255, 187, 120),  // push
-      QColor(247, 129, 129),  // staleness_wait
-  };
-  return colors[static_cast<int>(k)];
-}
-
-QString kind_label(SpanKind k) {
-  return QString::fromLatin1(trace::span_kind_name(k).data(), static_cast<qsizetype>(trace::span_kind_name(k).size()))
-      .replace('_', ' ');
-}
-
-QString lane_label(const Lane& l) { return QString::fromStdString(trace::lane_name(l)); }
-
-bool computes(const Lane& l) { return l.kind == LaneKind::Replica || l.kind == LaneKind::Worker; }
-
 QString human_bytes(int64_t bytes) {
   if (bytes < 1024) return QStringLiteral("%1 B").arg(bytes);
   const char* units[] = {"KiB", "MiB", "GiB", "TiB"};
@@ -79,10 +43,6 @@ QString human_bytes(int64_t bytes) {
     ++u;
   }
   return QStringLiteral("%1 %2").arg(v, 0, 'f', 1).arg(QLatin1String(units[u]));
-}
-
-QString percent(double part, double whole) {
-  return QStringLiteral("%1%").arg(whole > 0 ? 100 * part / whole : 0.0, 0, 'f', 1);
 }
 
 // A horizontal bar per data point: QCPFinancial's candlestick body, with the
@@ -109,16 +69,10 @@ QCPFinancialData bar(double row, double start_ms, double end_ms) { return {row, 
 
 TimelinePanel::TimelinePanel(QWidget* parent)
     : QWidget(parent),
-      open_(new QPushButton(tr("Open trace…"))),
-      live_(new QPushButton(tr("Live"))),
-      source_(new QLabel),
-      first_step_(new QSpinBox),
-      steps_box_(new QSpinBox),
+      source_bar_(new TimelineSourceBar(steps_shown_)),
       stack_(new QStackedLayout),
       empty_(new QLabel(this)),
-      plot_(new QCustomPlot),
-      table_(new QTableWidget),
-      comm_(new QLabel) {
+      plot_(new QCustomPlot) {
   empty_->setObjectName("timelineEmpty");
   empty_->setAlignment(Qt::AlignCenter);
   empty_->setWordWrap(true);
@@ -128,13 +82,13 @@ TimelinePanel::TimelinePanel(QWidget* parent)
   auto* layout = new QVBoxLayout(content);
   layout->setContentsMargins(0, 0, 0, 0);
   layout->addWidget(plot_, 3);
-  layout->addWidget(comm_);
-  layout->addWidget(table_, 1);
+  layout->addWidget(summary_.hiddenComm());
+  layout->addWidget(summary_.table(), 1);
   stack_->addWidget(empty_);
   stack_->addWidget(content);
   auto* outer = new QVBoxLayout(this);
   outer->setContentsMargins(0, 0, 0, 0);
-  outer->addWidget(makeHeader());
+  outer->addWidget(source_bar_);
   outer->addLayout(stack_, 1);
 
   plot_->setObjectName("timelinePlot");
@@ -166,14 +120,10 @@ TimelinePanel::TimelinePanel(QWidget* parent)
   slowest_bars_ = make_bars(plot_, kOutlineHeight, QPen(QColor(170, 0, 0), 2), Qt::NoBrush);
   slowest_bars_->setName(tr("slowest in its step"));
 
-  table_->setObjectName("timelineSummary");
-  table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
-  table_->setSelectionMode(QAbstractItemView::NoSelection);
-  table_->setFocusPolicy(Qt::NoFocus);  // figures to read, not cells to visit
-  table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
-  table_->setToolTip(tr("Share of each replica's or worker's step time per kind of work, over the steps shown"));
-  comm_->setObjectName("timelineHiddenComm");
-
+  connect(source_bar_, &TimelineSourceBar::openTraceRequested, this, &TimelinePanel::openTraceRequested);
+  connect(source_bar_, &TimelineSourceBar::liveRequested, this, &TimelinePanel::showLive);
+  connect(source_bar_, &TimelineSourceBar::stepsShownChanged, this, &TimelinePanel::setStepsShown);
+  connect(source_bar_, &TimelineSourceBar::firstStepChanged, this, &TimelinePanel::setFirstStep);
   connect(plot_, &QCustomPlot::mouseMove, this, &TimelinePanel::onMouseMove);
   connect(plot_, &QCustomPlot::mouseWheel, this, [this] { user_view_ = true; });
   connect(plot_, &QCustomPlot::mouseDoubleClick, this, [this] { resetView(); });
@@ -214,74 +164,14 @@ void TimelinePanel::clear() {
 
 void TimelinePanel::setStepsShown(int n) {
   steps_shown_ = std::max(1, n);
-  if (steps_box_->value() != steps_shown_) {
-    const QSignalBlocker quiet(steps_box_);
-    steps_box_->setValue(steps_shown_);
-  }
+  source_bar_->setStepsShown(steps_shown_);
   trim();
   user_view_ = false;
   rebuild();
 }
 
-QWidget* TimelinePanel::makeHeader() {
-  auto* header = new QWidget(this);
-  auto* row = new QHBoxLayout(header);
-  row->setContentsMargins(4, 2, 4, 2);
-  open_->setObjectName("openTraceButton");
-  open_->setToolTip(tr("Show a trace file: a run folder's trace.json, or ranks merged with strata-run --merge-traces"));
-  live_->setObjectName("liveTimelineButton");
-  live_->setToolTip(tr("Show the running (or last) run's steps again"));
-  source_->setObjectName("timelineSource");
-  source_->setTextInteractionFlags(Qt::TextSelectableByMouse);
-  first_step_->setObjectName("timelineFirstStep");
-  first_step_->setPrefix(tr("from step "));
-  first_step_->setToolTip(tr("The first of the file's steps drawn"));
-  steps_box_->setObjectName("timelineStepsShown");
-  steps_box_->setRange(1, 100'000);
-  steps_box_->setValue(steps_shown_);
-  steps_box_->setSuffix(tr(" steps"));
-  steps_box_->setToolTip(tr("How many steps are drawn (live: the last ones)"));
-  // Typed numbers apply on Enter (or leaving the box), not at each digit:
-  // a long file is redrawn once.
-  first_step_->setKeyboardTracking(false);
-  steps_box_->setKeyboardTracking(false);
-  row->addWidget(open_);
-  row->addWidget(live_);
-  row->addWidget(source_, 1);
-  row->addWidget(first_step_);
-  row->addWidget(steps_box_);
-  connect(open_, &QPushButton::clicked, this, &TimelinePanel::openTraceRequested);
-  connect(live_, &QPushButton::clicked, this, &TimelinePanel::showLive);
-  connect(steps_box_, &QSpinBox::valueChanged, this, &TimelinePanel::setStepsShown);
-  connect(first_step_, &QSpinBox::valueChanged, this, [this](int step) { setFirstStep(step); });
-  return header;
-}
-
 void TimelinePanel::showTrace(const trace::TraceContents& contents) {
-  FileView f;
-  f.path = QString::fromStdString(contents.path);
-  for (const Span& s : contents.spans) {
-    if (!std::isfinite(s.start_us) || !std::isfinite(s.duration_us)) continue;
-    if (s.step < 0) f.unstepped.push_back(s);
-    else f.steps[s.step].push_back(s);
-  }
-  QStringList ranks, hosts;
-  for (const trace::TraceRank& r : contents.ranks) {
-    ranks << QString::number(r.rank);
-    if (!r.host.empty() && !hosts.contains(QString::fromStdString(r.host))) hosts << QString::fromStdString(r.host);
-  }
-  QStringList parts;
-  if (!contents.run_name.empty()) parts << tr("run “%1”").arg(QString::fromStdString(contents.run_name));
-  if (!ranks.isEmpty()) parts << (ranks.size() == 1 ? tr("rank %1") : tr("ranks %1")).arg(ranks.join(", "));
-  if (!hosts.isEmpty()) parts << hosts.join(", ");
-  parts << (f.steps.size() == 1 ? tr("1 step") : tr("%1 steps").arg(f.steps.size()));
-  if (contents.skipped > 0) parts << tr("%1 unknown span events left out").arg(contents.skipped);
-  f.description = tr("%1: %2").arg(QFileInfo(f.path).fileName(), parts.join(" · "));
-  // The last steps first, as live: where a run's steady state is.
-  auto from = f.steps.rbegin();
-  for (int n = 1; n < steps_shown_ && from != f.steps.rend() && std::next(from) != f.steps.rend(); ++n) ++from;
-  f.first = from != f.steps.rend() ? from->first : 0;
-  file_ = std::move(f);
+  file_.emplace(contents, steps_shown_);
   user_view_ = false;
   hover_text_.clear();
   hovered_.reset();
@@ -298,30 +188,12 @@ void TimelinePanel::showLive() {
 }
 
 void TimelinePanel::setFirstStep(int64_t step) {
-  if (!file_ || file_->first == step) return;
-  file_->first = step;
+  if (!file_ || !file_->setFirstStep(step)) return;
   user_view_ = false;
   rebuild();
 }
 
-QString TimelinePanel::sourceText() const { return source_->text(); }
-
-void TimelinePanel::updateHeader() {
-  live_->setVisible(file_.has_value());
-  first_step_->setVisible(file_.has_value());
-  source_->setText(file_ ? file_->description : tr("live"));
-  source_->setToolTip(file_ ? file_->path : QString());
-  source_->setEnabled(file_.has_value());  // greyed when live: a hint, the chart says the rest
-  empty_->setText(file_ ? tr("%1 holds no spans").arg(QFileInfo(file_->path).fileName())
-                        : tr("Turn on tracing in the Training panel (or strata-run --trace) to see where each step's "
-                             "time goes, or open a trace file"));
-  if (!file_) return;
-  const QSignalBlocker quiet(first_step_);
-  const bool any = !file_->steps.empty();
-  first_step_->setRange(any ? static_cast<int>(file_->steps.begin()->first) : 0,
-                        any ? static_cast<int>(file_->steps.rbegin()->first) : 0);
-  first_step_->setValue(static_cast<int>(file_->first));
-}
+QString TimelinePanel::sourceText() const { return source_bar_->sourceText(); }
 
 void TimelinePanel::trim() {
   while (static_cast<int>(steps_.size()) > steps_shown_) steps_.erase(steps_.begin());
@@ -343,23 +215,7 @@ void TimelinePanel::rebuild() {
   shown_.clear();
   shown_steps_.clear();
   if (file_) {
-    auto earliest = [](const std::vector<Span>& spans) {
-      double t = HUGE_VAL;
-      for (const Span& s : spans) t = std::min(t, s.start_us);
-      return t;
-    };
-    auto it = file_->steps.lower_bound(file_->first);
-    // Work of no step (an evaluation, a checkpoint) goes with the steps
-    // before it: from the first step drawn (the file's start when that is
-    // its first step) until the next step not drawn (the file's end).
-    const double lo = it == file_->steps.begin() || it == file_->steps.end() ? -HUGE_VAL : earliest(it->second);
-    for (int n = 0; it != file_->steps.end() && n < steps_shown_; ++it, ++n) {
-      shown_.insert(shown_.end(), it->second.begin(), it->second.end());
-      shown_steps_.push_back(it->first);
-    }
-    const double hi = it == file_->steps.end() ? HUGE_VAL : earliest(it->second);
-    for (const Span& s : file_->unstepped)
-      if (s.start_us >= lo && s.start_us < hi) shown_.push_back(s);
+    file_->window(steps_shown_, shown_, shown_steps_);
   } else {
     for (const auto& [step, spans] : steps_) {
       shown_.insert(shown_.end(), spans.begin(), spans.end());
@@ -375,8 +231,11 @@ void TimelinePanel::rebuild() {
 
   const std::vector<trace::StepBreakdown> steps = trace::summarize_steps(shown_);
   updateChart(shown_, steps);
-  updateSummary(steps);
-  updateHeader();
+  summary_.show(steps);
+  source_bar_->showSource(file_ ? &*file_ : nullptr);
+  empty_->setText(file_ ? tr("%1 holds no spans").arg(QFileInfo(file_->path()).fileName())
+                        : tr("Turn on tracing in the Training panel (or strata-run --trace) to see where each step's "
+                             "time goes, or open a trace file"));
   stack_->setCurrentIndex(shown_.empty() ? 0 : 1);
 }
 
@@ -443,68 +302,7 @@ void TimelinePanel::resetView() {
   plot_->replot(QCustomPlot::rpQueuedReplot);
 }
 
-void TimelinePanel::updateSummary(const std::vector<trace::StepBreakdown>& steps) {
-  // Per replica/worker over the shown steps: summed step time and time per
-  // kind. A lane without Step spans is measured against its summed work.
-  struct Totals {
-    double step_us = 0;
-    int steps = 0;
-    std::array<double, trace::kSpanKinds> kind_us{};
-  };
-  struct LaneOrder {
-    bool operator()(const Lane& a, const Lane& b) const { return trace::lane_before(a, b); }
-  };
-  std::map<Lane, Totals, LaneOrder> rows;
-  std::array<bool, trace::kSpanKinds> present{};
-  double comm_us = 0, hidden_us = 0;
-  for (const trace::StepBreakdown& b : steps) {
-    comm_us += b.comm_us;
-    hidden_us += b.comm_hidden_us;
-    for (const trace::LaneBreakdown& l : b.lanes) {
-      if (!computes(l.lane)) continue;
-      Totals& t = rows[l.lane];
-      t.step_us += l.step_us;
-      t.steps += l.step_us > 0;
-      for (size_t k = 1; k < l.kind_us.size(); ++k) {
-        t.kind_us[k] += l.kind_us[k];
-        present[k] = present[k] || l.kind_us[k] > 0;
-      }
-    }
-  }
-  std::vector<SpanKind> kinds;
-  QStringList headers{tr("mean step")};
-  for (size_t k = 1; k < present.size(); ++k) {
-    if (!present[k]) continue;
-    kinds.push_back(static_cast<SpanKind>(k));
-    headers << kind_label(kinds.back());
-  }
-  table_->clear();
-  table_->setColumnCount(static_cast<int>(headers.size()));
-  table_->setHorizontalHeaderLabels(headers);
-  table_->setRowCount(static_cast<int>(rows.size()));
-  int r = 0;
-  for (const auto& [lane, t] : rows) {
-    table_->setVerticalHeaderItem(r, new QTableWidgetItem(lane_label(lane)));
-    const QString mean = t.steps > 0 ? tr("%1 ms").arg(t.step_us / t.steps / 1000, 0, 'f', 3) : tr("—");
-    table_->setItem(r, 0, new QTableWidgetItem(mean));
-    double whole = t.step_us;
-    if (whole <= 0)
-      for (double v : t.kind_us) whole += v;
-    for (size_t c = 0; c < kinds.size(); ++c) {
-      auto* item = new QTableWidgetItem(percent(t.kind_us[static_cast<size_t>(kinds[c])], whole));
-      item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
-      table_->setItem(r, static_cast<int>(c) + 1, item);
-    }
-    ++r;
-  }
-  comm_->setText(comm_us > 0 ? tr("communication hidden behind compute: %1 of %2 ms")
-                                   .arg(percent(hidden_us, comm_us))
-                                   .arg(comm_us / 1000, 0, 'f', 1)
-                             : QString());
-  comm_->setVisible(comm_us > 0);
-}
-
-QString TimelinePanel::hiddenCommText() const { return comm_->text(); }
+QString TimelinePanel::hiddenCommText() const { return summary_.hiddenComm()->text(); }
 
 std::vector<int64_t> TimelinePanel::stepsKept() const { return shown_steps_; }
 

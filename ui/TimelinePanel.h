@@ -7,6 +7,8 @@
 #include <optional>
 #include <vector>
 
+#include "TimelineFile.h"
+#include "TimelineSummary.h"
 #include "trace/ChromeTraceReader.h"
 #include "trace/Span.h"
 #include "trace/StepBreakdown.h"
@@ -15,12 +17,12 @@ class QCustomPlot;
 class QCPFinancial;
 class QLabel;
 class QMouseEvent;
-class QPushButton;
-class QSpinBox;
 class QStackedLayout;
 class QTableWidget;
 
 namespace strata::ui {
+
+class TimelineSourceBar;
 
 // The Timeline tab: where each step's time goes, lane by lane (a replica, its
 // communication stream, a worker, a server), as the engine's spans arrive.
@@ -56,9 +58,9 @@ public:
   // Back to the spans of the run (those that came while the file was shown too).
   void showLive();
   bool showingFile() const { return file_.has_value(); }
-  QString shownFile() const { return file_ ? file_->path : QString(); }
+  QString shownFile() const { return file_ ? file_->path() : QString(); }
   // A file's steps (all of them, not only those drawn); 0 when live.
-  int fileStepCount() const { return file_ ? static_cast<int>(file_->steps.size()) : 0; }
+  int fileStepCount() const { return file_ ? file_->stepCount() : 0; }
   // A file: draws from its first step at or after `step`.
   void setFirstStep(int64_t step);
   // What the label above the chart says: the file and its run, or live.
@@ -90,7 +92,7 @@ public:
   QString describe(const trace::Span& span) const;
 
   QCustomPlot* plot() const { return plot_; }
-  QTableWidget* summaryTable() const { return table_; }
+  QTableWidget* summaryTable() const { return summary_.table(); }
   // "communication hidden behind compute: 50.0% of 4.0 ms" ("" without communication).
   QString hiddenCommText() const;
 
@@ -102,42 +104,27 @@ Q_SIGNALS:
   void openTraceRequested();
 
 private:
-  struct FileView {
-    QString path, description;
-    std::map<int64_t, std::vector<trace::Span>> steps;  // every step of the file
-    std::vector<trace::Span> unstepped;
-    int64_t first = 0;  // the first step drawn
-  };
-
-  QWidget* makeHeader();
-  void updateHeader();
   void rebuild();
   void trim();
   void updateChart(const std::vector<trace::Span>& shown, const std::vector<trace::StepBreakdown>& steps);
-  void updateSummary(const std::vector<trace::StepBreakdown>& steps);
   void fitTimeAxis();
   void onMouseMove(QMouseEvent* event);
 
-  QPushButton* open_;
-  QPushButton* live_;
-  QLabel* source_;
-  QSpinBox* first_step_;
-  QSpinBox* steps_box_;
+  int steps_shown_ = 20;  // declared before source_bar_, whose step count box starts at it
+  TimelineSourceBar* source_bar_;
   QStackedLayout* stack_;
   QLabel* empty_;
   QCustomPlot* plot_;
-  QTableWidget* table_;
-  QLabel* comm_;
+  TimelineSummary summary_;
   // One plottable per kind: each draws all its rectangles in one pass and
   // carries the kind's legend entry.
   std::array<QCPFinancial*, trace::kSpanKinds> kind_bars_{};
   QCPFinancial* slowest_bars_ = nullptr;
 
-  int steps_shown_ = 20;
   // The live run's spans: step -> its spans, only the kept steps.
   std::map<int64_t, std::vector<trace::Span>> steps_;
   std::vector<trace::Span> unstepped_;  // step < 0 (a checkpoint between epochs)
-  std::optional<FileView> file_;        // a trace file shown instead
+  std::optional<TimelineFile> file_;    // a trace file shown instead
   std::vector<trace::Span> shown_;      // what is drawn, which the hover searches
   std::vector<int64_t> shown_steps_;
   std::vector<trace::Lane> lanes_;          // row order
