@@ -89,8 +89,9 @@ std::optional<PerReplica<Batch>> DistributedDataset::next() {
                             std::any_of(devices_.begin(), devices_.end(), [](const Device& d) { return !d.is_host(); });
     const trace::ScopedSpan host(to_devices ? tracer_ : nullptr, trace::SpanKind::HostToDevice,
                                  trace::Lane{trace::LaneKind::Run, 0}, trace_step_, b->features.bytes() + b->labels.bytes());
-    std::vector<std::optional<trace::DeviceSpans::Scoped>> on_device(devices_.size());
-    for (size_t r = 0; r < devices_.size() && to_devices; ++r)
+    // Sized only when traced: no allocation per batch otherwise.
+    std::vector<std::optional<trace::DeviceSpans::Scoped>> on_device(to_devices ? devices_.size() : 0);
+    for (size_t r = 0; r < on_device.size(); ++r)
       on_device[r].emplace(device_spans_, devices_[r], trace::SpanKind::HostToDevice, trace::device_lane(static_cast<int>(r)),
                            trace_step_);
     PerReplica<Batch> parts = split_batch(*b, replicas_, devices_, first_);
