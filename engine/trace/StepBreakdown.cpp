@@ -81,7 +81,7 @@ StepBreakdown summarize_step(int64_t step, const std::vector<const Span*>& spans
       (s->lane.kind == LaneKind::Device ? device_compute : compute)[{s->lane.rank, s->lane.index}].push_back(
           {s->start_us, s->start_us + s->duration_us});
   }
-  for (auto& [replica, spans] : device_compute) compute[replica] = std::move(spans);
+  for (auto& [replica, on_device] : device_compute) compute[replica] = std::move(on_device);
   for (auto& [lane, breakdown] : lanes) out.lanes.push_back(breakdown);
 
   double slowest_us = 0;
