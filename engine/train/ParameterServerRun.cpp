@@ -5,6 +5,7 @@
 
 #include "core/Clock.h"
 #include "core/Error.h"
+#include "distribute/parameter_server/WorkerRoundSpans.h"
 #include "nn/GradientTape.h"
 #include "nn/Metrics.h"
 #include "train/LearningRateSchedule.h"
@@ -343,16 +344,8 @@ void ParameterServerRun::work_remotely(TrainingPosition& pos, int64_t steps_per_
         m.seconds = monotonic_seconds() - t0;
         const double push_start = monotonic_seconds();
         remote_->push(out.grads, pulled, m);
-        if (tracer_) {
-          // Across processes the pull includes the wait for the staleness bound.
-          int64_t bytes = 0;
-          for (const Tensor& g : out.grads) bytes += static_cast<int64_t>(g.bytes());
-          const trace::Lane lane{trace::LaneKind::Worker, w};
-          const double end = monotonic_seconds();
-          tracer_->record(trace::Span{trace::SpanKind::Step, lane, round, t0 * 1e6, (end - t0) * 1e6, 0});
-          tracer_->record(trace::Span{trace::SpanKind::Pull, lane, round, t0 * 1e6, (pulled_at - t0) * 1e6, bytes});
-          tracer_->record(trace::Span{trace::SpanKind::Push, lane, round, push_start * 1e6, (end - push_start) * 1e6, bytes});
-        }
+        // Across processes the pull includes the wait for the staleness bound.
+        record_worker_round(tracer_, w, round, out.grads, t0, pulled_at, push_start, monotonic_seconds());
       });
       loop_.flush_trace(round);
       if (remote_->stopping()) break;

@@ -5,6 +5,7 @@
 
 #include "core/Clock.h"
 #include "core/Error.h"
+#include "distribute/parameter_server/WorkerRoundSpans.h"
 
 namespace strata {
 
@@ -131,13 +132,10 @@ void ClusterCoordinator::worker_loop(int w) {
     std::string worker_error;
     std::exception_ptr server_error;
     const double t0 = monotonic_seconds();
-    const trace::Lane lane{trace::LaneKind::Worker, w};
-    auto span = [&](trace::SpanKind kind, double from, double to, int64_t bytes) {
-      if (tracer_) tracer_->record(trace::Span{kind, lane, round, from * 1e6, (to - from) * 1e6, bytes});
-    };
-    if (waited) span(trace::SpanKind::StalenessWait, wait_start, t0, 0);
-    double pulled_at = t0, push_start = t0, pushed_at = t0;
-    int64_t bytes = 0;
+    if (tracer_ && waited)
+      tracer_->record(trace::Span{trace::SpanKind::StalenessWait, trace::Lane{trace::LaneKind::Worker, w}, round,
+                                  wait_start * 1e6, (t0 - wait_start) * 1e6, 0});
+    double pulled_at = t0;
     try {
       std::vector<int64_t> pulled;
       try {
@@ -155,11 +153,10 @@ void ClusterCoordinator::worker_loop(int w) {
         WorkerStep out = step_(w, task.batch.to(strategy_.devices()[static_cast<size_t>(w)]));
         r.loss = out.loss;
         r.correct = out.correct;
-        for (const Tensor& g : out.grads) bytes += static_cast<int64_t>(g.bytes());
-        push_start = monotonic_seconds();
+        const double push_start = monotonic_seconds();
         try {
           r.updates_between = store_.push(out.grads, pulled, r);
-          pushed_at = monotonic_seconds();
+          record_worker_round(tracer_, w, round, out.grads, t0, pulled_at, push_start, monotonic_seconds());
         } catch (...) {
           server_error = std::current_exception();
         }
@@ -168,12 +165,6 @@ void ClusterCoordinator::worker_loop(int w) {
       worker_error = e.what();
     }
     r.seconds = monotonic_seconds() - t0;
-    if (tracer_ && !server_error && worker_error.empty()) {
-      // The weights pulled are the size of the gradients pushed.
-      span(trace::SpanKind::Step, t0, t0 + r.seconds, 0);
-      span(trace::SpanKind::Pull, t0, pulled_at, bytes);
-      span(trace::SpanKind::Push, push_start, pushed_at, bytes);
-    }
 
     lock.lock();
     --in_flight_;
