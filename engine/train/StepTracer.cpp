@@ -65,22 +65,33 @@ void StepTracer::stop_file() {
 }
 
 void StepTracer::flush(double time, int64_t completed) {
-  const std::vector<trace::Span> spans = recorder_.drain();
+  std::vector<trace::Span> spans = recorder_.drain();
   if (spans.empty() && later_.empty()) return;
-  if (file_thread_.joinable()) {
+  if (listener_ && !spans.empty()) listener_(spans);
+  summarize(time, completed, spans);
+  if (file_thread_.joinable() && !spans.empty()) {
     {
       std::lock_guard lock(file_mutex_);
       // A file thread that failed takes nothing more; close() reports it.
-      if (!file_error_) file_queue_.insert(file_queue_.end(), spans.begin(), spans.end());
+      // Handed over whole when the thread has taken the last batch (the usual case).
+      if (!file_error_ && file_queue_.empty()) file_queue_ = std::move(spans);
+      else if (!file_error_) file_queue_.insert(file_queue_.end(), spans.begin(), spans.end());
     }
     file_cv_.notify_one();
   }
-  if (listener_ && !spans.empty()) listener_(spans);
+}
+
+void StepTracer::summarize(double time, int64_t completed, const std::vector<trace::Span>& spans) {
+  // The usual case, every span of completed steps and none held back: summarised where they lie.
+  const bool all_done = later_.empty() &&
+                        std::all_of(spans.begin(), spans.end(), [&](const trace::Span& s) { return s.step <= completed; });
   std::vector<trace::Span> done, later;
-  for (const std::vector<trace::Span>* from : {static_cast<const std::vector<trace::Span>*>(&later_), &spans})
-    for (const trace::Span& s : *from) (s.step <= completed ? done : later).push_back(s);
-  later_ = std::move(later);
-  for (const trace::StepBreakdown& b : trace::summarize_steps(done)) {
+  if (!all_done) {
+    for (const std::vector<trace::Span>* from : {static_cast<const std::vector<trace::Span>*>(&later_), &spans})
+      for (const trace::Span& s : *from) (s.step <= completed ? done : later).push_back(s);
+    later_ = std::move(later);
+  }
+  for (const trace::StepBreakdown& b : trace::summarize_steps(all_done ? spans : done)) {
     StepSpansEvent e;
     e.step = b.step;
     e.time = time;

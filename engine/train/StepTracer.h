@@ -42,6 +42,10 @@ public:
   void close(double time);
 
 private:
+  // The step_spans events of the steps up to `completed`; spans of later
+  // steps wait in later_ for their flush.
+  void summarize(double time, int64_t completed, const std::vector<trace::Span>& spans);
+
   void write_file();  // the file thread's loop
   void stop_file();   // ends the file thread; rethrows what it failed with
 
