@@ -1,7 +1,6 @@
 #include "train/ParameterServerRun.h"
 
 #include <algorithm>
-#include <csignal>
 
 #include "core/Clock.h"
 #include "core/Error.h"
@@ -43,7 +42,13 @@ ParameterServerRun::ParameterServerRun(ParameterServerStrategy& strategy, const 
           std::to_string(ps_.num_servers()) + ")");
     // Worker ranks talk to the server ranks; the failure of a worker rank is
     // a real process death (see work_remotely).
-    if (!ps_.is_server()) remote_ = connect_parameter_servers(ps_.cluster(), ps_.store(), remote_options());
+    if (!ps_.is_server()) {
+      RemoteServerOptions o = remote_options();
+      // Fault injection: a real process death mid-push, which the servers must notice.
+      if (ps_.worker_index() == config_.strategy.fail_worker)
+        o.die_in_push = std::max<int64_t>(1, config_.strategy.fail_worker_step);
+      remote_ = connect_parameter_servers(ps_.cluster(), ps_.store(), o);
+    }
     return;
   }
   coordinator_ = std::make_unique<ClusterCoordinator>(ps_, [this](int worker, const Batch& in) {
@@ -315,15 +320,12 @@ void ParameterServerRun::work_remotely(TrainingPosition& pos, int64_t steps_per_
                                        FinishedEvent& fin) {
   const int w = ps_.worker_index();
   const bool sync = ps_.synchronous();
-  int64_t my_steps = 0;
   for (; pos.epoch <= config_.training.epochs; pos = next_epoch(pos)) {
     dist.begin_epoch(pos.epoch - 1, pos.epoch_step);  // mid-epoch after a resume
     while (pos.epoch_step < steps_per_epoch && !remote_->stopping()) {
       auto inputs = dist.next();
       if (!inputs) break;
       const Batch& slice = (*inputs)[0];
-      // Fault injection: a real process death, which the servers must notice.
-      if (w == config_.strategy.fail_worker && ++my_steps >= config_.strategy.fail_worker_step) std::raise(SIGKILL);
       const int64_t round = pos.step + 1;
       ps_.run_replicas([&](ReplicaContext&) {
         const double t0 = monotonic_seconds();

@@ -61,7 +61,9 @@ private slots:
     QCOMPARE(events(ps.out, "finished").front()["status"].toString(), QString("completed"));
   }
 
-  // Worker 1 (rank 3) kills itself with SIGKILL at its 10th step.
+  // Worker 1 (rank 3) kills itself with SIGKILL in its 10th push, between
+  // the header and the gradient (the servers once waited on that gradient
+  // for ever).
   void killed_worker_rank_leaves_run_going() {
     QTemporaryDir status;
     auto r = run("mpirun", ps_launch(4) + with_rank_status(status.path(),

@@ -58,6 +58,18 @@ struct Run {
   }
 };
 
+// Turns the event loop until `done` or `ms` have passed. Unlike QTRY_*,
+// which on a timeout waits twice as long again before it fails, this leaves
+// the failure (with the run's log) to be reported before the test function's
+// 300 s watchdog aborts it without one.
+template <typename F>
+bool wait_for(F done, int ms) {
+  QElapsedTimer t;
+  t.start();
+  while (!done() && t.elapsed() < ms) QTest::qWait(50);
+  return done();
+}
+
 }  // namespace
 
 class TestNetworkFaults : public QObject {
@@ -176,12 +188,12 @@ private slots:
     ProcessBridge bridge;
     Run run;
     start(bridge, run, proj, "strata-h1,strata-h2", 2, run_dir);
-    QTRY_VERIFY_WITH_TIMEOUT(run.epochs() >= 2 || !bridge.running(), 60000);
+    QVERIFY2(wait_for([&] { return run.epochs() >= 2 || !bridge.running(); }, 60000), qPrintable(run.text()));
     QVERIFY2(bridge.running(), qPrintable(run.text()));
     ::kill(static_cast<pid_t>(wire_pid_), SIGUSR1);
     QElapsedTimer since_cut;
     since_cut.start();
-    QTRY_VERIFY_WITH_TIMEOUT(!bridge.running(), 120000);
+    QVERIFY2(wait_for([&] { return !bridge.running(); }, 120000), qPrintable(run.text()));
     const double detected = since_cut.elapsed() / 1000.0;
     qInfo("multi_worker_mirrored: link cut after epoch %d; job ended %.1f s later (collective timeout %d s)",
           run.epochs(), detected, kTimeout);
@@ -214,13 +226,13 @@ private slots:
     ProcessBridge bridge;
     Run run;
     start(bridge, run, proj, "strata-h1:2,strata-h2:1", 2);
-    QTRY_VERIFY_WITH_TIMEOUT(run.epochs() >= 2 || !bridge.running(), 60000);
+    QVERIFY2(wait_for([&] { return run.epochs() >= 2 || !bridge.running(); }, 60000), qPrintable(run.text()));
     QVERIFY2(bridge.running(), qPrintable(run.text()));
     ::kill(static_cast<pid_t>(wire_pid_), SIGUSR1);
     QElapsedTimer since_cut;
     since_cut.start();
     double lost_after = -1, ended_after = -1;
-    QTRY_VERIFY_WITH_TIMEOUT(
+    const bool lost_or_ended = wait_for(
         [&] {
           for (auto& e : run.events)
             if (auto* l = std::get_if<LogEvent>(&e); l && l->message.find("lost") != std::string::npos) {
@@ -228,9 +240,10 @@ private slots:
               return true;
             }
           return !bridge.running();
-        }(),
-        120000);
-    QTRY_VERIFY_WITH_TIMEOUT(!bridge.running(), 120000);
+        },
+        90000);
+    QVERIFY2(lost_or_ended, qPrintable(run.text()));
+    QVERIFY2(wait_for([&] { return !bridge.running(); }, 120000), qPrintable(run.text()));
     ended_after = since_cut.elapsed() / 1000.0;
     qInfo("parameter_server: link cut after epoch 2; far worker declared lost %.1f s later; run %s after %.1f s",
           lost_after, run.finished() ? status_name(run.finished()->status) : "?", ended_after);

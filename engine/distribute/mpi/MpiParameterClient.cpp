@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <csignal>
 #include <cstdio>
 #include <deque>
 #include <thread>
@@ -83,6 +84,10 @@ public:
       MPI_Irecv(&acks[static_cast<size_t>(s)], 1, MPI_INT64_T, s, kAck, MPI_COMM_WORLD, &recvs.back());
       sends.emplace_back();
       MPI_Isend(headers[static_cast<size_t>(s)].data(), kPushDoubles, MPI_DOUBLE, s, kPush, MPI_COMM_WORLD, &sends.back());
+      if (o_.die_in_push > 0 && pushes_ + 1 == o_.die_in_push) {
+        MPI_Wait(&sends.back(), MPI_STATUS_IGNORE);  // the header is out; the gradient never follows
+        std::raise(SIGKILL);
+      }
       sends.emplace_back();
       MPI_Isend(p.data(), static_cast<int>(p.size()), MPI_FLOAT, s, kGradient, MPI_COMM_WORLD, &sends.back());
     }
@@ -90,6 +95,7 @@ public:
       throw server_failed(timeout_message(late / 2, o_.timeout, "the gradients of round " + std::to_string(m.round)));
     if (int late = wait(recvs, o_.timeout); late >= 0)
       throw server_failed(timeout_message(late, o_.timeout, "the gradients of round " + std::to_string(m.round)));
+    ++pushes_;
     return *std::max_element(acks.begin(), acks.end());
   }
 
@@ -134,6 +140,7 @@ private:
   int worker_;
   int staleness_ = 0;
   bool stopping_ = false;
+  int64_t pushes_ = 0;
   HostGradients host_;  // this worker's gradients on the host for MPI
 };
 

@@ -9,8 +9,10 @@
 #include <array>
 #include <cstdio>
 #include <deque>
+#include <optional>
 #include <set>
 #include <thread>
+#include <utility>
 
 #include "core/Clock.h"
 #include "core/Error.h"
@@ -33,6 +35,7 @@ public:
     waiting_.assign(w, false);
     epoch_done_.assign(w, 0);
     heard_.assign(w, monotonic_seconds());
+    pending_push_.assign(w, std::nullopt);
     closed_epoch_ = o.first_epoch - 1;
   }
 
@@ -88,20 +91,23 @@ private:
     MPI_Get_count(&st, MPI_BYTE, &count);
     std::vector<char> junk(static_cast<size_t>(std::max(count, 1)));
     MPI_Recv(junk.data(), count, MPI_BYTE, st.MPI_SOURCE, st.MPI_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-    if (refused_from_.insert(st.MPI_SOURCE).second)
-      std::fprintf(stderr, "parameter server %d: ignored a message (tag %d) from rank %d: %s\n", me_, st.MPI_TAG,
-                   st.MPI_SOURCE, why.c_str());
+    report_refused(st.MPI_SOURCE, st.MPI_TAG, why);
+  }
+  void report_refused(int src, int tag, const std::string& why) {
+    if (refused_from_.insert(src).second)
+      std::fprintf(stderr, "parameter server %d: ignored a message (tag %d) from rank %d: %s\n", me_, tag, src, why.c_str());
   }
 
   // The length a message of this tag must have, in its element type, and
   // whether a worker (rather than server 0) sends it; -1 for tags not ours.
-  static int expected_count(int tag, MPI_Datatype& type, bool& from_worker) {
+  int expected_count(int tag, MPI_Datatype& type, bool& from_worker) const {
     type = MPI_INT64_T;
     from_worker = true;
     switch (tag) {
       case kPull: case kEpoch: return 2;
       case kDone: case kAlive: return 1;
       case kPush: type = MPI_DOUBLE; return kPushDoubles;
+      case kGradient: type = MPI_FLOAT; return static_cast<int>(store_.shard_elements(me_));
       case kLost: case kSnapshot: from_worker = false; return 1;
       default: return -1;
     }
@@ -131,26 +137,30 @@ private:
         break;
       }
       case kPush: {
+        // The header only: its gradient is a message of its own, taken when
+        // it comes (kGradient). Waiting for it here would stall every worker,
+        // for ever, on one cut off between the two; a worker that sends no
+        // gradient goes silent and is declared lost like any other.
         double h[kPushDoubles];
         MPI_Recv(h, kPushDoubles, MPI_DOUBLE, src, kPush, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-        // The gradient follows its header; both are checked before use.
-        MPI_Status gs;
-        MPI_Probe(src, kGradient, MPI_COMM_WORLD, &gs);
-        int floats = -1;
-        MPI_Get_count(&gs, MPI_FLOAT, &floats);
-        PushRecord push;
-        int64_t pulled = 0;
-        if (!decode_push(h, kPushDoubles, W_, push, pulled) || push.worker != w)
-          return refuse(gs, "a push header with values no worker sends");
-        if (floats != static_cast<int>(store_.shard_elements(me_)))
-          return refuse(gs, "a gradient of " + std::to_string(floats) + " values for a shard of " +
-                                std::to_string(store_.shard_elements(me_)));
-        std::vector<float> g(static_cast<size_t>(floats));
-        MPI_Recv(g.data(), floats, MPI_FLOAT, src, kGradient, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        PendingPush p;
+        if (!decode_push(h, kPushDoubles, W_, p.push, p.pulled) || p.push.worker != w)
+          return report_refused(src, kPush, "a push header with values no worker sends");
+        pending_push_[static_cast<size_t>(w)] = p;
+        break;
+      }
+      case kGradient: {
+        // MPI keeps one sender's messages in order, so a gradient follows
+        // the header it belongs to.
+        std::optional<PendingPush> p = std::exchange(pending_push_[static_cast<size_t>(w)], std::nullopt);
+        if (!p) return refuse(st, "a gradient without a push header");
+        std::vector<float> g(static_cast<size_t>(store_.shard_elements(me_)));
+        MPI_Recv(g.data(), static_cast<int>(g.size()), MPI_FLOAT, src, kGradient, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        PushRecord& push = p->push;
         const bool sync = push.sync_slices > 0;
         // An empty slice (a tiny last batch) only advances the worker's round.
         if (push.examples > 0 || sync)
-          push.updates_between = store_.push_shard(me_, g.data(), pulled, sync ? live() : 0, push.round);
+          push.updates_between = store_.push_shard(me_, g.data(), p->pulled, sync ? live() : 0, push.round);
         last_round_[static_cast<size_t>(w)] = std::max(last_round_[static_cast<size_t>(w)], push.round);
         sends_.send(std::vector<int64_t>{push.updates_between}, MPI_INT64_T, src, kAck);
         if (observer_) observer_->pushed(push);
@@ -228,6 +238,7 @@ private:
   void mark_lost(int w) {
     if (w < 0 || w >= W_ || !alive_[static_cast<size_t>(w)]) return;
     alive_[static_cast<size_t>(w)] = false;
+    pending_push_[static_cast<size_t>(w)].reset();
     // A synchronous round waiting for the lost worker's slice goes ahead
     // with the slices it has.
     if (o_.bound == 0) store_.finish_sync_round(me_, live());
@@ -304,6 +315,12 @@ private:
   std::vector<double> heard_;
   std::set<int> refused_from_;  // ranks whose malformed messages were reported
   std::deque<std::pair<int, int64_t>> deferred_;
+  // A push header waiting for its gradient, per worker.
+  struct PendingPush {
+    PushRecord push;
+    int64_t pulled = 0;
+  };
+  std::vector<std::optional<PendingPush>> pending_push_;
   int closed_epoch_ = 0;
   int64_t max_pulled_ = 0, stop_round_ = INT64_MAX;
   PendingSends sends_;

@@ -21,6 +21,10 @@ struct RemoteServerOptions {
   double timeout = 300;      // seconds without an answer before a peer counts as dead
   int64_t first_round = 1;   // rounds are global steps (a resumed run starts later)
   int first_epoch = 1;       // the epoch the workers begin with
+  // Fault injection (tests, demonstrations): this worker's process dies
+  // (SIGKILL) in its push number `die_in_push`, after a push header has left
+  // and before its gradient, the moment that must not stall the servers.
+  int64_t die_in_push = 0;
 };
 
 // What the chief server (rank 0) tells the trainer while it serves.
