@@ -7,8 +7,10 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdint>
 #include <cstdio>
 #include <deque>
+#include <memory>
 #include <optional>
 #include <set>
 #include <thread>
@@ -284,16 +286,30 @@ private:
     // Every live worker's pushes were acknowledged before it said the epoch
     // was done, so every server has applied them: gather their shards.
     for (int s = 1; s < o_.servers; ++s) {
-      std::vector<MPI_Request> r(1);
-      int64_t tell = 0, header[2] = {0, 0};
-      MPI_Send(&tell, 1, MPI_INT64_T, s, kSnapshot, MPI_COMM_WORLD);
-      MPI_Irecv(header, 2, MPI_INT64_T, s, kStateHeader, MPI_COMM_WORLD, &r[0]);
-      if (wait_all(r, o_.timeout) >= 0)
+      // What server s sends back lives on the heap and is let go when s does
+      // not answer: MPI may still write into it after we give up.
+      struct Answer {
+        int64_t header[2] = {0, 0};
+        std::vector<float> state;
+      };
+      auto answer = std::make_unique<Answer>();
+      auto receive = [&](void* into, int count, MPI_Datatype type, int tag) {
+        std::vector<MPI_Request> r(1);
+        MPI_Irecv(into, count, type, s, tag, MPI_COMM_WORLD, &r[0]);
+        if (wait_all(r, o_.timeout) < 0) return;
+        answer.release();
         throw server_failed("parameter server " + who(c_, s) + " did not answer within " + std::to_string(int(o_.timeout)) +
                             " s when asked for its shard at the end of epoch " + std::to_string(epoch) + "; a server has died");
-      std::vector<float> state(static_cast<size_t>(header[1]));
-      MPI_Recv(state.data(), static_cast<int>(state.size()), MPI_FLOAT, s, kState, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-      store_.set_shard_state(s, state, header[0]);
+      };
+      int64_t tell = 0;
+      MPI_Send(&tell, 1, MPI_INT64_T, s, kSnapshot, MPI_COMM_WORLD);
+      receive(answer->header, 2, MPI_INT64_T, kStateHeader);
+      if (answer->header[1] < 0 || answer->header[1] > INT32_MAX)
+        throw server_failed("parameter server " + who(c_, s) + " announced a shard of " + std::to_string(answer->header[1]) +
+                            " values at the end of epoch " + std::to_string(epoch));
+      answer->state.resize(static_cast<size_t>(answer->header[1]));
+      receive(answer->state.data(), static_cast<int>(answer->state.size()), MPI_FLOAT, kState);
+      store_.set_shard_state(s, answer->state, answer->header[0]);
     }
     const bool go = observer_ ? observer_->epoch_finished(epoch) : true;
     for (int w = 0; w < W_; ++w)
