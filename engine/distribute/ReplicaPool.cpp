@@ -21,7 +21,7 @@ ReplicaPool::ReplicaPool(std::vector<Device> devices, int threads_per_replica, s
                                                          devices_[static_cast<size_t>(r)], replica_offset, total_replicas,
                                                          sharded_update));
   }
-  for (int r = 0; r < n; ++r) threads_.emplace_back([this, r] { loop(r); });
+  for (int r = 1; r < n; ++r) threads_.emplace_back([this, r] { loop(r); });
 }
 
 ReplicaPool::~ReplicaPool() {
@@ -35,9 +35,6 @@ ReplicaPool::~ReplicaPool() {
 
 void ReplicaPool::loop(int replica) {
   enable_flush_denormals();
-  ScopedCpuBackend backend(backends_[static_cast<size_t>(replica)].get());
-  CurrentReplicaScope current(replica);
-  ReplicaSync::Scope sync(contexts_[static_cast<size_t>(replica)].get());
   uint64_t seen = 0;
   for (;;) {
     const std::function<void(ReplicaContext&)>* job;
@@ -48,16 +45,27 @@ void ReplicaPool::loop(int replica) {
       seen = generation_;
       job = job_;
     }
-    try {
-      (*job)(*contexts_[static_cast<size_t>(replica)]);
-    } catch (...) {
-      contexts_[static_cast<size_t>(replica)]->abandon_step();
-      errors_[static_cast<size_t>(replica)] = std::current_exception();
-      group_.barrier.abort();  // wake replicas waiting for us in a collective
-    }
-    std::lock_guard lock(mutex_);
-    if (--pending_ == 0) done_cv_.notify_all();
+    run_replica(replica, *job);
+    finished_one();
   }
+}
+
+void ReplicaPool::run_replica(int replica, const std::function<void(ReplicaContext&)>& job) {
+  ScopedCpuBackend backend(backends_[static_cast<size_t>(replica)].get());
+  CurrentReplicaScope current(replica);
+  ReplicaSync::Scope sync(contexts_[static_cast<size_t>(replica)].get());
+  try {
+    job(*contexts_[static_cast<size_t>(replica)]);
+  } catch (...) {
+    contexts_[static_cast<size_t>(replica)]->abandon_step();
+    errors_[static_cast<size_t>(replica)] = std::current_exception();
+    group_.barrier.abort();  // wake replicas waiting for us in a collective
+  }
+}
+
+void ReplicaPool::finished_one() {
+  std::lock_guard lock(mutex_);
+  if (--pending_ == 0) done_cv_.notify_all();
 }
 
 void ReplicaPool::fence_devices() {
@@ -78,6 +86,9 @@ void ReplicaPool::run(const std::function<void(ReplicaContext&)>& fn) {
     ++generation_;
   }
   start_cv_.notify_all();
+  enable_flush_denormals();  // as on the replica threads
+  run_replica(0, fn);
+  finished_one();
   std::unique_lock lock(mutex_);
   done_cv_.wait(lock, [&] { return pending_ == 0; });
   job_ = nullptr;

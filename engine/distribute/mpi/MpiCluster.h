@@ -4,8 +4,8 @@
 namespace strata {
 
 // The ranks of MPI_COMM_WORLD as workers. MPI is initialised with
-// MPI_THREAD_SERIALIZED: only replica 0's thread (and, between steps, the
-// trainer's thread) call MPI, never two at once. Collectives are the
+// MPI_THREAD_SERIALIZED: only the trainer's thread, which also runs replica
+// 0's work in a step, calls MPI. Collectives are the
 // non-blocking forms polled against a deadline, so a dead or hung rank ends
 // the run with a message instead of an endless wait.
 class MpiCluster final : public Cluster {
