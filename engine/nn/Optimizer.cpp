@@ -25,42 +25,77 @@ void Optimizer::ensure_slots(const std::vector<Variable*>& vars, int replica, co
   std::lock_guard lock(mutex_);
   if (iterations_.empty()) iterations_.resize(1, 0);
   const bool sharded = pieces && !vars.empty();
-  if (sharded && !one_memory(*vars.front())) {
-    if (owned_pieces_.empty()) {
-      owned_vars_.assign(vars.begin(), vars.end());
-      owned_pieces_.resize(static_cast<size_t>(vars.front()->num_components()));
-    }
-    owned_pieces_.at(static_cast<size_t>(replica)) = *pieces;
-  } else if (sharded && !state_shared_) {
+  const bool separate = sharded && !one_memory(*vars.front());
+  // One component per slot variable: on the variables' memory, or on the
+  // host as the checkpoints' copy when each replica holds its shard itself.
+  const Device single = separate ? Device{} : vars.empty() ? Device{} : vars.front()->devices().front();
+  if (sharded && !state_single_) {
     // Every component holds the same values (all replicas applied the same
     // updates, or a checkpoint was restored into all): keep one.
     for (auto& [var, named] : slots_)
       for (auto& [name, s] : named)
-        if (s->num_components() > 1) {
-          VariableComponentsScope scope({s->component(0).device()});
-          s = std::make_unique<Variable>(s->name(), s->component(0));
+        if (s->num_components() > 1 || !s->component(0).device().same_memory(single)) {
+          VariableComponentsScope scope({single});
+          s = std::make_unique<Variable>(s->name(), s->component(0).to(single));
         }
-    state_shared_ = true;
+    state_single_ = true;
   }
   for (auto* v : vars) {
     if (slots_.count(v)) continue;
-    VariableComponentsScope scope(state_shared_ ? std::vector<Device>{v->devices().front()} : v->devices());
+    VariableComponentsScope scope(state_single_ ? std::vector<Device>{single} : v->devices());
     auto& m = slots_[v];
     for (auto& name : slot_names()) m[name] = std::make_unique<Variable>(v->name() + "/" + name, Tensor::zeros(v->shape()));
     slot_order_.push_back(v);
-    if (static_cast<int>(iterations_.size()) < v->num_components()) iterations_.resize(static_cast<size_t>(v->num_components()), 0);
   }
+  if (static_cast<int>(iterations_.size()) < (vars.empty() ? 1 : vars.front()->num_components()))
+    iterations_.resize(static_cast<size_t>(vars.front()->num_components()), 0);
+  if (separate) own_shard(vars, replica, *pieces);
   // Sized here, under the lock and before any update reads it.
   if (hyper_.size() < iterations_.size()) hyper_.resize(iterations_.size());
 }
 
-Tensor& Optimizer::slot(Variable& var, const std::string& name, int replica) {
-  Variable& s = *slots_.at(&var).at(name);
-  return s.replica_component(replica);
+void Optimizer::own_shard(const std::vector<Variable*>& vars, int replica, const std::vector<ShardPiece>& pieces) {
+  if (owned_.empty()) {
+    owned_vars_.assign(vars.begin(), vars.end());
+    owned_.resize(static_cast<size_t>(vars.front()->num_components()));
+  }
+  Owned& o = owned_.at(static_cast<size_t>(replica));
+  if (o.from_copy == copy_version_) return;
+  const std::vector<std::string> names = slot_names();
+  const Device on = vars.front()->replica_component(replica).device();
+  if (o.state.empty()) {
+    o.pieces = pieces;
+    int64_t total = 0;
+    for (const ShardPiece& p : pieces) {
+      if (static_cast<size_t>(p.variable) >= vars.size())
+        throw runtime_error("apply_gradients: a shard names variable " + std::to_string(p.variable) + " of " +
+                            std::to_string(vars.size()));
+      o.start.push_back(total);
+      total += p.count;
+    }
+    for (size_t k = 0; k < names.size(); ++k) o.state.push_back(Tensor::empty(Shape{total}, DType::Float32, on));
+  }
+  // The shard's state from the host copy: zeros at first, or what a
+  // checkpoint restored into it.
+  for (size_t k = 0; k < names.size(); ++k)
+    for (size_t i = 0; i < o.pieces.size(); ++i) {
+      const ShardPiece& p = o.pieces[i];
+      const Tensor& whole = slot_component(*vars[static_cast<size_t>(p.variable)], names[k], 0);
+      copy_bytes(on, o.state[k].ptr() + o.start[i], whole.device(), whole.ptr() + p.offset,
+                 static_cast<size_t>(p.count) * sizeof(float));
+    }
+  o.from_copy = copy_version_;
+}
+
+Tensor& Optimizer::slot_component(const Variable& var, const std::string& name, int replica) {
+  return slots_.at(&var).at(name)->replica_component(replica);
 }
 
 int64_t Optimizer::state_bytes() const {
   int64_t bytes = 0;
+  for (const Owned& o : owned_)
+    for (const Tensor& t : o.state) bytes += static_cast<int64_t>(t.bytes());
+  if (!owned_.empty()) return bytes;  // the slot variables are the host copy
   for (auto& [var, named] : slots_)
     for (auto& [name, s] : named)
       for (int c = 0; c < s->num_components(); ++c) bytes += static_cast<int64_t>(s->component(c).bytes());
@@ -70,24 +105,21 @@ int64_t Optimizer::state_bytes() const {
 int64_t Optimizer::iterations() const { return iterations_.empty() ? 0 : iterations_[0]; }
 
 void Optimizer::gather_owned_state() {
-  for (size_t i = 0; i < owned_vars_.size(); ++i) {
-    auto found = slots_.find(owned_vars_[i]);
-    if (found == slots_.end()) continue;
-    for (auto& [name, s] : found->second) {
-      Tensor& whole = s->component(0);
-      for (size_t owner = 1; owner < owned_pieces_.size(); ++owner) {
-        const Tensor& theirs = s->component(static_cast<int>(owner));
-        for (const ShardPiece& p : owned_pieces_[owner])
-          if (static_cast<size_t>(p.variable) == i)
-            copy_bytes(whole.device(), whole.ptr() + p.offset, theirs.device(), theirs.ptr() + p.offset,
-                       static_cast<size_t>(p.count) * sizeof(float));
+  const std::vector<std::string> names = slot_names();
+  for (const Owned& o : owned_)
+    for (size_t k = 0; k < o.state.size(); ++k)
+      for (size_t i = 0; i < o.pieces.size(); ++i) {
+        const ShardPiece& p = o.pieces[i];
+        Tensor& whole = slot_component(*owned_vars_[static_cast<size_t>(p.variable)], names[k], 0);
+        copy_bytes(whole.device(), whole.ptr() + p.offset, o.state[k].device(), o.state[k].ptr() + o.start[i],
+                   static_cast<size_t>(p.count) * sizeof(float));
       }
-    }
-  }
 }
 
 std::vector<std::pair<std::string, Variable*>> Optimizer::slot_variables() {
+  std::lock_guard lock(mutex_);
   gather_owned_state();
+  if (!owned_.empty()) ++copy_version_;  // the caller may write the copy: the shards reread it
   std::vector<std::pair<std::string, Variable*>> out;
   for (auto* v : slot_order_)
     for (auto& [name, s] : slots_.at(v)) out.emplace_back(s->name(), s.get());
@@ -114,16 +146,30 @@ void Optimizer::apply_local(const std::vector<Tensor>& grads, const std::vector<
       throw runtime_error("apply_gradients: the gradient of " + vars[i]->name() + " has shape " + grads[i].shape().str() +
                           ", the variable " + vars[i]->shape().str());
   }
+  const std::vector<std::string> names = slot_names();
+  std::vector<float*> state(names.size());
+  // The state of element `offset` of vars[v], in the slot variables.
+  auto in_slots = [&](size_t v, int64_t offset) {
+    for (size_t k = 0; k < names.size(); ++k) state[k] = slot_component(*vars[v], names[k], replica).ptr() + offset;
+  };
   if (!pieces) {
-    for (size_t i = 0; i < vars.size(); ++i) update(*vars[i], replica, grads[i].ptr(), 0, grads[i].numel(), lr_step);
+    for (size_t i = 0; i < vars.size(); ++i) {
+      in_slots(i, 0);
+      update(vars[i]->replica_component(replica), grads[i].ptr(), 0, grads[i].numel(), state.data(), lr_step);
+    }
     return;
   }
-  for (const ShardPiece& p : *pieces) {
+  Owned* owned = owned_.empty() ? nullptr : &owned_[static_cast<size_t>(replica)];
+  for (size_t i = 0; i < pieces->size(); ++i) {
+    const ShardPiece& p = (*pieces)[i];
     const auto v = static_cast<size_t>(p.variable);
     if (v >= vars.size())
       throw runtime_error("apply_gradients: a shard names variable " + std::to_string(v) + " of " +
                           std::to_string(vars.size()));
-    update(*vars[v], replica, grads[v].ptr() + p.offset, p.offset, p.count, lr_step);
+    if (owned)
+      for (size_t k = 0; k < names.size(); ++k) state[k] = owned->state[k].ptr() + owned->start[i];
+    else in_slots(v, p.offset);
+    update(vars[v]->replica_component(replica), grads[v].ptr() + p.offset, p.offset, p.count, state.data(), lr_step);
   }
 }
 
@@ -168,7 +214,9 @@ void Optimizer::set_iterations(int64_t n) {
 
 void Optimizer::apply_slice(Variable& var, const float* grad, int64_t offset, int64_t count, int64_t step) {
   const float lr_step[2] = {learning_rate(), static_cast<float>(step)};
-  update(var, 0, grad, offset, count, lr_step);
+  std::vector<float*> state;
+  for (const std::string& name : slot_names()) state.push_back(slot_component(var, name, 0).ptr() + offset);
+  update(var.component(0), grad, offset, count, state.data(), lr_step);
 }
 
 void Optimizer::apply_gradients(const std::vector<Tensor>& grads, const std::vector<Variable*>& vars) {
@@ -217,10 +265,9 @@ std::vector<std::string> SGD::slot_names() const {
   return {"momentum"};
 }
 
-void SGD::update(Variable& var, int replica, const float* grad, int64_t offset, int64_t count, const float* lr_step) {
-  Tensor& w = var.replica_component(replica);
-  float* velocity = momentum_ == 0.0f ? nullptr : slot(var, "momentum", replica).ptr() + offset;
-  backend_for(w.device()).sgd_update(count, w.ptr() + offset, grad, velocity, lr_step, momentum_, nesterov_);
+void SGD::update(Tensor& w, const float* grad, int64_t offset, int64_t count, float* const* slots, const float* lr_step) {
+  backend_for(w.device())
+      .sgd_update(count, w.ptr() + offset, grad, momentum_ == 0.0f ? nullptr : slots[0], lr_step, momentum_, nesterov_);
 }
 
 // ---- Adam ---------------------------------------------------------------------
@@ -236,11 +283,9 @@ Json Adam::config() const {
   return Json{{"type", "adam"}, {"learning_rate", learning_rate()}, {"beta_1", beta_1_}, {"beta_2", beta_2_}, {"epsilon", epsilon_}};
 }
 
-void Adam::update(Variable& var, int replica, const float* grad, int64_t offset, int64_t count, const float* lr_step) {
-  Tensor& w = var.replica_component(replica);
+void Adam::update(Tensor& w, const float* grad, int64_t offset, int64_t count, float* const* slots, const float* lr_step) {
   AdamParams p{beta_1_, beta_2_, epsilon_};
-  backend_for(w.device()).adam_update(count, w.ptr() + offset, grad, slot(var, "m", replica).ptr() + offset,
-                                      slot(var, "v", replica).ptr() + offset, p, lr_step);
+  backend_for(w.device()).adam_update(count, w.ptr() + offset, grad, slots[0], slots[1], p, lr_step);
 }
 
 }  // namespace strata::nn

@@ -55,12 +55,14 @@ public:
   }
   // Slot state for checkpoints: name -> variable (e.g. "dense/kernel/m"),
   // component 0 holding the whole state. (Under the sharded update on
-  // replicas with separate memories each replica updates its shard of its
-  // own component; the shards are copied into component 0 here.) Call
+  // replicas with separate memories each replica holds only its shard; they
+  // are gathered here into a host copy, and whatever is assigned to it (a
+  // restore) is what the replicas update from at their next step.) Call
   // between steps.
   std::vector<std::pair<std::string, Variable*>> slot_variables();
   std::vector<int64_t>& iteration_counts() { return iterations_; }
-  // Bytes of optimizer state (all slot variables' components).
+  // Bytes of optimizer state the replicas hold (not the host copy kept for
+  // checkpoints under the sharded update on separate memories).
   int64_t state_bytes() const;
 
   // Updates elements [offset, offset + count) of a single-component variable
@@ -71,25 +73,28 @@ public:
   void apply_slice(Variable& var, const float* grad, int64_t offset, int64_t count, int64_t step);
 
 protected:
-  // Updates elements [offset, offset + count) of component `replica` of
-  // `var`; grad points at the gradient of that range, lr_step at
-  // [learning rate, 1-based step], both in the component's device memory.
-  virtual void update(Variable& var, int replica, const float* grad, int64_t offset, int64_t count,
+  // Updates elements [offset, offset + count) of `w`; grad points at the
+  // gradient of that range, slots[k] at the state of its first element for
+  // slot_names()[k], lr_step at [learning rate, 1-based step], all in w's
+  // device memory.
+  virtual void update(Tensor& w, const float* grad, int64_t offset, int64_t count, float* const* slots,
                       const float* lr_step) = 0;
   virtual std::vector<std::string> slot_names() const = 0;
-  Tensor& slot(Variable& var, const std::string& name, int replica);
 
 private:
-  // With `pieces` (the sharded update, this replica's shard of `vars`):
-  // where the replicas share one memory (host replicas, or several on one
-  // GPU), one component per slot variable, which they update shard by
-  // shard; slots made earlier with one per replica (build() before the
-  // first step, for a restore) are folded into one then. Replicas with
-  // separate memories keep a component each and update only their shard of
-  // it (the compute is divided, not the memory); the pieces are kept so
-  // slot_variables() can gather them.
+  // With `pieces` (the sharded update, this replica's shard of `vars`) the
+  // slot variables have one component: where the replicas share one memory
+  // (host replicas, or several on one GPU) they update it shard by shard;
+  // on separate memories it is a host copy for checkpoints, and each replica
+  // holds only its shard's state (own_shard), so the memory is divided too.
+  // Slots made earlier with one component per replica (build() before the
+  // first step, for a restore) are folded into one then.
   void ensure_slots(const std::vector<Variable*>& vars, int replica = 0, const std::vector<ShardPiece>* pieces = nullptr);
+  // Sets up (or, after a restore, refreshes) `replica`'s shard state from
+  // the slot variables. Under mutex_.
+  void own_shard(const std::vector<Variable*>& vars, int replica, const std::vector<ShardPiece>& pieces);
   void gather_owned_state();
+  Tensor& slot_component(const Variable& var, const std::string& name, int replica);
   // Updates `vars` from `grads` for `replica`: every element, or the pieces given.
   void apply_local(const std::vector<Tensor>& grads, const std::vector<Variable*>& vars, int replica,
                    const std::vector<ShardPiece>* pieces = nullptr);
@@ -109,11 +114,20 @@ private:
   std::map<const Variable*, std::map<std::string, std::unique_ptr<Variable>>> slots_;
   std::vector<const Variable*> slot_order_;
   std::vector<int64_t> iterations_;
-  bool state_shared_ = false;
-  // Sharded on separate memories: the variables the pieces index, and each
-  // replica's pieces.
+  bool state_single_ = false;  // the slot variables have one component (sharded update)
+  // Sharded on separate memories: the variables the pieces index, and per
+  // replica its pieces, where each starts in its state, and the state (one
+  // flat tensor per slot name on the replica's device).
+  struct Owned {
+    std::vector<ShardPiece> pieces;
+    std::vector<int64_t> start;
+    std::vector<Tensor> state;
+    uint64_t from_copy = 0;  // the host copy's version the state was last read from
+  };
   std::vector<const Variable*> owned_vars_;
-  std::vector<std::vector<ShardPiece>> owned_pieces_;
+  std::vector<Owned> owned_;
+  // Moves when slot_variables() hands the host copy out: it may be written.
+  uint64_t copy_version_ = 1;
 };
 
 class SGD final : public Optimizer {
@@ -125,7 +139,7 @@ public:
   bool nesterov() const { return nesterov_; }
 
 protected:
-  void update(Variable& var, int replica, const float* grad, int64_t offset, int64_t count,
+  void update(Tensor& w, const float* grad, int64_t offset, int64_t count, float* const* slots,
               const float* lr_step) override;
   std::vector<std::string> slot_names() const override;
 
@@ -142,7 +156,7 @@ public:
   Json config() const override;
 
 protected:
-  void update(Variable& var, int replica, const float* grad, int64_t offset, int64_t count,
+  void update(Tensor& w, const float* grad, int64_t offset, int64_t count, float* const* slots,
               const float* lr_step) override;
   std::vector<std::string> slot_names() const override { return {"m", "v"}; }
 
