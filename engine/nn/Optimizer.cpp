@@ -28,7 +28,7 @@ void Optimizer::ensure_slots(const std::vector<Variable*>& vars, int replica, co
   const bool separate = sharded && !one_memory(*vars.front());
   // One component per slot variable: on the variables' memory, or on the
   // host as the checkpoints' copy when each replica holds its shard itself.
-  const Device single = separate ? Device{} : vars.empty() ? Device{} : vars.front()->devices().front();
+  const Device single = separate || vars.empty() ? Device{} : vars.front()->devices().front();
   if (sharded && !state_single_) {
     // Every component holds the same values (all replicas applied the same
     // updates, or a checkpoint was restored into all): keep one.
@@ -47,7 +47,7 @@ void Optimizer::ensure_slots(const std::vector<Variable*>& vars, int replica, co
     for (auto& name : slot_names()) m[name] = std::make_unique<Variable>(v->name() + "/" + name, Tensor::zeros(v->shape()));
     slot_order_.push_back(v);
   }
-  if (static_cast<int>(iterations_.size()) < (vars.empty() ? 1 : vars.front()->num_components()))
+  if (!vars.empty() && static_cast<int>(iterations_.size()) < vars.front()->num_components())
     iterations_.resize(static_cast<size_t>(vars.front()->num_components()), 0);
   if (separate) own_shard(vars, replica, *pieces);
   // Sized here, under the lock and before any update reads it.
