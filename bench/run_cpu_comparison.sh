@@ -145,9 +145,11 @@ def ratio(a, b):
 MLP = "mlp-784-256-128-10"
 
 def table(reps, title):
-    S = lambda strat, nrep, th, model=MLP: rates(lambda r: r["bench"] == "train" and r["strategy"] == strat
-                                                 and r["replicas"] == nrep and r["threads"] == th
-                                                 and r.get("model", MLP) == model, reps)
+    # bench_train runs mirrored with the sharded update (the default) and
+    # without it: a row takes one of them, never both.
+    S = lambda strat, nrep, th, model=MLP, sharded=False: rates(
+        lambda r: r["bench"] == "train" and r["strategy"] == strat and r["replicas"] == nrep and r["threads"] == th
+        and r.get("model", MLP) == model and r.get("sharded_update", False) == sharded, reps)
     P = lambda th: rates(lambda r: r["bench"] == "pytorch_mlp" and r["threads"] == th, reps)
     C = lambda th: rates(lambda r: r["bench"] == "pytorch_cnn" and r["threads"] == th, reps)
     SC = lambda th: rates(lambda r: r["bench"] == "train" and r.get("model", MLP) != MLP and r["threads"] == th, reps)
@@ -156,11 +158,12 @@ def table(reps, title):
     print(f"{'workload':<34}{'Strata':>24}{'PyTorch':>24}  Strata/PyTorch")
     for name, s, p in [("MLP b128, 1 thread", S("one_device", 1, 1), P(1)),
                        ("MLP b128, 2 threads", S("one_device", 1, 2), P(2)),
-                       ("MLP mirrored 2x1 vs DDP gloo 2x1", S("mirrored", 2, 2), D),
+                       ("MLP mirrored 2x1 vs DDP gloo 2x1", S("mirrored", 2, 2, sharded=True), D),
+                       ("  the same, full update per replica", S("mirrored", 2, 2), D),
                        ("TF-tutorial CNN b64, 1 thread", SC(1), C(1)),
                        ("TF-tutorial CNN b64, 2 threads", SC(2), C(2))]:
         print(f"{name:<34}{cell(s)}{cell(p)}  {ratio(s, p):>14}")
-    m1, m2 = S("mirrored", 1, 1), S("mirrored", 2, 2)
+    m1, m2 = S("mirrored", 1, 1), S("mirrored", 2, 2, sharded=True)
     print(f"Strata scaling, mirrored 2 replicas / 1 replica (1 thread each): "
           f"{cell(m2).strip()} / {cell(m1).strip()} = {ratio(m2, m1)}x")
 
