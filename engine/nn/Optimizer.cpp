@@ -67,9 +67,6 @@ void Optimizer::own_shard(const std::vector<Variable*>& vars, int replica, const
     o.pieces = pieces;
     int64_t total = 0;
     for (const ShardPiece& p : pieces) {
-      if (static_cast<size_t>(p.variable) >= vars.size())
-        throw runtime_error("apply_gradients: a shard names variable " + std::to_string(p.variable) + " of " +
-                            std::to_string(vars.size()));
       o.start.push_back(total);
       total += p.count;
     }
@@ -89,6 +86,11 @@ void Optimizer::own_shard(const std::vector<Variable*>& vars, int replica, const
 
 Tensor& Optimizer::slot_component(const Variable& var, const std::string& name, int replica) {
   return slots_.at(&var).at(name)->replica_component(replica);
+}
+
+void Optimizer::slot_state(const Variable& var, int replica, int64_t offset, const std::vector<std::string>& names,
+                           float** out) {
+  for (size_t k = 0; k < names.size(); ++k) out[k] = slot_component(var, names[k], replica).ptr() + offset;
 }
 
 int64_t Optimizer::state_bytes() const {
@@ -131,6 +133,11 @@ void Optimizer::apply_local(const std::vector<Tensor>& grads, const std::vector<
   if (grads.size() != vars.size())
     throw runtime_error("apply_gradients: " + std::to_string(grads.size()) + " gradients for " +
                         std::to_string(vars.size()) + " variables");
+  if (pieces)
+    for (const ShardPiece& p : *pieces)
+      if (p.variable < 0 || static_cast<size_t>(p.variable) >= vars.size())
+        throw runtime_error("apply_gradients: a shard names variable " + std::to_string(p.variable) + " of " +
+                            std::to_string(vars.size()));
   ensure_slots(vars, replica, pieces);
   const size_t counter = vars.empty() || vars.front()->num_components() == 1 ? 0 : static_cast<size_t>(replica);
   ++iterations_[counter];
@@ -148,13 +155,9 @@ void Optimizer::apply_local(const std::vector<Tensor>& grads, const std::vector<
   }
   const std::vector<std::string> names = slot_names();
   std::vector<float*> state(names.size());
-  // The state of element `offset` of vars[v], in the slot variables.
-  auto in_slots = [&](size_t v, int64_t offset) {
-    for (size_t k = 0; k < names.size(); ++k) state[k] = slot_component(*vars[v], names[k], replica).ptr() + offset;
-  };
   if (!pieces) {
     for (size_t i = 0; i < vars.size(); ++i) {
-      in_slots(i, 0);
+      slot_state(*vars[i], replica, 0, names, state.data());
       update(vars[i]->replica_component(replica), grads[i].ptr(), 0, grads[i].numel(), state.data(), lr_step);
     }
     return;
@@ -163,12 +166,9 @@ void Optimizer::apply_local(const std::vector<Tensor>& grads, const std::vector<
   for (size_t i = 0; i < pieces->size(); ++i) {
     const ShardPiece& p = (*pieces)[i];
     const auto v = static_cast<size_t>(p.variable);
-    if (v >= vars.size())
-      throw runtime_error("apply_gradients: a shard names variable " + std::to_string(v) + " of " +
-                          std::to_string(vars.size()));
     if (owned)
       for (size_t k = 0; k < names.size(); ++k) state[k] = owned->state[k].ptr() + owned->start[i];
-    else in_slots(v, p.offset);
+    else slot_state(*vars[v], replica, p.offset, names, state.data());
     update(vars[v]->replica_component(replica), grads[v].ptr() + p.offset, p.offset, p.count, state.data(), lr_step);
   }
 }
@@ -214,8 +214,9 @@ void Optimizer::set_iterations(int64_t n) {
 
 void Optimizer::apply_slice(Variable& var, const float* grad, int64_t offset, int64_t count, int64_t step) {
   const float lr_step[2] = {learning_rate(), static_cast<float>(step)};
-  std::vector<float*> state;
-  for (const std::string& name : slot_names()) state.push_back(slot_component(var, name, 0).ptr() + offset);
+  const std::vector<std::string> names = slot_names();
+  std::vector<float*> state(names.size());
+  slot_state(var, 0, offset, names, state.data());
   update(var.component(0), grad, offset, count, state.data(), lr_step);
 }
 

@@ -95,6 +95,9 @@ private:
   void own_shard(const std::vector<Variable*>& vars, int replica, const std::vector<ShardPiece>& pieces);
   void gather_owned_state();
   Tensor& slot_component(const Variable& var, const std::string& name, int replica);
+  // Where the slot variables hold the state of element `offset` of `var`
+  // for `replica`, one pointer per name into `out`.
+  void slot_state(const Variable& var, int replica, int64_t offset, const std::vector<std::string>& names, float** out);
   // Updates `vars` from `grads` for `replica`: every element, or the pieces given.
   void apply_local(const std::vector<Tensor>& grads, const std::vector<Variable*>& vars, int replica,
                    const std::vector<ShardPiece>* pieces = nullptr);

@@ -131,10 +131,7 @@ class TestNetworkFaults : public QObject {
     ProcessBridge bridge;
     Run run;
     start(bridge, run, proj, hosts, processes, run_dir, resume);
-    QElapsedTimer t;
-    t.start();
-    while (bridge.running() && t.elapsed() < 240000) QTest::qWait(50);
-    if (bridge.running()) run.log << "still running after 240 s";
+    if (!wait_for([&] { return !bridge.running(); }, 240000)) run.log << "still running after 240 s";
     return run;
   }
 
