@@ -113,14 +113,16 @@ private slots:
 
   // Each step reports its training accuracy (the epoch's is their
   // batch-weighted mean) and each replica's compute time; a replica made
-  // three times slower shows the largest time at every step.
+  // ten times slower shows the largest time in total. (Three times was too
+  // narrow a margin: three replicas share two cores, and under a loaded
+  // machine's scheduling noise the totals came within 1.5x of each other.)
   void step_accuracy_and_replica_times() {
     RecordingSink sink;
     RunConfig config = synthetic_config(2);
     config.strategy.name = "mirrored";
     config.strategy.devices = {"cpu:0", "cpu:1", "cpu:2"};
     config.strategy.straggler = 1;
-    config.strategy.slowdown = 3;
+    config.strategy.slowdown = 10;
     Trainer trainer(config, sink);
     trainer.prepare();
     QCOMPARE(QString(status_name(trainer.run().status)), QString("completed"));
