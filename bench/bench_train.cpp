@@ -53,7 +53,8 @@ struct Options {
   std::string project;                      // the model of this project instead of the MLP
   std::optional<RunConfig> project_config;  // loaded once, in main
   std::vector<BenchConfig> configs;
-  bool trace_pairs = false;  // --trace: every configuration also with the step timeline on
+  bool trace_pairs = false;     // --trace: every configuration also with the step timeline on
+  std::optional<int> prefetch;  // the project default when not given
 };
 
 // Records each step's timestamp; nothing else is kept, so the sink costs the
@@ -97,6 +98,7 @@ RunConfig bench_config(const Options& o, const BenchConfig& b) {
   c.training.from_logits = true;
   c.training.shuffle = true;
   c.training.threads = b.threads;
+  if (o.prefetch) c.training.prefetch = *o.prefetch;
   // Enough whole epochs for warm-up + measured steps; the measured window
   // skips epoch boundaries (see above).
   const int64_t per_epoch = (60000 + o.batch - 1) / o.batch;
@@ -119,7 +121,7 @@ RunConfig bench_config(const Options& o, const BenchConfig& b) {
                "usage: bench_train [--batch N] [--steps N] [--warmup N] [--reps N]\n"
                "                   [--strategy one_device|mirrored|central_storage] [--replicas N] [--threads N]\n"
                "                   [--cross-device-ops auto|in_process|reduce_to_one_device] [--sharded-update auto|on|off]\n"
-               "                   [--data DIR] [--trace: each configuration also with the step timeline on]\n"
+               "                   [--data DIR] [--prefetch N] [--trace: each configuration also with the step timeline on]\n"
                "                   [--project FILE: train that project's model instead of the MLP]\n"
                "Without --strategy/--threads/--replicas/--sharded-update runs: one_device x1 thread, one_device\n"
                "x2 threads, mirrored 2 replicas x 1 thread with and without the sharded update (repetitions\n"
@@ -151,6 +153,7 @@ Options parse(int argc, char** argv) {
     else if (a == "--data") o.data_dir = value();
     else if (a == "--cross-device-ops") o.cross_device_ops = value();
     else if (a == "--project") o.project = value();
+    else if (a == "--prefetch") o.prefetch = std::stoi(value());
     else if (a == "--strategy") single_setting(single.strategy, text);
     else if (a == "--replicas") single_setting(single.replicas, integer);
     else if (a == "--threads") single_setting(single.threads, integer);

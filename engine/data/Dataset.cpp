@@ -66,9 +66,24 @@ Batch Dataset::gather(std::span<const int64_t> indices, bool raw_pixels) const {
   b.labels = Tensor::empty(Shape{n}, DType::Int32);
   b.global_batch_size = n;
   float* out = raw ? nullptr : b.features.data();
-  for (int64_t r = 0; r < n; ++r) {
-    const int64_t i = indices[static_cast<size_t>(r)];
+  for (int64_t i : indices)
     if (i < 0 || i >= size()) throw runtime_error("dataset index " + std::to_string(i) + " out of range");
+  // Shuffled rows are scattered over a dataset larger than the caches: each
+  // row read waited on memory (the hardware prefetcher cannot guess the next
+  // row), which made a batch of 128 Fashion-MNIST images cost ~150 us. The
+  // rows a few ahead are asked for while this one is converted.
+  constexpr int64_t kAhead = 4;
+  const int64_t row_bytes = d * static_cast<int64_t>(pixels_.empty() ? sizeof(float) : 1);
+  const char* base = pixels_.empty() ? reinterpret_cast<const char*>(values_.data())
+                                     : reinterpret_cast<const char*>(pixels_.data());
+  auto prefetch_row = [&](int64_t r) {
+    const char* row = base + indices[static_cast<size_t>(r)] * row_bytes;
+    for (int64_t off = 0; off < row_bytes; off += 64) __builtin_prefetch(row + off);
+  };
+  for (int64_t r = 0; r < std::min(n, kAhead); ++r) prefetch_row(r);
+  for (int64_t r = 0; r < n; ++r) {
+    if (r + kAhead < n) prefetch_row(r + kAhead);
+    const int64_t i = indices[static_cast<size_t>(r)];
     b.labels.ints()[r] = labels_[static_cast<size_t>(i)];
     if (raw) {
       std::memcpy(b.features.byte_ptr() + r * d, pixels_.data() + i * d, static_cast<size_t>(d));

@@ -8,9 +8,10 @@
 namespace strata {
 
 namespace {
-// Rows [begin, end) of `t` as a tensor on `device`, in one copy.
+// Rows [begin, end) of `t` as a tensor on `device`: a view where it shares
+// the batch's memory, else one copy.
 Tensor rows_on(const Tensor& t, int64_t begin, int64_t end, const Device& device) {
-  if (device.same_memory(t.device())) return t.slice_rows(begin, end);
+  if (device.same_memory(t.device())) return t.rows(begin, end);
   std::vector<int64_t> dims = t.shape().dims();
   dims[0] = end - begin;
   Tensor out = Tensor::empty(Shape(dims), t.dtype(), device);
@@ -50,8 +51,8 @@ DistributedDataset::DistributedDataset(std::shared_ptr<BatchPipeline> global, in
   // there (a quarter of the bytes; the host's prefetch thread only gathers).
   mean_on_.resize(devices_.size());
   inv_std_on_.resize(devices_.size());
-  const bool accelerators = std::none_of(devices_.begin(), devices_.end(), [](const Device& d) { return d.is_host(); });
-  if (accelerators && global_->dataset().has_pixels()) global_->set_raw_pixels(true);
+  accelerators_ = std::none_of(devices_.begin(), devices_.end(), [](const Device& d) { return d.is_host(); });
+  if (accelerators_ && global_->dataset().has_pixels()) global_->set_raw_pixels(true);
   if (global_->options().batch_size < replicas)
     throw bad_input("global batch " + std::to_string(global_->options().batch_size) + " is smaller than the " +
                     std::to_string(replicas) + " replicas: every replica needs at least one example");
@@ -95,7 +96,8 @@ std::optional<PerReplica<Batch>> DistributedDataset::next() {
       on_device[r].emplace(device_spans_, devices_[r], trace::SpanKind::HostToDevice, trace::device_lane(static_cast<int>(r)),
                            trace_step_);
     PerReplica<Batch> parts = split_batch(*b, replicas_, devices_, first_);
-    for (int r = 0; r < parts.num_replicas(); ++r) parts[r] = to_features(std::move(parts[r]), static_cast<size_t>(r));
+    if (!in_replicas_)
+      for (int r = 0; r < parts.num_replicas(); ++r) parts[r] = to_features(std::move(parts[r]), static_cast<size_t>(r));
     return parts;
   }
   std::vector<Batch> parts;
@@ -112,6 +114,12 @@ std::optional<PerReplica<Batch>> DistributedDataset::next() {
     parts[r] = parts[r].to(devices_[r]);
   }
   return PerReplica<Batch>(std::move(parts));
+}
+
+void DistributedDataset::convert_in_replicas(bool on) {
+  if (!global_ || accelerators_ || !global_->dataset().has_pixels()) return;
+  in_replicas_ = on;
+  global_->set_raw_pixels(on);
 }
 
 Batch DistributedDataset::to_features(Batch b, size_t replica) {

@@ -42,6 +42,17 @@ public:
   // Starts an epoch (optionally mid-way, for resume).
   void begin_epoch(int64_t epoch, int64_t first_step = 0);
   std::optional<PerReplica<Batch>> next();
+  // Host replicas that keep every core busy convert their own slice (uint8
+  // image bytes to floats) in their own thread, through to_features: the
+  // prefetch thread then only gathers bytes. Converting there, it had to
+  // win a core from the replicas it feeds, and the step waited for it. No
+  // effect on datasets without pixels or on accelerator replicas (they
+  // always convert on their device).
+  void convert_in_replicas(bool on);
+  // `b` with float features, converted on its replica's device from uint8
+  // where next() left them so; otherwise `b` itself. Each replica may call
+  // it from its own thread for its own `replica`.
+  Batch to_features(Batch b, size_t replica);
   // The step timeline: next() records the batch's way to accelerator
   // replicas (copy and conversion) as host_to_device spans of `step`: the
   // host's on the run lane, each device's on its replica's device lane.
@@ -82,7 +93,8 @@ private:
   int64_t next_epoch_ = 0;
   // Image data for accelerator replicas travels as uint8 and becomes floats
   // on each device; the dataset's normalisation is copied there once.
-  Batch to_features(Batch b, size_t replica);
+  bool accelerators_ = false;
+  bool in_replicas_ = false;
   std::vector<Tensor> mean_on_, inv_std_on_;
   trace::TraceRecorder* tracer_ = nullptr;
   trace::DeviceSpans* device_spans_ = nullptr;

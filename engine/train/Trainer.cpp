@@ -119,7 +119,7 @@ void Trainer::set_span_listener(StepTracer::Listener listener) {
   if (tracer_) tracer_->set_listener(std::move(listener));
 }
 
-PerReplica<Trainer::StepResult> Trainer::run_step(const PerReplica<Batch>& inputs, int64_t step) {
+PerReplica<Trainer::StepResult> Trainer::run_step(const PerReplica<Batch>& inputs, int64_t step, DistributedDataset& dist) {
   traced_step_ = step;
   if (step_graph_) {
     // A replay runs no host code: device scalars the eager step rewrites
@@ -143,7 +143,18 @@ PerReplica<Trainer::StepResult> Trainer::run_step(const PerReplica<Batch>& input
       return PerReplica<StepResult>(std::move(out));
     }
   }
-  return strategy_->run([this](ReplicaContext& ctx, const Batch& in) { return train_step(ctx, in); }, inputs);
+  return strategy_->run(
+      [this, &dist](ReplicaContext& ctx, const Batch& in) {
+        Batch ready;
+        {
+          // Host replicas that convert their own slice (convert_in_replicas): the batch's way to the replica.
+          const trace::ScopedSpan s(in.features.dtype() == DType::UInt8 ? recorder() : nullptr, trace::SpanKind::HostToDevice,
+                                    ctx.lane(), traced_step_, in.features.bytes());
+          ready = dist.to_features(in, static_cast<size_t>(ctx.local_replica_id()));
+        }
+        return train_step(ctx, ready);
+      },
+      inputs);
 }
 
 void Trainer::prepare_step_graph() {
@@ -455,7 +466,7 @@ void Trainer::run_epoch_sync(TrainingPosition& pos, int64_t steps_per_epoch, Dis
     if (!inputs) return;
     set_step_learning_rate(pos.step);
     const double t0 = monotonic_seconds(), c0 = strategy_->collective_seconds();
-    auto results = run_step(*inputs, pos.step + 1);
+    auto results = run_step(*inputs, pos.step + 1, dist);
     const double compute = (monotonic_seconds() - t0) - (strategy_->collective_seconds() - c0);
     // One exchange per step gives every worker every replica's figures
     // (and a stop request from any of them), so all decide alike.
@@ -562,6 +573,12 @@ FinishedEvent Trainer::run() {
   const TrainingConfig& t = config_.training;
   const bool across_processes = ps_ && ps_->multi_process();
   DistributedDataset dist = across_processes ? ps_->distribute(pipeline_) : strategy_->distribute(pipeline_);
+  // Host replicas whose threads take every core convert their own input:
+  // a prefetch thread converting for them would have no core of its own.
+  const auto& devices = strategy_->devices();
+  dist.convert_in_replicas(!ps_ && !step_graph_ && std::all_of(devices.begin(), devices.end(), [](const Device& d) {
+    return d.is_host();
+  }) && strategy_->num_local_replicas() * strategy_->threads_per_replica() >= hardware_threads());
   int64_t steps_per_epoch = dist.steps_per_epoch();
   if (t.max_steps_per_epoch > 0) steps_per_epoch = std::min(steps_per_epoch, t.max_steps_per_epoch);
   emit_run_started(steps_per_epoch);

@@ -93,7 +93,7 @@ private:
   StepResult step_result(const Tensor& stats, const Batch& in) const;
   // One synchronous step of every local replica: replayed as a graph where
   // the run has one (StepGraph), op by op otherwise.
-  PerReplica<StepResult> run_step(const PerReplica<Batch>& inputs, int64_t step);
+  PerReplica<StepResult> run_step(const PerReplica<Batch>& inputs, int64_t step, DistributedDataset& dist);
   int64_t logit_width_ = 0;  // the model's outputs per example (prepare())
   // The step graph of this run, when its steps can be captured (prepare()).
   void prepare_step_graph();

@@ -84,6 +84,24 @@ private slots:
     QCOMPARE(std::vector<float>(host.data(), host.data() + 1000), v);
   }
 
+  // rows() is a view, on a device as on the host: the same values as the
+  // copy, and a write through it lands in the tensor it views.
+  void row_views_share_memory() {
+    const auto v = random_vector(1000);
+    for (const Device& device : {Device{}, kSim}) {
+      Tensor a = Tensor::from(Shape{10, 100}, v, device);
+      Tensor view = a.rows(3, 7);
+      QCOMPARE(view.shape(), (Shape{4, 100}));
+      QCOMPARE(view.values(), a.slice_rows(3, 7).values());
+      QVERIFY(view.id() != a.id());
+      view.fill(-1.0f);
+      const auto after = a.values();
+      for (size_t i = 0; i < after.size(); ++i) QCOMPARE(after[i], i >= 300 && i < 700 ? -1.0f : v[i]);
+      QCOMPARE(a.rows(10, 10).numel(), int64_t{0});
+      STRATA_EXPECT_ERROR(a.rows(8, 11), ErrorKind::Runtime, "rows [8, 11) out of range for shape");
+    }
+  }
+
   void a_read_before_synchronising_sees_poison() {
     // The device copies into host memory only when the host synchronises:
     // however fast the device thread is, skipping the sync reads garbage.
@@ -228,6 +246,31 @@ private slots:
         got.insert(got.end(), v.begin(), v.end());
       }
       QCOMPARE(got, host.features.values());
+
+      // Host replicas that convert their own rows (convert_in_replicas): the
+      // slices stay uint8 views of the global batch until each replica's
+      // to_features, which gives the same bits.
+      DistributedDataset on_host(pipeline, 2, 0, -1, {Device{DeviceKind::Cpu, 0}, Device{DeviceKind::Cpu, 1}});
+      on_host.convert_in_replicas(true);
+      on_host.begin_epoch(0);
+      const auto raw = on_host.next();
+      QVERIFY(raw.has_value());
+      got.clear();
+      for (int r = 0; r < 2; ++r) {
+        QCOMPARE((*raw)[r].features.dtype(), DType::UInt8);
+        const Batch ready = on_host.to_features((*raw)[r], static_cast<size_t>(r));
+        QCOMPARE(ready.features.dtype(), DType::Float32);
+        QCOMPARE(ready.labels.ints(), (*raw)[r].labels.ints());  // the same labels, not copied
+        const auto v = ready.features.values();
+        got.insert(got.end(), v.begin(), v.end());
+      }
+      QCOMPARE(got, host.features.values());
+      // Off again: next() converts, and to_features leaves float batches as they are.
+      on_host.convert_in_replicas(false);
+      on_host.begin_epoch(0);
+      const auto floats = on_host.next();
+      QCOMPARE((*floats)[0].features.dtype(), DType::Float32);
+      QCOMPARE(on_host.to_features((*floats)[0], 0).features.values(), (*floats)[0].features.values());
     }
   }
 
