@@ -29,6 +29,7 @@
 #include "StatusPanel.h"
 #include "StrategyPanel.h"
 #include "TimelinePanel.h"
+#include "TraceLoader.h"
 #include "project/ProjectFile.h"
 #include "project/RunNotes.h"
 #include "trace/ChromeTraceReader.h"
@@ -64,6 +65,7 @@ MainWindow::MainWindow(QWidget* parent)
       history_(new RunHistoryPanel),
       bottom_tabs_(new QTabWidget),
       timeline_(new TimelinePanel),
+      trace_loader_(new TraceLoader(this)),
       run_(new RunController(charts_, status_, log_, this)),
       evaluation_(new EvaluationView(this)),
       recent_(new RecentFiles(this)) {
@@ -116,6 +118,15 @@ MainWindow::MainWindow(QWidget* parent)
   connect(history_, &RunHistoryPanel::evaluateRequested, this, &MainWindow::evaluateRun);
   connect(timeline_, &TimelinePanel::openTraceRequested, this, &MainWindow::chooseAndOpenTrace);
   connect(history_, &RunHistoryPanel::timelineRequested, this, &MainWindow::openTrace);
+  connect(trace_loader_, &TraceLoader::loaded, this,
+          [this](const QString&, const std::shared_ptr<const trace::TraceContents>& contents) {
+            timeline_->showReading({});
+            timeline_->showTrace(*contents);
+          });
+  connect(trace_loader_, &TraceLoader::failed, this, [this](const QString&, const QString& message) {
+    timeline_->showReading({});
+    presenter_->error(this, tr("Cannot open trace"), message);
+  });
   connect(history_, &RunHistoryPanel::problem, this,
           [this](const QString& title, const QString& message) { presenter_->error(this, title, message); });
   connect(recent_, &RecentFiles::openRequested, this, &MainWindow::openProject);
@@ -310,20 +321,13 @@ void MainWindow::chooseAndOpenTrace() {
   if (!path.isEmpty()) openTrace(path);
 }
 
-bool MainWindow::openTrace(const QString& path) {
-  trace::TraceContents contents;
-  try {
-    // On this thread: a trace of thousands of steps reads in a fraction of
-    // a second, and the user asked for it.
-    contents = trace::read_chrome_trace(path.toStdString());
-  } catch (const std::exception& e) {
-    presenter_->error(this, tr("Cannot open trace"), QString::fromStdString(e.what()));
-    return false;
-  }
-  timeline_->showTrace(contents);
+void MainWindow::openTrace(const QString& path) {
+  timeline_->showReading(path);
   bottom_tabs_->setCurrentWidget(timeline_);
-  return true;
+  trace_loader_->load(path);
 }
+
+bool MainWindow::readingTrace() const { return trace_loader_->busy(); }
 
 void MainWindow::startRun() {
   if (run_->running()) return;

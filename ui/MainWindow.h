@@ -22,6 +22,7 @@ class RunController;
 class RunHistoryPanel;
 class StatusPanel;
 class TimelinePanel;
+class TraceLoader;
 
 // The `strata` window: assembles the panels, owns the project document
 // (path, unsaved changes, recent files) and the Start / Pause / Stop
@@ -55,10 +56,11 @@ public:
   void resumeStoredRun(const QString& run_dir);
   // Opens the evaluation window on a run's checkpoints.
   void evaluateRun(const QString& run_dir);
-  // Reads a trace file (trace.json of a run, or a merged multi-rank trace)
-  // into the Timeline tab and shows the tab; false (after telling the user
-  // why) when it cannot be read, and the tab keeps what it showed.
-  bool openTrace(const QString& path);
+  // Shows the Timeline tab and reads a trace file (trace.json of a run, or a
+  // merged multi-rank trace) into it off the window's thread; when it cannot
+  // be read the user is told why and the tab keeps what it showed.
+  void openTrace(const QString& path);
+  bool readingTrace() const;
 
   QString projectPath() const { return path_; }
   bool isModified() const { return modified_; }
@@ -96,6 +98,7 @@ private:
   RunHistoryPanel* history_;
   QTabWidget* bottom_tabs_;
   TimelinePanel* timeline_;
+  TraceLoader* trace_loader_;
   RunController* run_;
   EvaluationView* evaluation_;
   RecentFiles* recent_;

@@ -187,6 +187,8 @@ void TimelinePanel::showLive() {
   rebuild();
 }
 
+void TimelinePanel::showReading(const QString& path) { source_bar_->showReading(path); }
+
 void TimelinePanel::setFirstStep(int64_t step) {
   if (!file_ || !file_->setFirstStep(step)) return;
   user_view_ = false;

@@ -57,6 +57,9 @@ public:
   void showTrace(const trace::TraceContents& contents);
   // Back to the spans of the run (those that came while the file was shown too).
   void showLive();
+  // The label above the chart says `path` is being read (the window reads
+  // it off this thread); an empty path: done, the label shows the source again.
+  void showReading(const QString& path);
   bool showingFile() const { return file_.has_value(); }
   QString shownFile() const { return file_ ? file_->path() : QString(); }
   // A file's steps (all of them, not only those drawn); 0 when live.

@@ -1,5 +1,6 @@
 #include "TimelineSourceBar.h"
 
+#include <QFileInfo>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QPushButton>
@@ -50,13 +51,26 @@ TimelineSourceBar::TimelineSourceBar(int steps_shown, QWidget* parent)
 void TimelineSourceBar::showSource(const TimelineFile* file) {
   live_->setVisible(file != nullptr);
   first_step_->setVisible(file != nullptr);
-  source_->setText(file ? file->description() : tr("live"));
-  source_->setToolTip(file ? file->path() : QString());
-  source_->setEnabled(file != nullptr);  // greyed when live: a hint, the chart says the rest
+  source_text_ = file ? file->description() : tr("live");
+  source_path_ = file ? file->path() : QString();
+  updateLabel();
   if (!file) return;
   const QSignalBlocker quiet(first_step_);
   first_step_->setRange(static_cast<int>(file->lowestStep()), static_cast<int>(file->highestStep()));
   first_step_->setValue(static_cast<int>(file->firstStep()));
+}
+
+void TimelineSourceBar::showReading(const QString& path) {
+  reading_ = path;
+  updateLabel();
+}
+
+void TimelineSourceBar::updateLabel() {
+  const bool reading = !reading_.isEmpty();
+  source_->setText(reading ? tr("reading %1…").arg(QFileInfo(reading_).fileName()) : source_text_);
+  source_->setToolTip(reading ? reading_ : source_path_);
+  // Greyed when live: a hint, the chart says the rest.
+  source_->setEnabled(reading || !source_path_.isEmpty());
 }
 
 void TimelineSourceBar::setStepsShown(int n) {

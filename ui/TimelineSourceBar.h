@@ -22,6 +22,9 @@ public:
 
   // Live when `file` is null: Live and "from step" hide, the label says live.
   void showSource(const TimelineFile* file);
+  // While `path` is read (TraceLoader) the label says so; an empty path
+  // gives the label back to the source shown.
+  void showReading(const QString& path);
   // Sets the step count box without signalling stepsShownChanged.
   void setStepsShown(int n);
   QString sourceText() const;
@@ -33,6 +36,10 @@ Q_SIGNALS:
   void firstStepChanged(int64_t step);
 
 private:
+  void updateLabel();
+
+  QString source_text_, source_path_;  // what the label says when no file is being read
+  QString reading_;
   QPushButton* open_;
   QPushButton* live_;
   QLabel* source_;

@@ -28,6 +28,7 @@
 #include <QTableWidget>
 #include <QTemporaryDir>
 #include <QTest>
+#include <QThreadPool>
 #include <algorithm>
 #include <cmath>
 
@@ -186,6 +187,7 @@ private Q_SLOTS:
   void mirroredRunFillsCharts();
   void timelineTabFillsDuringRun();
   void timelineOpensMergedTrace();
+  void timelineReadsTracesOffTheWindowThread();
   void runHistoryOverlays();
   void runTableNotesAndComparison();
   void pauseResumeStop();
@@ -499,8 +501,9 @@ void DashboardTest::timelineTabFillsDuringRun() {
   QTRY_VERIFY(open_trace->isVisible());
   QVERIFY(open_trace->isEnabled());
   QTest::mouseClick(open_trace, Qt::LeftButton);
+  QCOMPARE(bottom->currentWidget(), timeline);  // at once, while the file is read
+  QTRY_VERIFY(!win.w.readingTrace());
   QVERIFY2(win.presenter->errors.isEmpty(), qPrintable(win.presenter->errors.join("\n")));
-  QCOMPARE(bottom->currentWidget(), timeline);
   QVERIFY(timeline->showingFile());
   QCOMPARE(timeline->shownFile(), run_dir + "/trace.json");
   QCOMPARE(timeline->laneLabel(0), QString("replica 0"));
@@ -544,6 +547,7 @@ void DashboardTest::timelineOpensMergedTrace() {
   QTRY_VERIFY(open->isVisible());
   win.presenter->open_path = merged;
   QTest::mouseClick(open, Qt::LeftButton);
+  QTRY_VERIFY(!win.w.readingTrace());
   QVERIFY2(win.presenter->errors.isEmpty(), qPrintable(win.presenter->errors.join("\n")));
   QCOMPARE(win.presenter->open_filters.size(), 1);
   QVERIFY(win.presenter->open_filters[0].contains("*.json"));
@@ -592,11 +596,15 @@ void DashboardTest::timelineOpensMergedTrace() {
                                                         {tmp_.filePath("absent.json"), "cannot read"}};
   for (const auto& [file, reason] : bad) {
     win.presenter->open_path = file;
+    const qsizetype before = win.presenter->errors.size();
     QTest::mouseClick(open, Qt::LeftButton);
+    QTRY_COMPARE(win.presenter->errors.size(), before + 1);
+    QVERIFY(!win.w.readingTrace());
     QCOMPARE(win.presenter->titles.last(), QString("Cannot open trace"));
     QVERIFY2(win.presenter->errors.last().contains(file) && win.presenter->errors.last().contains(reason),
              qPrintable(win.presenter->errors.last()));
     QCOMPARE(timeline->shownFile(), merged);
+    QVERIFY2(timeline->sourceText().contains("mt-merged.json"), qPrintable(timeline->sourceText()));
     QCOMPARE(timeline->laneCount(), 4);
     QCOMPARE(int(timeline->stepsKept().size()), 12);
   }
@@ -613,6 +621,43 @@ void DashboardTest::timelineOpensMergedTrace() {
   QTest::mouseClick(live, Qt::LeftButton);
   QVERIFY(!timeline->showingFile());
   QVERIFY(timeline->showingEmptyState());
+}
+
+// Trace files are read off the window's thread: while one is read the
+// Timeline tab says so; asking for another meanwhile drops the first one's
+// result (only the latest answer shows), and a long file arrives whole.
+void DashboardTest::timelineReadsTracesOffTheWindowThread() {
+  const QString big = tmp_.filePath("long-run.json"), bad = tmp_.filePath("not-a-trace.json");
+  {
+    trace::ChromeTraceWriter w(big.toStdString(), {"long run", 0, "node-a", 0});
+    w.write(rank_steps(3000, 1'000'000.0, 1.0));
+  }
+  write_file(bad, "{\"traceEvents\": 3}");
+  Window win;
+  win.w.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&win.w));
+  TimelinePanel* timeline = show_timeline_tab(win);
+  QVERIFY(timeline);
+
+  win.w.openTrace(big);
+  QVERIFY(win.w.readingTrace());
+  QCOMPARE(timeline->sourceText(), QString("reading long-run.json…"));
+  win.w.openTrace(bad);
+  QTRY_COMPARE(win.presenter->errors.size(), qsizetype{1});
+  QVERIFY2(win.presenter->errors.last().contains(bad), qPrintable(win.presenter->errors.last()));
+  // The long file's read has ended by now too; its result was dropped.
+  QThreadPool::globalInstance()->waitForDone();
+  QCoreApplication::processEvents();
+  QVERIFY(!win.w.readingTrace());
+  QVERIFY(!timeline->showingFile());
+  QCOMPARE(timeline->sourceText(), QString("live"));
+
+  win.w.openTrace(big);
+  QTRY_VERIFY(!win.w.readingTrace());
+  QCOMPARE(win.presenter->errors.size(), qsizetype{1});
+  QCOMPARE(timeline->shownFile(), big);
+  QCOMPARE(timeline->fileStepCount(), 3000);
+  QVERIFY2(timeline->sourceText().startsWith("long-run.json"), qPrintable(timeline->sourceText()));
 }
 
 void DashboardTest::runHistoryOverlays() {
@@ -1876,6 +1921,7 @@ void DashboardTest::screenshotMergedTrace() {
   QVERIFY(timeline);
   win.presenter->open_path = file;
   QTest::mouseClick(timeline->findChild<QPushButton*>("openTraceButton"), Qt::LeftButton);
+  QTRY_VERIFY_WITH_TIMEOUT(!win.w.readingTrace(), 60000);
   QVERIFY2(win.presenter->errors.isEmpty(), qPrintable(win.presenter->errors.join("\n")));
   QVERIFY(timeline->showingFile());
   // A dozen steps from the middle of the run: steady state, each span wide
