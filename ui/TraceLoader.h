@@ -20,9 +20,8 @@ public:
   ~TraceLoader() override;
 
   void load(const QString& path);
-  // A file is being read (the one path() names).
+  // The latest file asked for is being read.
   bool busy() const { return busy_; }
-  QString path() const { return path_; }
 
 Q_SIGNALS:
   void loaded(const QString& path, std::shared_ptr<const strata::trace::TraceContents> contents);

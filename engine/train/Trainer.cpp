@@ -576,9 +576,9 @@ FinishedEvent Trainer::run() {
   // Host replicas whose threads take every core convert their own input:
   // a prefetch thread converting for them would have no core of its own.
   const auto& devices = strategy_->devices();
-  dist.convert_in_replicas(!ps_ && !step_graph_ && std::all_of(devices.begin(), devices.end(), [](const Device& d) {
-    return d.is_host();
-  }) && strategy_->num_local_replicas() * strategy_->threads_per_replica() >= hardware_threads());
+  const bool host_only = std::all_of(devices.begin(), devices.end(), [](const Device& d) { return d.is_host(); });
+  const bool cores_taken = strategy_->num_local_replicas() * strategy_->threads_per_replica() >= hardware_threads();
+  dist.convert_in_replicas(!ps_ && !step_graph_ && host_only && cores_taken);
   int64_t steps_per_epoch = dist.steps_per_epoch();
   if (t.max_steps_per_epoch > 0) steps_per_epoch = std::min(steps_per_epoch, t.max_steps_per_epoch);
   emit_run_started(steps_per_epoch);
