@@ -143,18 +143,7 @@ PerReplica<Trainer::StepResult> Trainer::run_step(const PerReplica<Batch>& input
       return PerReplica<StepResult>(std::move(out));
     }
   }
-  return strategy_->run(
-      [this, &dist](ReplicaContext& ctx, const Batch& in) {
-        Batch ready;
-        {
-          // Host replicas that convert their own slice (convert_in_replicas): the batch's way to the replica.
-          const trace::ScopedSpan s(in.features.dtype() == DType::UInt8 ? recorder() : nullptr, trace::SpanKind::HostToDevice,
-                                    ctx.lane(), traced_step_, in.features.bytes());
-          ready = dist.to_features(in, static_cast<size_t>(ctx.local_replica_id()));
-        }
-        return train_step(ctx, ready);
-      },
-      inputs);
+  return strategy_->run([this, &dist](ReplicaContext& ctx, const Batch& in) { return train_step(ctx, in, dist); }, inputs);
 }
 
 void Trainer::prepare_step_graph() {
@@ -221,9 +210,18 @@ void Trainer::enqueue_step(ReplicaContext& ctx, const Batch& in, Tensor& stats) 
   gather_step(loss, logits, in.labels, stats);
 }
 
-Trainer::StepResult Trainer::train_step(ReplicaContext& ctx, const Batch& in) {
+Trainer::StepResult Trainer::train_step(ReplicaContext& ctx, const Batch& input, DistributedDataset& dist) {
   const trace::ScopedSpan frame(recorder(), trace::SpanKind::Step, ctx.lane(), traced_step_);
   const double t0 = monotonic_seconds(), c0 = ctx.collective_seconds();
+  Batch in;
+  {
+    // Host replicas that convert their own rows (convert_in_replicas): the
+    // batch's way to the replica, inside its step.
+    const bool raw = input.features.dtype() == DType::UInt8;
+    const trace::ScopedSpan s(raw ? recorder() : nullptr, trace::SpanKind::HostToDevice, ctx.lane(), traced_step_,
+                              input.features.bytes());
+    in = dist.to_features(input, static_cast<size_t>(ctx.local_replica_id()));
+  }
   Tensor stats = step_stats(ctx.device());
   enqueue_step(ctx, in, stats);
   StepResult r = step_result(stats, in);
