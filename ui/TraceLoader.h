@@ -20,7 +20,8 @@ public:
   ~TraceLoader() override;
 
   void load(const QString& path);
-  // The latest file asked for is being read.
+  // The latest file asked for is being read, or its answer not yet given
+  // (the watcher's future ends before its finished signal is delivered).
   bool busy() const { return busy_; }
 
 Q_SIGNALS:

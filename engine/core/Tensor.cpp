@@ -167,27 +167,19 @@ Tensor Tensor::reshape(const Shape& shape) const {
   return t;
 }
 
-Tensor Tensor::slice_rows(int64_t begin, int64_t end) const {
-  Tensor t = empty(rows_shape(begin, end, "slice_rows"), dtype_, device());
-  t.copy_rows_from(*this, begin, end);
-  return t;
-}
+Tensor Tensor::slice_rows(int64_t begin, int64_t end) const { return rows(begin, end).clone(); }
 
 Tensor Tensor::rows(int64_t begin, int64_t end) const {
+  if (shape_.rank() == 0 || begin < 0 || end < begin || end > shape_[0])
+    throw runtime_error("rows [" + std::to_string(begin) + ", " + std::to_string(end) + ") out of range for shape " +
+                        shape_.str());
+  std::vector<int64_t> dims = shape_.dims();
+  dims[0] = end - begin;
   Tensor t = *this;
-  t.shape_ = rows_shape(begin, end, "rows");
+  t.shape_ = Shape(dims);
   t.offset_bytes_ += static_cast<size_t>(begin) * static_cast<size_t>(shape_.inner()) * element_size(dtype_);
   t.id_ = next_tensor_id();
   return t;
-}
-
-Shape Tensor::rows_shape(int64_t begin, int64_t end, const char* op) const {
-  if (shape_.rank() == 0 || begin < 0 || end < begin || end > shape_[0])
-    throw runtime_error(std::string(op) + ": rows [" + std::to_string(begin) + ", " + std::to_string(end) +
-                        ") out of range for shape " + shape_.str());
-  std::vector<int64_t> dims = shape_.dims();
-  dims[0] = end - begin;
-  return Shape(dims);
 }
 
 void Tensor::copy_rows_from(const Tensor& src, int64_t begin, int64_t end, int64_t at) {

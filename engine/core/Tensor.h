@@ -102,7 +102,6 @@ private:
   void* raw() const { return buffer_ ? static_cast<char*>(buffer_->data()) + offset_bytes_ : nullptr; }
   void* host_raw(const char* accessor) const;
   Tensor to_copy_on(const Device& device) const;
-  Shape rows_shape(int64_t begin, int64_t end, const char* op) const;
 
   std::shared_ptr<Buffer> buffer_;
   size_t offset_bytes_ = 0;
