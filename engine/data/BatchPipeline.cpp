@@ -34,12 +34,14 @@ void BatchPipeline::stop_worker() {
   worker_error_ = nullptr;
 }
 
-Batch BatchPipeline::make_batch(int64_t index) const {
+std::span<const int64_t> BatchPipeline::rows_of(int64_t index) const {
   const int64_t b = options_.batch_size;
   const int64_t begin = index * b;
   const int64_t end = std::min<int64_t>(begin + b, static_cast<int64_t>(order_.size()));
-  return dataset_->gather(std::span<const int64_t>(order_.data() + begin, static_cast<size_t>(end - begin)), raw_pixels_);
+  return std::span<const int64_t>(order_.data() + begin, static_cast<size_t>(end - begin));
 }
+
+Batch BatchPipeline::make_batch(int64_t index) const { return dataset_->gather(rows_of(index), raw_pixels_); }
 
 void BatchPipeline::begin_epoch(int64_t epoch, int64_t first_batch) {
   stop_worker();
@@ -51,7 +53,11 @@ void BatchPipeline::begin_epoch(int64_t epoch, int64_t first_batch) {
     for (size_t i = order_.size(); i > 1; --i) std::swap(order_[i - 1], order_[rng.below(i)]);
   }
   next_index_ = std::clamp<int64_t>(first_batch, 0, steps_per_epoch());
-  if (options_.prefetch <= 0) return;
+  start_worker();
+}
+
+void BatchPipeline::start_worker() {
+  if (options_.prefetch <= 0 || deferred_ || next_index_ >= steps_per_epoch()) return;
   const int64_t start = next_index_;
   worker_ = std::thread([this, start] {
     try {
@@ -73,8 +79,24 @@ void BatchPipeline::begin_epoch(int64_t epoch, int64_t first_batch) {
   });
 }
 
+void BatchPipeline::set_deferred(bool on) {
+  if (on == deferred_) return;
+  // Batches prepared ahead in the other form are dropped; the epoch goes on
+  // from the next batch not yet handed out.
+  stop_worker();
+  deferred_ = on;
+  if (!order_.empty()) start_worker();
+}
+
 std::optional<Batch> BatchPipeline::next() {
   if (next_index_ >= steps_per_epoch()) return std::nullopt;
+  if (deferred_) {
+    const std::span<const int64_t> rows = rows_of(next_index_++);
+    Batch b;
+    b.rows.assign(rows.begin(), rows.end());
+    b.global_batch_size = static_cast<int64_t>(rows.size());
+    return b;
+  }
   if (options_.prefetch <= 0) return make_batch(next_index_++);
   std::unique_lock lock(mutex_);
   cv_.wait(lock, [&] { return !ready_.empty() || worker_done_; });

@@ -6,6 +6,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <thread>
 
 #include "data/Dataset.h"
@@ -41,10 +42,18 @@ public:
   // to convert (Dataset::gather's raw_pixels). Batches already prepared keep
   // the form they were made in.
   void set_raw_pixels(bool raw) { raw_pixels_ = raw; }
+  // Pending batches (Batch::pending): next() hands out only the examples'
+  // indices, and whoever trains on them gathers. No prefetch thread runs
+  // meanwhile. For host replicas that take every core: each gathers its own
+  // rows, in parallel, instead of a prefetch thread winning a core from
+  // them. Switching mid-epoch goes on from the next batch not handed out.
+  void set_deferred(bool on);
   const PipelineOptions& options() const { return options_; }
 
 private:
+  std::span<const int64_t> rows_of(int64_t index) const;
   Batch make_batch(int64_t index) const;
+  void start_worker();
   void stop_worker();
 
   std::shared_ptr<const Dataset> dataset_;
@@ -53,6 +62,7 @@ private:
   int64_t next_index_ = 0;
 
   std::atomic<bool> raw_pixels_{false};
+  bool deferred_ = false;
   std::thread worker_;
   std::mutex mutex_;
   std::condition_variable cv_;

@@ -28,11 +28,16 @@ PerReplica<Batch> split_batch(const Batch& global, int replicas, const std::vect
   for (int r = 0; r < last; ++r) {
     const int64_t len = total / replicas + (r < total % replicas ? 1 : 0);
     if (r >= first || devices.empty()) {
-      const Device device = devices.empty() ? global.features.device() : devices[static_cast<size_t>(r - first)];
       Batch b;
-      b.features = rows_on(global.features, begin, begin + len, device);
-      b.labels = rows_on(global.labels, begin, begin + len, device);
       b.global_batch_size = total;
+      if (global.pending()) {
+        const auto from = global.rows.begin() + begin;
+        b.rows.assign(from, from + len);
+      } else {
+        const Device device = devices.empty() ? global.features.device() : devices[static_cast<size_t>(r - first)];
+        b.features = rows_on(global.features, begin, begin + len, device);
+        b.labels = rows_on(global.labels, begin, begin + len, device);
+      }
       parts.push_back(std::move(b));
     }
     begin += len;
@@ -116,13 +121,18 @@ std::optional<PerReplica<Batch>> DistributedDataset::next() {
   return PerReplica<Batch>(std::move(parts));
 }
 
-void DistributedDataset::convert_in_replicas(bool on) {
-  if (!global_ || accelerators_ || !global_->dataset().has_pixels()) return;
+void DistributedDataset::gather_in_replicas(bool on) {
+  if (!global_ || !std::all_of(devices_.begin(), devices_.end(), [](const Device& d) { return d.is_host(); })) return;
   in_replicas_ = on;
-  global_->set_raw_pixels(on);
+  global_->set_deferred(on);
 }
 
 Batch DistributedDataset::to_features(Batch b, size_t replica) {
+  if (b.pending()) {
+    Batch gathered = global_->dataset().gather(b.rows);
+    gathered.global_batch_size = b.global_batch_size;
+    return gathered.to(devices_[replica]);
+  }
   if (b.features.dtype() != DType::UInt8) return b;
   const Dataset& data = global_->dataset();
   const Device& device = devices_[replica];

@@ -42,16 +42,17 @@ public:
   // Starts an epoch (optionally mid-way, for resume).
   void begin_epoch(int64_t epoch, int64_t first_step = 0);
   std::optional<PerReplica<Batch>> next();
-  // Host replicas that keep every core busy convert their own slice (uint8
-  // image bytes to floats) in their own thread, through to_features: the
-  // prefetch thread then only gathers bytes. Converting there, it had to
-  // win a core from the replicas it feeds, and the step waited for it. No
-  // effect on datasets without pixels or on accelerator replicas (they
-  // always convert on their device).
-  void convert_in_replicas(bool on);
-  // `b` with float features, converted on its replica's device from uint8
-  // where next() left them so; otherwise `b` itself. Each replica may call
-  // it from its own thread for its own `replica`.
+  // Host replicas that keep every core busy gather their own slice (rows of
+  // the dataset, converted to floats) in their own thread, through
+  // to_features: next() hands out pending batches (Batch::pending) and no
+  // prefetch thread runs. A prefetch thread had to win a core from the
+  // replicas it feeds, and the step waited for it. No effect unless every
+  // replica is on the host (accelerators convert on their device).
+  void gather_in_replicas(bool on);
+  // `b` ready to train on: gathered where next() left it pending, converted
+  // on its replica's device where it left uint8 pixels; otherwise `b`
+  // itself. Each replica may call it from its own thread for its own
+  // `replica`.
   Batch to_features(Batch b, size_t replica);
   // The step timeline: next() records the batch's way to accelerator
   // replicas (copy and conversion) as host_to_device spans of `step`: the

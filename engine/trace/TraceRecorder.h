@@ -54,6 +54,8 @@ public:
   }
   ScopedSpan(const ScopedSpan&) = delete;
   ScopedSpan& operator=(const ScopedSpan&) = delete;
+  // For spans whose bytes are known only at their end.
+  void set_bytes(int64_t bytes) { span_.bytes = bytes; }
 
 private:
   TraceRecorder* recorder_;

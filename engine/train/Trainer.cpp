@@ -215,12 +215,11 @@ Trainer::StepResult Trainer::train_step(ReplicaContext& ctx, const Batch& input,
   const double t0 = monotonic_seconds(), c0 = ctx.collective_seconds();
   Batch in;
   {
-    // Host replicas that convert their own rows (convert_in_replicas): the
+    // Host replicas that gather their own rows (gather_in_replicas): the
     // batch's way to the replica, inside its step.
-    const bool raw = input.features.dtype() == DType::UInt8;
-    const trace::ScopedSpan s(raw ? recorder() : nullptr, trace::SpanKind::HostToDevice, ctx.lane(), traced_step_,
-                              input.features.bytes());
+    trace::ScopedSpan s(input.pending() ? recorder() : nullptr, trace::SpanKind::HostToDevice, ctx.lane(), traced_step_);
     in = dist.to_features(input, static_cast<size_t>(ctx.local_replica_id()));
+    s.set_bytes(static_cast<int64_t>(in.features.bytes() + in.labels.bytes()));
   }
   Tensor stats = step_stats(ctx.device());
   enqueue_step(ctx, in, stats);
@@ -571,12 +570,12 @@ FinishedEvent Trainer::run() {
   const TrainingConfig& t = config_.training;
   const bool across_processes = ps_ && ps_->multi_process();
   DistributedDataset dist = across_processes ? ps_->distribute(pipeline_) : strategy_->distribute(pipeline_);
-  // Host replicas whose threads take every core convert their own input:
-  // a prefetch thread converting for them would have no core of its own.
+  // Host replicas whose threads take every core gather their own input: a
+  // prefetch thread gathering for them would have no core of its own.
   const auto& devices = strategy_->devices();
   const bool host_only = std::all_of(devices.begin(), devices.end(), [](const Device& d) { return d.is_host(); });
   const bool cores_taken = strategy_->num_local_replicas() * strategy_->threads_per_replica() >= hardware_threads();
-  dist.convert_in_replicas(!ps_ && !step_graph_ && host_only && cores_taken);
+  dist.gather_in_replicas(!ps_ && !step_graph_ && host_only && cores_taken);
   int64_t steps_per_epoch = dist.steps_per_epoch();
   if (t.max_steps_per_epoch > 0) steps_per_epoch = std::min(steps_per_epoch, t.max_steps_per_epoch);
   emit_run_started(steps_per_epoch);

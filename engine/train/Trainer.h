@@ -86,7 +86,7 @@ private:
     StepFigures::Replica figures;
     int64_t correct = 0, examples = 0;
   };
-  // One replica's eager step; `input` may still need to_features (convert_in_replicas).
+  // One replica's eager step; `input` may still need to_features (gather_in_replicas).
   StepResult train_step(ReplicaContext& ctx, const Batch& input, DistributedDataset& dist);
   // The step's device work, its figures into `stats` (step_stats()); reads
   // nothing back, so it can be captured as a graph (StepGraph).

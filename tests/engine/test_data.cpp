@@ -17,6 +17,7 @@
 #include "data/FashionMnist.h"
 #include "data/IdxReader.h"
 #include "data/Synthetic.h"
+#include "distribute/DistributedDataset.h"
 
 using namespace strata;
 
@@ -493,6 +494,64 @@ private slots:
       auto again = epoch_batches(p, 4, 3);
       QCOMPARE(again.size(), full.size() - 3);
     }
+  }
+
+  void host_replicas_gather_their_own_rows() {
+    // gather_in_replicas: next() hands each replica only the indices of its
+    // rows, and its to_features gathers them (in the replica's own thread in
+    // training), to the same bits and labels as the prefetch thread's batch
+    // split among them. Images standardised, and float features.
+    std::vector<uint8_t> pixels(23 * 6);
+    for (size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<uint8_t>((i * 37 + 11) % 256);
+    std::vector<int32_t> labels(23);
+    for (size_t i = 0; i < labels.size(); ++i) labels[i] = static_cast<int32_t>(i % 4);
+    Dataset images = Dataset::from_uint8(Shape{2, 3, 1}, pixels, labels, 4);
+    images.set_scale(1.0f / 255.0f);
+    images.standardize_from(images);
+    const std::vector<Device> host{Device{DeviceKind::Cpu, 0}, Device{DeviceKind::Cpu, 1}};
+    for (const auto& ds : {std::make_shared<const Dataset>(images), std::shared_ptr<const Dataset>(indexed_dataset(23))}) {
+      const PipelineOptions po{.batch_size = 5, .shuffle = true, .seed = 9, .drop_remainder = false, .prefetch = 2};
+      DistributedDataset want(std::make_shared<BatchPipeline>(ds, po), 2, 0, -1, host);
+      DistributedDataset got(std::make_shared<BatchPipeline>(ds, po), 2, 0, -1, host);
+      got.gather_in_replicas(true);
+      want.begin_epoch(1);
+      got.begin_epoch(1);
+      int batches = 0;
+      while (auto w = want.next()) {
+        // Mid-epoch switches go on from the next batch not handed out.
+        if (batches == 2) got.gather_in_replicas(false);
+        if (batches == 3) got.gather_in_replicas(true);
+        auto g = got.next();
+        QVERIFY(g.has_value());
+        QCOMPARE(g->num_replicas(), 2);
+        for (int r = 0; r < 2; ++r) {
+          const Batch& part = (*g)[r];
+          QCOMPARE(part.pending(), batches != 2);
+          QCOMPARE(part.size(), (*w)[r].size());  // 5 = 3 + 2, the last 3 = 2 + 1
+          QCOMPARE(part.global_batch_size, (*w)[r].global_batch_size);
+          const Batch ready = got.to_features(part, static_cast<size_t>(r));
+          QVERIFY(!ready.pending());
+          QCOMPARE(ready.features.shape(), (*w)[r].features.shape());
+          QCOMPARE(ready.features.values(), (*w)[r].features.values());
+          const auto labels_of = [](const Batch& b) {
+            return std::vector<int32_t>(b.labels.ints(), b.labels.ints() + b.size());
+          };
+          QCOMPARE(labels_of(ready), labels_of((*w)[r]));
+          QCOMPARE(ready.global_batch_size, (*w)[r].global_batch_size);
+        }
+        ++batches;
+      }
+      QCOMPARE(batches, 5);
+      QVERIFY(!got.next().has_value());
+    }
+    // Replicas off the host are not affected: they convert on their devices.
+    auto ds = std::make_shared<const Dataset>(images);
+    DistributedDataset sim(std::make_shared<BatchPipeline>(ds, PipelineOptions{.batch_size = 4}), 2, 0, -1,
+                           {Device{DeviceKind::Sim, 0}, Device{DeviceKind::Sim, 1}});
+    sim.gather_in_replicas(true);
+    sim.begin_epoch(0);
+    const auto parts = sim.next();
+    QVERIFY(parts.has_value() && !(*parts)[0].pending());
   }
 
   void pipeline_bad_batch_size() {

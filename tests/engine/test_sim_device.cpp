@@ -246,31 +246,6 @@ private slots:
         got.insert(got.end(), v.begin(), v.end());
       }
       QCOMPARE(got, host.features.values());
-
-      // Host replicas that convert their own rows (convert_in_replicas): the
-      // slices stay uint8 views of the global batch until each replica's
-      // to_features, which gives the same bits.
-      DistributedDataset on_host(pipeline, 2, 0, -1, {Device{DeviceKind::Cpu, 0}, Device{DeviceKind::Cpu, 1}});
-      on_host.convert_in_replicas(true);
-      on_host.begin_epoch(0);
-      const auto raw = on_host.next();
-      QVERIFY(raw.has_value());
-      got.clear();
-      for (int r = 0; r < 2; ++r) {
-        QCOMPARE((*raw)[r].features.dtype(), DType::UInt8);
-        const Batch ready = on_host.to_features((*raw)[r], static_cast<size_t>(r));
-        QCOMPARE(ready.features.dtype(), DType::Float32);
-        QCOMPARE(ready.labels.ints(), (*raw)[r].labels.ints());  // the same labels, not copied
-        const auto v = ready.features.values();
-        got.insert(got.end(), v.begin(), v.end());
-      }
-      QCOMPARE(got, host.features.values());
-      // Off again: next() converts, and to_features leaves float batches as they are.
-      on_host.convert_in_replicas(false);
-      on_host.begin_epoch(0);
-      const auto floats = on_host.next();
-      QCOMPARE((*floats)[0].features.dtype(), DType::Float32);
-      QCOMPARE(on_host.to_features((*floats)[0], 0).features.values(), (*floats)[0].features.values());
     }
   }
 
