@@ -13,7 +13,9 @@
 # header-only dependencies and the Fashion-MNIST files. Results go to $OUT
 # (default gpu-check-out/): gpu-report.md (commit it as docs/gpu-report.md),
 # gpu-check.log (everything printed), pytorch_gpu_peer.jsonl.
-# Exit status: 0 when every check passed, 1 when one failed, 3 when the build failed.
+# Exit status: 0 when every check passed, 1 when one failed, 2 when nothing
+# was checked (gpu:0 cannot be opened: no GPU or no driver, named in the
+# log), 3 when the build failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 deps="$(cd "${1:-gpu-carry}" && pwd)"
