@@ -17,15 +17,15 @@ struct Batch {
   Tensor labels;
   int64_t global_batch_size = 0;
   std::vector<int64_t> rows;
-  bool pending() const { return !features.defined() && !rows.empty(); }
+  bool pending = false;  // rows only: features and labels still to gather
   int64_t size() const {
-    if (pending()) return static_cast<int64_t>(rows.size());
+    if (pending) return static_cast<int64_t>(rows.size());
     return features.defined() && features.shape().rank() ? features.shape()[0] : 0;
   }
   // The batch on `device` (itself when it is there already, or pending).
   Batch to(const Device& device) const {
-    if (pending()) return *this;
-    return Batch{features.to(device), labels.to(device), global_batch_size, {}};
+    if (pending) return *this;
+    return Batch{features.to(device), labels.to(device), global_batch_size, {}, false};
   }
 };
 

@@ -94,6 +94,7 @@ std::optional<Batch> BatchPipeline::next() {
     const std::span<const int64_t> rows = rows_of(next_index_++);
     Batch b;
     b.rows.assign(rows.begin(), rows.end());
+    b.pending = true;
     b.global_batch_size = static_cast<int64_t>(rows.size());
     return b;
   }

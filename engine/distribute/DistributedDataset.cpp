@@ -30,9 +30,10 @@ PerReplica<Batch> split_batch(const Batch& global, int replicas, const std::vect
     if (r >= first || devices.empty()) {
       Batch b;
       b.global_batch_size = total;
-      if (global.pending()) {
+      if (global.pending) {
         const auto from = global.rows.begin() + begin;
         b.rows.assign(from, from + len);
+        b.pending = true;
       } else {
         const Device device = devices.empty() ? global.features.device() : devices[static_cast<size_t>(r - first)];
         b.features = rows_on(global.features, begin, begin + len, device);
@@ -128,7 +129,7 @@ void DistributedDataset::gather_in_replicas(bool on) {
 }
 
 Batch DistributedDataset::to_features(Batch b, size_t replica) {
-  if (b.pending()) {
+  if (b.pending) {
     Batch gathered = global_->dataset().gather(b.rows);
     gathered.global_batch_size = b.global_batch_size;
     return gathered.to(devices_[replica]);

@@ -46,7 +46,8 @@ void StepGraph::capture(const PerReplica<Batch>& inputs) {
     inputs_.push_back(Batch{Tensor::empty(b.features.shape(), b.features.dtype(), device_),
                             Tensor::empty(b.labels.shape(), b.labels.dtype(), device_),
                             b.global_batch_size,
-                            {}});
+                            {},
+                            false});
     stats_.push_back(step_stats(device_));
   }
   copy_inputs(inputs);

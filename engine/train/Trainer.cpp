@@ -217,7 +217,7 @@ Trainer::StepResult Trainer::train_step(ReplicaContext& ctx, const Batch& input,
   {
     // Host replicas that gather their own rows (gather_in_replicas): the
     // batch's way to the replica, inside its step.
-    trace::ScopedSpan s(input.pending() ? recorder() : nullptr, trace::SpanKind::HostToDevice, ctx.lane(), traced_step_);
+    trace::ScopedSpan s(input.pending ? recorder() : nullptr, trace::SpanKind::HostToDevice, ctx.lane(), traced_step_);
     in = dist.to_features(input, static_cast<size_t>(ctx.local_replica_id()));
     s.set_bytes(static_cast<int64_t>(in.features.bytes() + in.labels.bytes()));
   }
