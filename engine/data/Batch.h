@@ -16,8 +16,8 @@ struct Batch {
   Tensor features;
   Tensor labels;
   int64_t global_batch_size = 0;
-  std::vector<int64_t> rows;
-  bool pending = false;  // rows only: features and labels still to gather
+  std::vector<int64_t> rows{};  // {}: Batch{features, labels, size} stays warning-free
+  bool pending = false;         // rows only: features and labels still to gather
   int64_t size() const {
     if (pending) return static_cast<int64_t>(rows.size());
     return features.defined() && features.shape().rank() ? features.shape()[0] : 0;
@@ -25,7 +25,7 @@ struct Batch {
   // The batch on `device` (itself when it is there already, or pending).
   Batch to(const Device& device) const {
     if (pending) return *this;
-    return Batch{features.to(device), labels.to(device), global_batch_size, {}, false};
+    return Batch{features.to(device), labels.to(device), global_batch_size};
   }
 };
 

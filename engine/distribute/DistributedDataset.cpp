@@ -102,7 +102,7 @@ std::optional<PerReplica<Batch>> DistributedDataset::next() {
       on_device[r].emplace(device_spans_, devices_[r], trace::SpanKind::HostToDevice, trace::device_lane(static_cast<int>(r)),
                            trace_step_);
     PerReplica<Batch> parts = split_batch(*b, replicas_, devices_, first_);
-    if (!in_replicas_)
+    if (!b->pending)
       for (int r = 0; r < parts.num_replicas(); ++r) parts[r] = to_features(std::move(parts[r]), static_cast<size_t>(r));
     return parts;
   }
@@ -124,7 +124,6 @@ std::optional<PerReplica<Batch>> DistributedDataset::next() {
 
 void DistributedDataset::gather_in_replicas(bool on) {
   if (!global_ || !std::all_of(devices_.begin(), devices_.end(), [](const Device& d) { return d.is_host(); })) return;
-  in_replicas_ = on;
   global_->set_deferred(on);
 }
 

@@ -95,7 +95,6 @@ private:
   // Image data for accelerator replicas travels as uint8 and becomes floats
   // on each device; the dataset's normalisation is copied there once.
   bool accelerators_ = false;
-  bool in_replicas_ = false;
   std::vector<Tensor> mean_on_, inv_std_on_;
   trace::TraceRecorder* tracer_ = nullptr;
   trace::DeviceSpans* device_spans_ = nullptr;

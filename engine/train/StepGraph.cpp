@@ -44,10 +44,7 @@ void StepGraph::capture(const PerReplica<Batch>& inputs) {
   stats_.clear();
   for (const Batch& b : inputs) {
     inputs_.push_back(Batch{Tensor::empty(b.features.shape(), b.features.dtype(), device_),
-                            Tensor::empty(b.labels.shape(), b.labels.dtype(), device_),
-                            b.global_batch_size,
-                            {},
-                            false});
+                            Tensor::empty(b.labels.shape(), b.labels.dtype(), device_), b.global_batch_size});
     stats_.push_back(step_stats(device_));
   }
   copy_inputs(inputs);

@@ -571,11 +571,10 @@ FinishedEvent Trainer::run() {
   const bool across_processes = ps_ && ps_->multi_process();
   DistributedDataset dist = across_processes ? ps_->distribute(pipeline_) : strategy_->distribute(pipeline_);
   // Host replicas whose threads take every core gather their own input: a
-  // prefetch thread gathering for them would have no core of its own.
-  const auto& devices = strategy_->devices();
-  const bool host_only = std::all_of(devices.begin(), devices.end(), [](const Device& d) { return d.is_host(); });
+  // prefetch thread gathering for them would have no core of its own
+  // (gather_in_replicas itself leaves replicas off the host alone).
   const bool cores_taken = strategy_->num_local_replicas() * strategy_->threads_per_replica() >= hardware_threads();
-  dist.gather_in_replicas(!ps_ && !step_graph_ && host_only && cores_taken);
+  dist.gather_in_replicas(!ps_ && !step_graph_ && cores_taken);
   int64_t steps_per_epoch = dist.steps_per_epoch();
   if (t.max_steps_per_epoch > 0) steps_per_epoch = std::min(steps_per_epoch, t.max_steps_per_epoch);
   emit_run_started(steps_per_epoch);

@@ -309,7 +309,7 @@ private slots:
       return WorkerStep{tape.gradient(l, vars), l.to(Device{}).item(), 0};
     });
     std::vector<int32_t> labels{0, 1, 2, 0, 1, 2, 0, 1};
-    Batch global{Tensor::full(Shape{8, 4}, 0.5f), Tensor::from_ints(Shape{8}, labels), 8, {}, false};
+    Batch global{Tensor::full(Shape{8, 4}, 0.5f), Tensor::from_ints(Shape{8}, labels), 8};
     coordinator.start();
     coordinator.schedule(1, split_batch(global, 2, strategy.devices()));
     coordinator.join();
