@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "core/Error.h"
+#include "core/HugePages.h"
 #include "data/BatchPipeline.h"
 
 namespace strata {
@@ -16,7 +17,7 @@ Dataset Dataset::from_uint8(Shape example_shape, std::vector<uint8_t> pixels, st
     throw bad_input("dataset: " + std::to_string(pixels.size()) + " pixels for " + std::to_string(labels.size()) +
                     " examples of shape " + example_shape.str());
   d.example_shape_ = std::move(example_shape);
-  d.pixels_ = std::move(pixels);
+  d.pixels_ = on_huge_pages(std::move(pixels));  // gathered at random rows
   d.labels_ = std::move(labels);
   d.num_classes_ = num_classes;
   d.scale_ = 1.0f / 255.0f;
@@ -30,7 +31,7 @@ Dataset Dataset::from_float(Shape example_shape, std::vector<float> values, std:
     throw bad_input("dataset: " + std::to_string(values.size()) + " values for " + std::to_string(labels.size()) +
                     " examples of shape " + example_shape.str());
   d.example_shape_ = std::move(example_shape);
-  d.values_ = std::move(values);
+  d.values_ = on_huge_pages(std::move(values));
   d.labels_ = std::move(labels);
   d.num_classes_ = num_classes;
   return d;

@@ -1,5 +1,9 @@
 #include "distribute/ReplicaPool.h"
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 #include "core/Denormals.h"
 #include "core/Error.h"
 #include "nn/Variable.h"
@@ -33,16 +37,32 @@ ReplicaPool::~ReplicaPool() {
   for (auto& t : threads_) t.join();
 }
 
+namespace {
+// Spins while `waiting()` holds, up to a budget of ~100 us, so a hand-off
+// between steps lands on a running thread; false if the budget ran out.
+template <typename Pred>
+bool spin_while(Pred waiting) {
+  for (int spin = 0; spin < 4000; ++spin) {
+    if (!waiting()) return true;
+#if defined(__x86_64__)
+    _mm_pause();
+#endif
+  }
+  return !waiting();
+}
+}  // namespace
+
 void ReplicaPool::loop(int replica) {
   enable_flush_denormals();
   uint64_t seen = 0;
   for (;;) {
     const std::function<void(ReplicaContext&)>* job;
+    spin_while([&] { return generation_.load(std::memory_order_acquire) == seen; });
     {
       std::unique_lock lock(mutex_);
-      start_cv_.wait(lock, [&] { return stop_ || generation_ != seen; });
+      start_cv_.wait(lock, [&] { return stop_ || generation_.load(std::memory_order_relaxed) != seen; });
       if (stop_) return;
-      seen = generation_;
+      seen = generation_.load(std::memory_order_relaxed);
       job = job_;
     }
     run_replica(replica, *job);
@@ -64,8 +84,9 @@ void ReplicaPool::run_replica(int replica, const std::function<void(ReplicaConte
 }
 
 void ReplicaPool::finished_one() {
+  if (pending_.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
   std::lock_guard lock(mutex_);
-  if (--pending_ == 0) done_cv_.notify_all();
+  done_cv_.notify_all();
 }
 
 void ReplicaPool::fence_devices() {
@@ -82,15 +103,16 @@ void ReplicaPool::run(const std::function<void(ReplicaContext&)>& fn) {
   {
     std::lock_guard lock(mutex_);
     job_ = &fn;
-    pending_ = size();
-    ++generation_;
+    pending_.store(size(), std::memory_order_relaxed);
+    generation_.fetch_add(1, std::memory_order_release);
   }
   start_cv_.notify_all();
   enable_flush_denormals();  // as on the replica threads
   run_replica(0, fn);
   finished_one();
+  spin_while([&] { return pending_.load(std::memory_order_acquire) != 0; });
   std::unique_lock lock(mutex_);
-  done_cv_.wait(lock, [&] { return pending_ == 0; });
+  done_cv_.wait(lock, [&] { return pending_.load(std::memory_order_acquire) == 0; });
   job_ = nullptr;
   lock.unlock();
   fence_devices();
