@@ -6,10 +6,11 @@ namespace strata {
 
 // A shuffled dataset is read a row at a time at random places in tens of
 // megabytes: with 4 KiB pages nearly every row misses the TLB, and on a
-// virtual machine each miss is a two-level page walk (measured: ~1/3 of the
-// time a replica spends gathering its rows). Where transparent huge pages
-// are "madvise" (Debian's default), a range asked for before it is first
-// written is backed by 2 MiB pages. Best effort: without THP nothing changes.
+// virtual machine each miss is a two-level page walk (measured: about a
+// quarter of the time a replica spends gathering its rows). Where
+// transparent huge pages are "madvise" (Debian's default), a range asked for
+// before it is first written is backed by 2 MiB pages. Best effort: without
+// THP nothing changes.
 void advise_huge_pages(const void* data, size_t bytes);
 
 // A copy of `v` in memory advised for huge pages when it is large enough
