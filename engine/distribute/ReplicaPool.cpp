@@ -1,11 +1,8 @@
 #include "distribute/ReplicaPool.h"
 
-#if defined(__x86_64__)
-#include <immintrin.h>
-#endif
-
 #include "core/Denormals.h"
 #include "core/Error.h"
+#include "core/SpinWait.h"
 #include "nn/Variable.h"
 
 namespace strata {
@@ -36,21 +33,6 @@ ReplicaPool::~ReplicaPool() {
   start_cv_.notify_all();
   for (auto& t : threads_) t.join();
 }
-
-namespace {
-// Spins while `waiting()` holds, up to a budget of ~100 us, so a hand-off
-// between steps lands on a running thread; false if the budget ran out.
-template <typename Pred>
-bool spin_while(Pred waiting) {
-  for (int spin = 0; spin < 4000; ++spin) {
-    if (!waiting()) return true;
-#if defined(__x86_64__)
-    _mm_pause();
-#endif
-  }
-  return !waiting();
-}
-}  // namespace
 
 void ReplicaPool::loop(int replica) {
   enable_flush_denormals();

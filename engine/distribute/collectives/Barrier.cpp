@@ -1,21 +1,12 @@
 #include "distribute/collectives/Barrier.h"
 
-#if defined(__x86_64__)
-#include <immintrin.h>
-#endif
-
 #include "core/Clock.h"
 #include "core/Error.h"
+#include "core/SpinWait.h"
 
 namespace strata {
 
 namespace {
-inline void cpu_relax() {
-#if defined(__x86_64__)
-  _mm_pause();
-#endif
-}
-
 thread_local double* t_wait_seconds = nullptr;
 
 // Adds the time from construction to destruction to the thread's wait
@@ -52,11 +43,8 @@ void Barrier::arrive_and_wait() {
     cv_.notify_all();
     return;
   }
-  for (int spin = 0; spin < 4000; ++spin) {
-    if (generation_.load(std::memory_order_acquire) != gen) return;
-    if (aborted_.load(std::memory_order_acquire)) break;
-    cpu_relax();
-  }
+  spin_while([&] { return generation_.load(std::memory_order_acquire) == gen && !aborted_.load(std::memory_order_acquire); });
+  if (generation_.load(std::memory_order_acquire) != gen) return;
   std::unique_lock lock(mutex_);
   cv_.wait(lock, [&] { return generation_.load(std::memory_order_acquire) != gen || aborted_.load(); });
   if (generation_.load(std::memory_order_acquire) == gen)
