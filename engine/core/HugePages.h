@@ -1,5 +1,7 @@
 #pragma once
 #include <cstddef>
+#include <cstdlib>
+#include <new>
 #include <vector>
 
 namespace strata {
@@ -13,17 +15,34 @@ namespace strata {
 // THP nothing changes.
 void advise_huge_pages(const void* data, size_t bytes);
 
-// A copy of `v` in memory advised for huge pages when it is large enough
-// for that to matter (several 2 MiB pages); else `v` itself.
+// An allocator whose large blocks (several 2 MiB pages) are 2 MiB-aligned,
+// fresh and advised for huge pages before anything writes them, so every
+// copy of a container using it (a subset, a shard, a copied dataset) gets
+// huge pages too. Small blocks come from malloc as usual.
 template <typename T>
-std::vector<T> on_huge_pages(std::vector<T> v) {
-  constexpr size_t kWorthIt = size_t{8} << 20;
-  if (v.size() * sizeof(T) < kWorthIt) return v;
-  std::vector<T> out;
-  out.reserve(v.size());  // fresh, untouched pages from mmap
-  advise_huge_pages(out.data(), v.size() * sizeof(T));
-  out.assign(v.begin(), v.end());
-  return out;
-}
+struct HugePageAllocator {
+  using value_type = T;
+  static constexpr size_t kHuge = size_t{2} << 20, kWorthIt = size_t{8} << 20;
+
+  HugePageAllocator() = default;
+  template <typename U>
+  HugePageAllocator(const HugePageAllocator<U>&) {}
+
+  T* allocate(size_t n) {
+    const size_t bytes = n * sizeof(T);
+    void* p = bytes >= kWorthIt ? std::aligned_alloc(kHuge, (bytes + kHuge - 1) / kHuge * kHuge) : std::malloc(bytes);
+    if (!p) throw std::bad_alloc();
+    if (bytes >= kWorthIt) advise_huge_pages(p, bytes);
+    return static_cast<T*>(p);
+  }
+  void deallocate(T* p, size_t) { std::free(p); }
+  template <typename U>
+  bool operator==(const HugePageAllocator<U>&) const {
+    return true;
+  }
+};
+
+template <typename T>
+using HugePageVector = std::vector<T, HugePageAllocator<T>>;
 
 }  // namespace strata

@@ -5,7 +5,6 @@
 #include <cstring>
 
 #include "core/Error.h"
-#include "core/HugePages.h"
 #include "data/BatchPipeline.h"
 
 namespace strata {
@@ -17,7 +16,7 @@ Dataset Dataset::from_uint8(Shape example_shape, std::vector<uint8_t> pixels, st
     throw bad_input("dataset: " + std::to_string(pixels.size()) + " pixels for " + std::to_string(labels.size()) +
                     " examples of shape " + example_shape.str());
   d.example_shape_ = std::move(example_shape);
-  d.pixels_ = on_huge_pages(std::move(pixels));  // gathered at random rows
+  d.pixels_.assign(pixels.begin(), pixels.end());
   d.labels_ = std::move(labels);
   d.num_classes_ = num_classes;
   d.scale_ = 1.0f / 255.0f;
@@ -31,7 +30,7 @@ Dataset Dataset::from_float(Shape example_shape, std::vector<float> values, std:
     throw bad_input("dataset: " + std::to_string(values.size()) + " values for " + std::to_string(labels.size()) +
                     " examples of shape " + example_shape.str());
   d.example_shape_ = std::move(example_shape);
-  d.values_ = on_huge_pages(std::move(values));
+  d.values_.assign(values.begin(), values.end());
   d.labels_ = std::move(labels);
   d.num_classes_ = num_classes;
   return d;
@@ -141,12 +140,11 @@ Dataset Dataset::subset(int64_t begin, int64_t end) const {
   Dataset d = *this;
   const auto per = static_cast<size_t>(example_shape_.numel());
   d.labels_.assign(labels_.begin() + begin, labels_.begin() + end);
-  if (!pixels_.empty())
-    d.pixels_.assign(pixels_.begin() + static_cast<std::ptrdiff_t>(begin * static_cast<int64_t>(per)),
-                     pixels_.begin() + static_cast<std::ptrdiff_t>(end * static_cast<int64_t>(per)));
-  else
-    d.values_.assign(values_.begin() + static_cast<std::ptrdiff_t>(begin * static_cast<int64_t>(per)),
-                     values_.begin() + static_cast<std::ptrdiff_t>(end * static_cast<int64_t>(per)));
+  // New arrays, not assign(): the copy's blocks are the whole dataset's size.
+  const auto first = static_cast<std::ptrdiff_t>(begin * static_cast<int64_t>(per)),
+             last = static_cast<std::ptrdiff_t>(end * static_cast<int64_t>(per));
+  if (!pixels_.empty()) d.pixels_ = HugePageVector<uint8_t>(pixels_.begin() + first, pixels_.begin() + last);
+  else d.values_ = HugePageVector<float>(values_.begin() + first, values_.begin() + last);
   return d;
 }
 

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "core/HugePages.h"
 #include "data/Batch.h"
 
 namespace strata {
@@ -62,8 +63,9 @@ public:
 
 private:
   Shape example_shape_;
-  std::vector<uint8_t> pixels_;
-  std::vector<float> values_;
+  // Gathered at random rows: on huge pages (core/HugePages.h).
+  HugePageVector<uint8_t> pixels_;
+  HugePageVector<float> values_;
   std::vector<int32_t> labels_;
   std::vector<float> mean_, inv_std_;  // per feature, empty = none
   float scale_ = 1.0f;
