@@ -11,12 +11,18 @@ namespace strata {
 
 Dataset Dataset::from_uint8(Shape example_shape, std::vector<uint8_t> pixels, std::vector<int32_t> labels,
                             int num_classes) {
+  return from_uint8(std::move(example_shape), HugePageVector<uint8_t>(pixels.begin(), pixels.end()), std::move(labels),
+                    num_classes);
+}
+
+Dataset Dataset::from_uint8(Shape example_shape, HugePageVector<uint8_t> pixels, std::vector<int32_t> labels,
+                            int num_classes) {
   Dataset d;
   if (static_cast<int64_t>(pixels.size()) != example_shape.numel() * static_cast<int64_t>(labels.size()))
     throw bad_input("dataset: " + std::to_string(pixels.size()) + " pixels for " + std::to_string(labels.size()) +
                     " examples of shape " + example_shape.str());
   d.example_shape_ = std::move(example_shape);
-  d.pixels_.assign(pixels.begin(), pixels.end());
+  d.pixels_ = std::move(pixels);
   d.labels_ = std::move(labels);
   d.num_classes_ = num_classes;
   d.scale_ = 1.0f / 255.0f;
@@ -137,10 +143,18 @@ void Dataset::standardize_from(const Dataset& ref) {
 Dataset Dataset::subset(int64_t begin, int64_t end) const {
   begin = std::clamp<int64_t>(begin, 0, size());
   end = std::clamp<int64_t>(end, begin, size());
-  Dataset d = *this;
+  // Everything but the examples is copied; the examples only in the range
+  // (copying the whole dataset first would briefly hold it twice).
+  Dataset d;
+  d.example_shape_ = example_shape_;
+  d.mean_ = mean_;
+  d.inv_std_ = inv_std_;
+  d.scale_ = scale_;
+  d.num_classes_ = num_classes_;
+  d.shuffle_ = shuffle_;
+  d.shuffle_seed_ = shuffle_seed_;
   const auto per = static_cast<size_t>(example_shape_.numel());
   d.labels_.assign(labels_.begin() + begin, labels_.begin() + end);
-  // New arrays, not assign(): the copy's blocks are the whole dataset's size.
   const auto first = static_cast<std::ptrdiff_t>(begin * static_cast<int64_t>(per)),
              last = static_cast<std::ptrdiff_t>(end * static_cast<int64_t>(per));
   if (!pixels_.empty()) d.pixels_ = HugePageVector<uint8_t>(pixels_.begin() + first, pixels_.begin() + last);

@@ -19,6 +19,9 @@ class Dataset {
 public:
   static Dataset from_uint8(Shape example_shape, std::vector<uint8_t> pixels, std::vector<int32_t> labels,
                             int num_classes);
+  // Pixels already on huge pages (a file's payload, read_idx) are kept, not copied.
+  static Dataset from_uint8(Shape example_shape, HugePageVector<uint8_t> pixels, std::vector<int32_t> labels,
+                            int num_classes);
   static Dataset from_float(Shape example_shape, std::vector<float> values, std::vector<int32_t> labels,
                             int num_classes);
   // A dataset from tensors, as tf.data.Dataset.from_tensor_slices((x, y)).

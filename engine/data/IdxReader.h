@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "core/HugePages.h"
 #include "data/Dataset.h"
 
 namespace strata {
@@ -11,7 +12,7 @@ namespace strata {
 // not the name). Every problem names the file and what is wrong with it.
 struct IdxArray {
   std::vector<int64_t> dims;
-  std::vector<uint8_t> data;  // only unsigned-byte arrays (type 0x08) are used by image sets
+  HugePageVector<uint8_t> data;  // only unsigned-byte arrays (type 0x08) are used by image sets
 };
 
 IdxArray read_idx(const std::string& path);

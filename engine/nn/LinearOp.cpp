@@ -45,14 +45,14 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b, Activation act)
   Product p;
   p.rows = rows;
   p.out = out;
-  p.forward = [=](Backend& be, const Tensor& x, const Tensor& w, float* y) {
-    be.gemm(false, false, rows, out, in, 1.0f, x.ptr(), w.ptr(), 0.0f, y);
+  p.forward = [=](Backend& be, const Tensor& input, const Tensor& weights, float* y) {
+    be.gemm(false, false, rows, out, in, 1.0f, input.ptr(), weights.ptr(), 0.0f, y);
   };
-  p.backward_data = [=](Backend& be, const Tensor& dy, const Tensor& w, float* dx) {
-    be.gemm(false, true, rows, in, out, 1.0f, dy.ptr(), w.ptr(), 0.0f, dx);
+  p.backward_data = [=](Backend& be, const Tensor& dy, const Tensor& weights, float* dx) {
+    be.gemm(false, true, rows, in, out, 1.0f, dy.ptr(), weights.ptr(), 0.0f, dx);
   };
-  p.backward_weights = [=](Backend& be, const Tensor& x, const Tensor& dy, float* dw) {
-    be.gemm(true, false, in, out, rows, 1.0f, x.ptr(), dy.ptr(), 0.0f, dw);
+  p.backward_weights = [=](Backend& be, const Tensor& input, const Tensor& dy, float* dw) {
+    be.gemm(true, false, in, out, rows, 1.0f, input.ptr(), dy.ptr(), 0.0f, dw);
   };
   return product_op(x, w, b, act, std::move(p));
 }
@@ -62,12 +62,14 @@ Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& b, Activation act,
   Product p;
   p.rows = win.batch * win.out_h * win.out_w;
   p.out = filters;
-  p.forward = [=](Backend& be, const Tensor& x, const Tensor& w, float* y) { be.conv2d(win, filters, x.ptr(), w.ptr(), y); };
-  p.backward_data = [=](Backend& be, const Tensor& dy, const Tensor& w, float* dx) {
-    be.conv2d_backward_data(win, filters, dy.ptr(), w.ptr(), dx);
+  p.forward = [=](Backend& be, const Tensor& input, const Tensor& weights, float* y) {
+    be.conv2d(win, filters, input.ptr(), weights.ptr(), y);
   };
-  p.backward_weights = [=](Backend& be, const Tensor& x, const Tensor& dy, float* dw) {
-    be.conv2d_backward_filter(win, filters, x.ptr(), dy.ptr(), dw);
+  p.backward_data = [=](Backend& be, const Tensor& dy, const Tensor& weights, float* dx) {
+    be.conv2d_backward_data(win, filters, dy.ptr(), weights.ptr(), dx);
+  };
+  p.backward_weights = [=](Backend& be, const Tensor& input, const Tensor& dy, float* dw) {
+    be.conv2d_backward_filter(win, filters, input.ptr(), dy.ptr(), dw);
   };
   return product_op(x, w, b, act, std::move(p));
 }

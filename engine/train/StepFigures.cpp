@@ -27,8 +27,9 @@ std::vector<StepFigures> StepFigures::unpack_all(const std::vector<double>& gath
   for (size_t w = 0; w < out.size(); ++w) {
     const double* v = gathered.data() + w * stride;
     out[w].replicas.resize(L);
-    if (L) std::memcpy(out[w].replicas.data(), v, L * sizeof(Replica));
-    std::memcpy(&out[w].worker, v + L * kReplicaDoubles, sizeof(Worker));
+    // void*: trivially copyable (asserted), though not trivial to construct.
+    if (L) std::memcpy(static_cast<void*>(out[w].replicas.data()), v, L * sizeof(Replica));
+    std::memcpy(static_cast<void*>(&out[w].worker), v + L * kReplicaDoubles, sizeof(Worker));
   }
   return out;
 }

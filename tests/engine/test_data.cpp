@@ -124,7 +124,7 @@ private slots:
     write_idx_pair(images, labels, gz);
     IdxArray a = read_idx(images);
     QCOMPARE(a.dims, (std::vector<int64_t>{5, 3, 4}));
-    QCOMPARE(a.data, pixels_);
+    QVERIFY(std::equal(a.data.begin(), a.data.end(), pixels_.begin(), pixels_.end()));
 
     Dataset d = load_idx_dataset(images, labels);
     QCOMPARE(d.size(), int64_t{5});
