@@ -18,6 +18,12 @@ function(strata_resolve part found reason)
 endfunction()
 
 set(STRATA_WARNINGS -Wall -Wextra -Wpedantic -Wshadow=local -Wno-unused-parameter)
+# Unity builds (the sanitizer and fuzz presets) include each source file into
+# one, and GCC then warns of lambdas capturing a source's anonymous-namespace
+# types as if a header declared them (-Wsubobject-linkage, on by default).
+if(CMAKE_UNITY_BUILD AND CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+  add_compile_options($<$<COMPILE_LANGUAGE:CXX>:-Wno-subobject-linkage>)
+endif()
 
 # Sanitizer builds (the asan and tsan presets; scripts/sanitizers.sh runs
 # them): every target of the project is instrumented, third-party libraries
