@@ -17,7 +17,9 @@ function(strata_resolve part found reason)
   endif()
 endfunction()
 
-set(STRATA_WARNINGS -Wall -Wextra -Wpedantic -Wshadow=local -Wno-unused-parameter)
+# -Wshadow=local is GCC's spelling; clang (the fuzz preset) has -Wshadow-uncaptured-local.
+set(STRATA_WARNINGS -Wall -Wextra -Wpedantic -Wno-unused-parameter
+    $<IF:$<CXX_COMPILER_ID:GNU>,-Wshadow=local,-Wshadow-uncaptured-local>)
 # Unity builds (the sanitizer and fuzz presets) include each source file into
 # one, and GCC then warns of lambdas capturing a source's anonymous-namespace
 # types as if a header declared them (-Wsubobject-linkage, on by default).
