@@ -204,7 +204,9 @@ void EvaluationView::exportWeightsTo(const QString& path) {
 
 QString EvaluationView::summaryText() const { return summary_->text(); }
 
-bool EvaluationView::busy() const { return eval_watch_.isRunning() || export_watch_.isRunning(); }
+// Until the watcher's finished handler has shown the result, not merely until
+// the pool thread is done: the view is busy until the user sees the outcome.
+bool EvaluationView::busy() const { return busy_; }
 int EvaluationView::checkpointCount() const { return static_cast<int>(checkpoints_.size()); }
 QString EvaluationView::checkpoint() const { return picker_->currentData().toString(); }
 
@@ -218,6 +220,7 @@ bool EvaluationView::sampleMarkedWrong(int i) const {
 }
 
 void EvaluationView::setBusy(bool busy, const QString& what) {
+  busy_ = busy;
   picker_->setEnabled(!busy);
   export_->setEnabled(!busy && !checkpoint().isEmpty());
   if (busy) summary_->setText(what);

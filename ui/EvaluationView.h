@@ -67,6 +67,7 @@ private:
   QTableWidget* samples_;
   QFutureWatcher<std::shared_ptr<CheckpointEvaluation>> eval_watch_;
   QFutureWatcher<QString> export_watch_;
+  bool busy_ = false;  // setBusy()
   std::shared_ptr<CheckpointEvaluation> result_;
   bool filling_ = false;
 };

@@ -30,9 +30,10 @@ struct HugePageAllocator {
 
   T* allocate(size_t n) {
     const size_t bytes = n * sizeof(T);
-    void* p = bytes >= kWorthIt ? std::aligned_alloc(kHuge, (bytes + kHuge - 1) / kHuge * kHuge) : std::malloc(bytes);
+    const bool huge = bytes >= kWorthIt;
+    void* p = huge ? std::aligned_alloc(kHuge, (bytes + kHuge - 1) / kHuge * kHuge) : std::malloc(bytes);
     if (!p) throw std::bad_alloc();
-    if (bytes >= kWorthIt) advise_huge_pages(p, bytes);
+    if (huge) advise_huge_pages(p, bytes);
     return static_cast<T*>(p);
   }
   void deallocate(T* p, size_t) { std::free(p); }

@@ -21,11 +21,11 @@ Dataset Dataset::from_uint8(Shape example_shape, HugePageVector<uint8_t> pixels,
   if (static_cast<int64_t>(pixels.size()) != example_shape.numel() * static_cast<int64_t>(labels.size()))
     throw bad_input("dataset: " + std::to_string(pixels.size()) + " pixels for " + std::to_string(labels.size()) +
                     " examples of shape " + example_shape.str());
-  d.example_shape_ = std::move(example_shape);
+  d.info_.example_shape = std::move(example_shape);
   d.pixels_ = std::move(pixels);
   d.labels_ = std::move(labels);
-  d.num_classes_ = num_classes;
-  d.scale_ = 1.0f / 255.0f;
+  d.info_.num_classes = num_classes;
+  d.info_.scale = 1.0f / 255.0f;
   return d;
 }
 
@@ -35,10 +35,10 @@ Dataset Dataset::from_float(Shape example_shape, std::vector<float> values, std:
   if (static_cast<int64_t>(values.size()) != example_shape.numel() * static_cast<int64_t>(labels.size()))
     throw bad_input("dataset: " + std::to_string(values.size()) + " values for " + std::to_string(labels.size()) +
                     " examples of shape " + example_shape.str());
-  d.example_shape_ = std::move(example_shape);
+  d.info_.example_shape = std::move(example_shape);
   d.values_.assign(values.begin(), values.end());
   d.labels_ = std::move(labels);
-  d.num_classes_ = num_classes;
+  d.info_.num_classes = num_classes;
   return d;
 }
 
@@ -56,16 +56,16 @@ Dataset Dataset::from_tensors(const Tensor& features, const Tensor& labels) {
 }
 
 std::span<const uint8_t> Dataset::pixels(int64_t index) const {
-  const auto n = static_cast<size_t>(example_shape_.numel());
+  const auto n = static_cast<size_t>(info_.example_shape.numel());
   if (pixels_.empty()) return {};
   return {pixels_.data() + static_cast<size_t>(index) * n, n};
 }
 
 Batch Dataset::gather(std::span<const int64_t> indices, bool raw_pixels) const {
   const int64_t n = static_cast<int64_t>(indices.size());
-  const int64_t d = example_shape_.numel();
+  const int64_t d = info_.example_shape.numel();
   std::vector<int64_t> dims{n};
-  for (auto x : example_shape_.dims()) dims.push_back(x);
+  for (auto x : info_.example_shape.dims()) dims.push_back(x);
   const bool raw = raw_pixels && has_pixels();
   Batch b;
   b.features = Tensor::empty(Shape(dims), raw ? DType::UInt8 : DType::Float32);
@@ -98,13 +98,14 @@ Batch Dataset::gather(std::span<const int64_t> indices, bool raw_pixels) const {
     float* row = out + r * d;
     if (!pixels_.empty()) {
       const uint8_t* src = pixels_.data() + i * d;
-      for (int64_t k = 0; k < d; ++k) row[k] = static_cast<float>(src[k]) * scale_;
+      for (int64_t k = 0; k < d; ++k) row[k] = static_cast<float>(src[k]) * info_.scale;
     } else {
       const float* src = values_.data() + i * d;
-      for (int64_t k = 0; k < d; ++k) row[k] = src[k] * scale_;
+      for (int64_t k = 0; k < d; ++k) row[k] = src[k] * info_.scale;
     }
-    if (!mean_.empty())
-      for (int64_t k = 0; k < d; ++k) row[k] = (row[k] - mean_[static_cast<size_t>(k)]) * inv_std_[static_cast<size_t>(k)];
+    if (!info_.mean.empty())
+      for (int64_t k = 0; k < d; ++k)
+        row[k] = (row[k] - info_.mean[static_cast<size_t>(k)]) * info_.inv_std[static_cast<size_t>(k)];
   }
   return b;
 }
@@ -116,7 +117,7 @@ Batch Dataset::range(int64_t begin, int64_t end) const {
 }
 
 void Dataset::standardize_from(const Dataset& ref) {
-  const int64_t d = example_shape_.numel();
+  const int64_t d = info_.example_shape.numel();
   std::vector<double> sum(static_cast<size_t>(d), 0.0), sq(static_cast<size_t>(d), 0.0);
   const int64_t n = ref.size();
   for (int64_t start = 0; start < n; start += 4096) {
@@ -128,32 +129,26 @@ void Dataset::standardize_from(const Dataset& ref) {
         sq[static_cast<size_t>(k)] += v * v;
       }
   }
-  mean_.assign(static_cast<size_t>(d), 0.0f);
-  inv_std_.assign(static_cast<size_t>(d), 1.0f);
+  info_.mean.assign(static_cast<size_t>(d), 0.0f);
+  info_.inv_std.assign(static_cast<size_t>(d), 1.0f);
   if (n == 0) return;
   for (size_t k = 0; k < static_cast<size_t>(d); ++k) {
     const double m = sum[k] / static_cast<double>(n);
     const double var = std::max(0.0, sq[k] / static_cast<double>(n) - m * m);
-    mean_[k] = static_cast<float>(m);
+    info_.mean[k] = static_cast<float>(m);
     // Constant columns keep scale 1 instead of dividing by zero.
-    inv_std_[k] = var > 1e-12 ? static_cast<float>(1.0 / std::sqrt(var)) : 1.0f;
+    info_.inv_std[k] = var > 1e-12 ? static_cast<float>(1.0 / std::sqrt(var)) : 1.0f;
   }
 }
 
 Dataset Dataset::subset(int64_t begin, int64_t end) const {
   begin = std::clamp<int64_t>(begin, 0, size());
   end = std::clamp<int64_t>(end, begin, size());
-  // Everything but the examples is copied; the examples only in the range
-  // (copying the whole dataset first would briefly hold it twice).
+  // Not a copy of *this and then a cut: that would briefly hold the whole
+  // dataset twice.
   Dataset d;
-  d.example_shape_ = example_shape_;
-  d.mean_ = mean_;
-  d.inv_std_ = inv_std_;
-  d.scale_ = scale_;
-  d.num_classes_ = num_classes_;
-  d.shuffle_ = shuffle_;
-  d.shuffle_seed_ = shuffle_seed_;
-  const auto per = static_cast<size_t>(example_shape_.numel());
+  d.info_ = info_;
+  const auto per = static_cast<size_t>(info_.example_shape.numel());
   d.labels_.assign(labels_.begin() + begin, labels_.begin() + end);
   const auto first = static_cast<std::ptrdiff_t>(begin * static_cast<int64_t>(per)),
              last = static_cast<std::ptrdiff_t>(end * static_cast<int64_t>(per));
@@ -172,8 +167,8 @@ Dataset Dataset::shuffle(int64_t buffer_size, uint64_t seed) const& { return Dat
 
 Dataset Dataset::shuffle(int64_t buffer_size, uint64_t seed) && {
   if (buffer_size <= 0) throw bad_input("shuffle: buffer size must be positive");
-  shuffle_ = true;
-  shuffle_seed_ = seed;
+  info_.shuffle = true;
+  info_.shuffle_seed = seed;
   return std::move(*this);
 }
 
@@ -184,16 +179,16 @@ std::shared_ptr<BatchPipeline> Dataset::batch(int64_t batch_size, bool drop_rema
 std::shared_ptr<BatchPipeline> Dataset::batch(int64_t batch_size, bool drop_remainder) && {
   PipelineOptions o;
   o.batch_size = batch_size;
-  o.shuffle = shuffle_;
-  o.seed = shuffle_seed_;
+  o.shuffle = info_.shuffle;
+  o.seed = info_.shuffle_seed;
   o.drop_remainder = drop_remainder;
   return std::make_shared<BatchPipeline>(std::make_shared<const Dataset>(std::move(*this)), o);
 }
 
 std::vector<int64_t> Dataset::class_counts() const {
-  std::vector<int64_t> counts(static_cast<size_t>(std::max(num_classes_, 0)), 0);
+  std::vector<int64_t> counts(static_cast<size_t>(std::max(info_.num_classes, 0)), 0);
   for (auto l : labels_)
-    if (l >= 0 && l < num_classes_) counts[static_cast<size_t>(l)]++;
+    if (l >= 0 && l < info_.num_classes) counts[static_cast<size_t>(l)]++;
   return counts;
 }
 

@@ -28,8 +28,8 @@ public:
   static Dataset from_tensors(const Tensor& features, const Tensor& labels);
 
   int64_t size() const { return static_cast<int64_t>(labels_.size()); }
-  const Shape& example_shape() const { return example_shape_; }
-  int num_classes() const { return num_classes_; }
+  const Shape& example_shape() const { return info_.example_shape; }
+  int num_classes() const { return info_.num_classes; }
   bool is_uint8() const { return !pixels_.empty() || values_.empty(); }
   std::span<const int32_t> labels() const { return labels_; }
   // Raw uint8 example (images only), for previews.
@@ -41,15 +41,15 @@ public:
   // mean() and inv_std() to convert where they will be used.
   Batch gather(std::span<const int64_t> indices, bool raw_pixels = false) const;
   bool has_pixels() const { return !pixels_.empty(); }
-  float scale() const { return scale_; }
-  const std::vector<float>& mean() const { return mean_; }  // empty: no standardisation
-  const std::vector<float>& inv_std() const { return inv_std_; }
+  float scale() const { return info_.scale; }
+  const std::vector<float>& mean() const { return info_.mean; }  // empty: no standardisation
+  const std::vector<float>& inv_std() const { return info_.inv_std; }
   // Examples [begin, end).
   Batch range(int64_t begin, int64_t end) const;
 
   // Per-feature standardisation from this dataset's statistics (CSV features).
   void standardize_from(const Dataset& reference);
-  void set_scale(float scale) { scale_ = scale; }
+  void set_scale(float scale) { info_.scale = scale; }
   // Splits off the last `fraction` of examples (Keras' validation_split).
   std::pair<Dataset, Dataset> split(double fraction) const;
   // Examples [begin, end) as a new dataset (worker shards, subsets).
@@ -65,16 +65,21 @@ public:
   std::shared_ptr<BatchPipeline> batch(int64_t batch_size, bool drop_remainder = false) &&;
 
 private:
-  Shape example_shape_;
+  // Everything but the examples: subset() copies it whole and only its
+  // range of the examples.
+  struct Info {
+    Shape example_shape;
+    std::vector<float> mean, inv_std;  // per feature, empty = none
+    float scale = 1.0f;
+    int num_classes = 0;
+    bool shuffle = false;
+    uint64_t shuffle_seed = 0;
+  };
+  Info info_;
   // Gathered at random rows: on huge pages (core/HugePages.h).
   HugePageVector<uint8_t> pixels_;
   HugePageVector<float> values_;
   std::vector<int32_t> labels_;
-  std::vector<float> mean_, inv_std_;  // per feature, empty = none
-  float scale_ = 1.0f;
-  int num_classes_ = 0;
-  bool shuffle_ = false;
-  uint64_t shuffle_seed_ = 0;
 };
 
 // Train and optional test split of one source.
