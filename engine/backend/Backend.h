@@ -11,6 +11,7 @@
 // too, so a captured step replays unchanged.
 #include <cstdint>
 
+#include "backend/WeightStores.h"
 #include "core/Device.h"
 #include "core/DeviceMemory.h"
 
@@ -150,9 +151,9 @@ public:
   // Fused optimizer updates, one pass over the parameter. lr[0] is the
   // learning rate; Adam reads lr_step = [learning rate, 1-based step].
   virtual void sgd_update(int64_t n, float* w, const float* g, float* velocity, const float* lr, float momentum,
-                          bool nesterov) = 0;
-  virtual void adam_update(int64_t n, float* w, const float* g, float* m, float* v, const AdamParams& p,
-                           const float* lr_step) = 0;
+                          bool nesterov, WeightStores stores) = 0;
+  virtual void adam_update(int64_t n, float* w, const float* g, float* m, float* v, const AdamParams& p, const float* lr_step,
+                           WeightStores stores) = 0;
 
   // This device's label error flag (two floats in its memory, zero until
   // check_labels finds a bad label).

@@ -90,7 +90,8 @@ void ReplicaContext::gather_updated(const std::vector<Variable*>& vars) {
     Tensor& mine = v->replica_component(replica_id_);
     sizes.push_back(static_cast<size_t>(mine.numel()));
     variables_.push_back(DeviceSpan{device_, mine.ptr(), sizes.back()});
-    bytes += variables_.back().bytes();
+    // One copy shared by the replicas: updated in place, nothing to copy.
+    if (v->num_components() > 1) bytes += variables_.back().bytes();
   }
   if (!shards_.fits(sizes))
     throw runtime_error("the sharded update: the variables do not match the gradients reduced for them");

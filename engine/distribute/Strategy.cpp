@@ -76,6 +76,13 @@ Strategy::Strategy(std::vector<Device> devices, const StrategyOptions& options, 
   const int n = static_cast<int>(devices.size());
   threads_per_replica_ = std::max(1, total / n);
   const bool sharded = use_sharded_update(options.sharded_update, *ops, devices, variables_shared, *cluster_);
+  // Host replicas under the sharded update keep one copy of the variables:
+  // each updates its shard of it in place, so the all-gather has nothing to
+  // copy (a barrier remains), and the replicas' caches hold one copy of the
+  // weights instead of N. Replicas on devices keep theirs: their streams
+  // would need to order every read of the copy against the others' updates.
+  if (sharded && std::all_of(devices.begin(), devices.end(), [](const Device& d) { return d.is_host(); }))
+    variable_components_ = 1;
   pool_ = std::make_unique<ReplicaPool>(std::move(devices), threads_per_replica_, std::move(ops), variables_shared,
                                         options.fusion_bytes, cluster_->rank() * n, n * cluster_->size(), sharded);
 }

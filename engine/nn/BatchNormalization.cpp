@@ -87,10 +87,10 @@ Tensor BatchNormalizationLayer::call(const Tensor& x, bool training) {
   be.batch_norm_stats(sums.ptr(), channels, epsilon_, mean.ptr(), inv_std.ptr());
   be.batch_norm_apply(x.ptr(), rows, channels, mean.ptr(), inv_std.ptr(), g, b, y.ptr());
 
-  // Moving statistics. With one shared copy (CentralStorage) only replica 0
-  // writes it, so replicas never race on the same memory.
-  ReplicaSync* ctx = ReplicaSync::current();
-  const bool writer = !(ctx && ctx->variables_shared() && ctx->replica_id_in_sync_group() != 0);
+  // Moving statistics. With one copy shared by this process's replicas
+  // (CentralStorage; host replicas under the sharded update) only its
+  // replica 0 writes it, so replicas never race on the same memory.
+  const bool writer = moving_mean_->num_components() > 1 || current_replica() == 0;
   if (writer)
     be.batch_norm_moving_update(mean.ptr(), inv_std.ptr(), count, channels, epsilon_, momentum_,
                                 moving_mean_->value().ptr(), moving_variance_->value().ptr());

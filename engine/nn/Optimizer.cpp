@@ -1,5 +1,6 @@
 #include "nn/Optimizer.h"
 
+#include <algorithm>
 #include <bit>
 #include <nlohmann/json.hpp>
 
@@ -20,7 +21,8 @@ bool one_memory(const Variable& v) {
 }
 }  // namespace
 
-void Optimizer::ensure_slots(const std::vector<Variable*>& vars, int replica, const std::vector<ShardPiece>* pieces) {
+void Optimizer::ensure_slots(const std::vector<Variable*>& vars, int replica, const std::vector<ShardPiece>* pieces,
+                             int updaters) {
   // Replicas arrive concurrently on the first step; one creates the slots.
   std::lock_guard lock(mutex_);
   if (iterations_.empty()) iterations_.resize(1, 0);
@@ -47,8 +49,10 @@ void Optimizer::ensure_slots(const std::vector<Variable*>& vars, int replica, co
     for (auto& name : slot_names()) m[name] = std::make_unique<Variable>(v->name() + "/" + name, Tensor::zeros(v->shape()));
     slot_order_.push_back(v);
   }
-  if (!vars.empty() && static_cast<int>(iterations_.size()) < vars.front()->num_components())
-    iterations_.resize(static_cast<size_t>(vars.front()->num_components()), 0);
+  const int counters = std::max(updaters, vars.empty() ? 1 : vars.front()->num_components());
+  // New counters start where the others are (set_iterations before the
+  // first sharded step, a restore, sized them by the variables alone).
+  if (static_cast<int>(iterations_.size()) < counters) iterations_.resize(static_cast<size_t>(counters), iterations_.front());
   if (separate) own_shard(vars, replica, *pieces);
   // Sized here, under the lock and before any update reads it.
   if (hyper_.size() < iterations_.size()) hyper_.resize(iterations_.size());
@@ -129,7 +133,7 @@ std::vector<std::pair<std::string, Variable*>> Optimizer::slot_variables() {
 }
 
 void Optimizer::apply_local(const std::vector<Tensor>& grads, const std::vector<Variable*>& vars, int replica,
-                            const std::vector<ShardPiece>* pieces) {
+                            const std::vector<ShardPiece>* pieces, int updaters) {
   if (grads.size() != vars.size())
     throw runtime_error("apply_gradients: " + std::to_string(grads.size()) + " gradients for " +
                         std::to_string(vars.size()) + " variables");
@@ -138,8 +142,11 @@ void Optimizer::apply_local(const std::vector<Tensor>& grads, const std::vector<
       if (p.variable < 0 || static_cast<size_t>(p.variable) >= vars.size())
         throw runtime_error("apply_gradients: a shard names variable " + std::to_string(p.variable) + " of " +
                             std::to_string(vars.size()));
-  ensure_slots(vars, replica, pieces);
-  const size_t counter = vars.empty() || vars.front()->num_components() == 1 ? 0 : static_cast<size_t>(replica);
+  ensure_slots(vars, replica, pieces, updaters);
+  // Every replica that updates counts its own steps (its step scalar is in
+  // its device's memory), also where they share one copy shard by shard.
+  const bool own_counter = pieces || (!vars.empty() && vars.front()->num_components() > 1);
+  const size_t counter = own_counter ? static_cast<size_t>(replica) : 0;
   ++iterations_[counter];
   if (vars.empty()) return;
   advance_step(counter, vars.front()->replica_component(replica).device());
@@ -155,10 +162,16 @@ void Optimizer::apply_local(const std::vector<Tensor>& grads, const std::vector<
   }
   const std::vector<std::string> names = slot_names();
   std::vector<float*> state(names.size());
+  // One copy that the other replicas read next (their own shards of it, or
+  // CentralStorage's): written past this core's caches (WeightStores).
+  const ReplicaSync* sync = ReplicaSync::current();
+  const bool read_elsewhere = vars.front()->num_components() == 1 &&
+                              (pieces || (sync && sync->variables_shared() && sync->num_replicas_in_sync() > 1));
+  const WeightStores stores = read_elsewhere ? WeightStores::Streamed : WeightStores::Cached;
   if (!pieces) {
     for (size_t i = 0; i < vars.size(); ++i) {
       slot_state(*vars[i], replica, 0, names, state.data());
-      update(vars[i]->replica_component(replica), grads[i].ptr(), 0, grads[i].numel(), state.data(), lr_step);
+      update(vars[i]->replica_component(replica), grads[i].ptr(), 0, grads[i].numel(), state.data(), lr_step, stores);
     }
     return;
   }
@@ -169,7 +182,7 @@ void Optimizer::apply_local(const std::vector<Tensor>& grads, const std::vector<
     if (owned)
       for (size_t k = 0; k < names.size(); ++k) state[k] = owned->state[k].ptr() + owned->start[i];
     else slot_state(*vars[v], replica, p.offset, names, state.data());
-    update(vars[v]->replica_component(replica), grads[v].ptr() + p.offset, p.offset, p.count, state.data(), lr_step);
+    update(vars[v]->replica_component(replica), grads[v].ptr() + p.offset, p.offset, p.count, state.data(), lr_step, stores);
   }
 }
 
@@ -217,7 +230,7 @@ void Optimizer::apply_slice(Variable& var, const float* grad, int64_t offset, in
   const std::vector<std::string> names = slot_names();
   std::vector<float*> state(names.size());
   slot_state(var, 0, offset, names, state.data());
-  update(var.component(0), grad, offset, count, state.data(), lr_step);
+  update(var.component(0), grad, offset, count, state.data(), lr_step, WeightStores::Cached);
 }
 
 void Optimizer::apply_gradients(const std::vector<Tensor>& grads, const std::vector<Variable*>& vars) {
@@ -239,7 +252,8 @@ void Optimizer::apply_summed_gradients(ReplicaSync& ctx, const std::vector<Tenso
   // (current_replica()), not by its id among all workers' replicas.
   if (!ctx.variables_shared()) {
     const std::vector<ShardPiece>* shard = ctx.update_shard();
-    apply_local(grads, vars, current_replica(), shard);
+    // Sharding is among one process's replicas: num_replicas_in_sync() of them.
+    apply_local(grads, vars, current_replica(), shard, shard ? ctx.num_replicas_in_sync() : 1);
     if (shard) ctx.gather_updated(vars);
     return;
   }
@@ -266,9 +280,11 @@ std::vector<std::string> SGD::slot_names() const {
   return {"momentum"};
 }
 
-void SGD::update(Tensor& w, const float* grad, int64_t offset, int64_t count, float* const* slots, const float* lr_step) {
+void SGD::update(Tensor& w, const float* grad, int64_t offset, int64_t count, float* const* slots, const float* lr_step,
+                 WeightStores stores) {
   backend_for(w.device())
-      .sgd_update(count, w.ptr() + offset, grad, momentum_ == 0.0f ? nullptr : slots[0], lr_step, momentum_, nesterov_);
+      .sgd_update(count, w.ptr() + offset, grad, momentum_ == 0.0f ? nullptr : slots[0], lr_step, momentum_, nesterov_,
+                  stores);
 }
 
 // ---- Adam ---------------------------------------------------------------------
@@ -284,9 +300,10 @@ Json Adam::config() const {
   return Json{{"type", "adam"}, {"learning_rate", learning_rate()}, {"beta_1", beta_1_}, {"beta_2", beta_2_}, {"epsilon", epsilon_}};
 }
 
-void Adam::update(Tensor& w, const float* grad, int64_t offset, int64_t count, float* const* slots, const float* lr_step) {
+void Adam::update(Tensor& w, const float* grad, int64_t offset, int64_t count, float* const* slots, const float* lr_step,
+                  WeightStores stores) {
   AdamParams p{beta_1_, beta_2_, epsilon_};
-  backend_for(w.device()).adam_update(count, w.ptr() + offset, grad, slots[0], slots[1], p, lr_step);
+  backend_for(w.device()).adam_update(count, w.ptr() + offset, grad, slots[0], slots[1], p, lr_step, stores);
 }
 
 }  // namespace strata::nn

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/WeightStores.h"
 #include "nn/ReplicaSync.h"
 #include "nn/Variable.h"
 #include "nn/json_fwd.h"
@@ -60,7 +61,6 @@ public:
   // restore) is what the replicas update from at their next step.) Call
   // between steps.
   std::vector<std::pair<std::string, Variable*>> slot_variables();
-  std::vector<int64_t>& iteration_counts() { return iterations_; }
   // Bytes of optimizer state the replicas hold (not the host copy kept for
   // checkpoints under the sharded update on separate memories).
   int64_t state_bytes() const;
@@ -76,9 +76,9 @@ protected:
   // Updates elements [offset, offset + count) of `w`; grad points at the
   // gradient of that range, slots[k] at the state of its first element for
   // slot_names()[k], lr_step at [learning rate, 1-based step], all in w's
-  // device memory.
-  virtual void update(Tensor& w, const float* grad, int64_t offset, int64_t count, float* const* slots,
-                      const float* lr_step) = 0;
+  // device memory. `stores`: how to write w (Backend's WeightStores).
+  virtual void update(Tensor& w, const float* grad, int64_t offset, int64_t count, float* const* slots, const float* lr_step,
+                      WeightStores stores) = 0;
   virtual std::vector<std::string> slot_names() const = 0;
 
 private:
@@ -89,7 +89,9 @@ private:
   // holds only its shard's state (own_shard), so the memory is divided too.
   // Slots made earlier with one component per replica (build() before the
   // first step, for a restore) are folded into one then.
-  void ensure_slots(const std::vector<Variable*>& vars, int replica = 0, const std::vector<ShardPiece>* pieces = nullptr);
+  // `updaters`: how many replicas update with their own step counters.
+  void ensure_slots(const std::vector<Variable*>& vars, int replica = 0, const std::vector<ShardPiece>* pieces = nullptr,
+                    int updaters = 1);
   // Sets up (or, after a restore, refreshes) `replica`'s shard state from
   // the slot variables. Under mutex_.
   void own_shard(const std::vector<Variable*>& vars, int replica, const std::vector<ShardPiece>& pieces);
@@ -100,7 +102,7 @@ private:
   void slot_state(const Variable& var, int replica, int64_t offset, const std::vector<std::string>& names, float** out);
   // Updates `vars` from `grads` for `replica`: every element, or the pieces given.
   void apply_local(const std::vector<Tensor>& grads, const std::vector<Variable*>& vars, int replica,
-                   const std::vector<ShardPiece>* pieces = nullptr);
+                   const std::vector<ShardPiece>* pieces = nullptr, int updaters = 1);
 
   // [learning rate, step] in the device memory of each component's replica:
   // the update kernels read them there, and the step advances on the device.
@@ -142,8 +144,8 @@ public:
   bool nesterov() const { return nesterov_; }
 
 protected:
-  void update(Tensor& w, const float* grad, int64_t offset, int64_t count, float* const* slots,
-              const float* lr_step) override;
+  void update(Tensor& w, const float* grad, int64_t offset, int64_t count, float* const* slots, const float* lr_step,
+              WeightStores stores) override;
   std::vector<std::string> slot_names() const override;
 
 private:
@@ -159,8 +161,8 @@ public:
   Json config() const override;
 
 protected:
-  void update(Tensor& w, const float* grad, int64_t offset, int64_t count, float* const* slots,
-              const float* lr_step) override;
+  void update(Tensor& w, const float* grad, int64_t offset, int64_t count, float* const* slots, const float* lr_step,
+              WeightStores stores) override;
   std::vector<std::string> slot_names() const override { return {"m", "v"}; }
 
 private:

@@ -130,7 +130,9 @@ private slots:
   }
 
   void variables_are_mirrored_in_scope() {
-    MirroredStrategy m(devices(3));
+    StrategyOptions full;
+    full.sharded_update = "off";
+    MirroredStrategy m(devices(3), full);
     Setup s = make_setup(m, "sgd");
     for (auto* v : s.model->trainable_variables()) {
       QCOMPARE(v->num_components(), 3);
@@ -139,6 +141,12 @@ private slots:
         QVERIFY(v->component(0).values() == v->component(r).values());
       }
     }
+    // Under the sharded update host replicas share one copy, each updating
+    // its shard of it in place; replicas on devices keep their own.
+    MirroredStrategy sharded(devices(3));
+    QVERIFY(sharded.sharded_update());
+    Setup ss = make_setup(sharded, "sgd");
+    for (auto* v : ss.model->trainable_variables()) QCOMPARE(v->num_components(), testing_sim() ? 3 : 1);
     CentralStorageStrategy c(devices(2));
     Setup cs = make_setup(c, "sgd");
     for (auto* v : cs.model->trainable_variables()) QCOMPARE(v->num_components(), 1);

@@ -119,16 +119,16 @@ public:
                                  const float* count, float* dx) override {
     in_.batch_norm_backward_apply(dy, x, rows, channels, mean, inv_std, gamma, sum_dy, sum_dy_xhat, count, dx);
   }
-  void sgd_update(int64_t n, float* w, const float* g, float* velocity, const float* lr, float momentum,
-                  bool nesterov) override {
-    in_.sgd_update(n, w, g, velocity, lr, momentum, has("sgd_ignores_nesterov") ? false : nesterov);
+  void sgd_update(int64_t n, float* w, const float* g, float* velocity, const float* lr, float momentum, bool nesterov,
+                  strata::WeightStores stores) override {
+    in_.sgd_update(n, w, g, velocity, lr, momentum, has("sgd_ignores_nesterov") ? false : nesterov, stores);
   }
-  void adam_update(int64_t n, float* w, const float* g, float* m, float* v, const strata::AdamParams& p,
-                   const float* lr_step) override {
+  void adam_update(int64_t n, float* w, const float* g, float* m, float* v, const strata::AdamParams& p, const float* lr_step,
+                   strata::WeightStores stores) override {
     strata::AdamParams q = p;
     // A float32 rounding of beta2 that a careless kernel might make: 0.999 -> 0.9989.
     if (has("adam_beta2_rounded")) q.beta2 = 0.9989f;
-    in_.adam_update(n, w, g, m, v, q, lr_step);
+    in_.adam_update(n, w, g, m, v, q, lr_step, stores);
   }
 
 private:

@@ -29,6 +29,25 @@ namespace {
 
 // Sizes above the element-wise grain (1 << 15) so two threads really split.
 constexpr int64_t kBig = 100003;
+
+// A second copy of the weights (and zeroed optimizer state) for WeightStores::Streamed,
+// which must give the same bits as Cached. It starts 12 bytes past a
+// 16-byte boundary, so the part before the first cache line is covered too.
+class Streamed {
+public:
+  Streamed(const std::vector<float>& w, int states) : w_(w.size() + 3) {
+    std::copy(w.begin(), w.end(), w_.begin() + 3);
+    for (int k = 0; k < states; ++k) states_.emplace_back(w.size() + 3, 0.0f);
+  }
+  float* w() { return w_.data() + 3; }
+  float* state(int k) { return states_[static_cast<size_t>(k)].data() + 3; }
+  std::vector<float> weights() const { return {w_.begin() + 3, w_.end()}; }
+
+private:
+  std::vector<float> w_;
+  std::vector<std::vector<float>> states_;
+};
+
 constexpr int64_t kSizes[] = {1, 7, 1000, kBig};
 
 struct GemmShape {
@@ -445,6 +464,7 @@ private slots:
             auto w = random_vector(static_cast<size_t>(n));
             std::vector<float> v(static_cast<size_t>(n), 0.0f);
             std::vector<double> wd(w.begin(), w.end()), vd(static_cast<size_t>(n), 0.0);
+            Streamed streamed(w, 1);
             for (int step = 0; step < 4; ++step) {
               auto g = random_vector(static_cast<size_t>(n));
               for (size_t i = 0; i < wd.size(); ++i) {
@@ -455,8 +475,12 @@ private slots:
                   wd[i] += nesterov ? double(momentum) * vd[i] - double(lr) * g[i] : vd[i];
                 }
               }
-              be.sgd_update(n, w.data(), g.data(), momentum == 0.0f ? nullptr : v.data(), &lr, momentum, nesterov);
+              be.sgd_update(n, w.data(), g.data(), momentum == 0.0f ? nullptr : v.data(), &lr, momentum, nesterov,
+                            WeightStores::Cached);
+              be.sgd_update(n, streamed.w(), g.data(), momentum == 0.0f ? nullptr : streamed.state(0), &lr, momentum,
+                            nesterov, WeightStores::Streamed);
             }
+            QVERIFY(streamed.weights() == w);
             STRATA_COMPARE_OK(compare(w, wd, 1e-6, 1e-5, "sgd_update w"));
             if (momentum != 0.0f) STRATA_COMPARE_OK(compare(v, vd, 1e-6, 1e-5, "sgd_update velocity"));
           }
@@ -470,6 +494,7 @@ private slots:
         auto w = random_vector(static_cast<size_t>(n));
         std::vector<float> m(static_cast<size_t>(n), 0.0f), v(static_cast<size_t>(n), 0.0f);
         std::vector<double> wd(w.begin(), w.end()), md(static_cast<size_t>(n), 0.0), vd(static_cast<size_t>(n), 0.0);
+        Streamed streamed(w, 2);
         for (int64_t t = 1; t <= 5; ++t) {
           auto g = random_vector(static_cast<size_t>(n));
           // Keras Adam: lr_t = lr * sqrt(1 - b2^t) / (1 - b1^t); w -= lr_t * m / (sqrt(v) + eps).
@@ -480,8 +505,11 @@ private slots:
             wd[i] -= lr_t * md[i] / (std::sqrt(vd[i]) + eps);
           }
           const float lr_step[2] = {float(lr), float(t)};
-          be.adam_update(n, w.data(), g.data(), m.data(), v.data(), AdamParams{float(b1), float(b2), float(eps)}, lr_step);
+          const AdamParams p{float(b1), float(b2), float(eps)};
+          be.adam_update(n, w.data(), g.data(), m.data(), v.data(), p, lr_step, WeightStores::Cached);
+          be.adam_update(n, streamed.w(), g.data(), streamed.state(0), streamed.state(1), p, lr_step, WeightStores::Streamed);
         }
+        QVERIFY(streamed.weights() == w);
         STRATA_COMPARE_OK(compare(m, md, 1e-6, 1e-5, "adam m"));
         STRATA_COMPARE_OK(compare(v, vd, 1e-7, 1e-4, "adam v"));
         STRATA_COMPARE_OK(compare(w, wd, 1e-5, 1e-5, "adam w"));

@@ -102,7 +102,9 @@ void BackendComparison::optimizers() {
       // Plain SGD passes no velocity at all (the optimizer has none).
       Operand none;
       auto& velocity = p.momentum == 0.0f ? none : c.input(Shape{p.n}, -0.01f, 0.01f);
-      c.run([&](Backend& b, Side s) { b.sgd_update(p.n, w.f(s), g.f(s), velocity.f(s), lr.f(s), p.momentum, p.nesterov); });
+      c.run([&](Backend& b, Side s) {
+        b.sgd_update(p.n, w.f(s), g.f(s), velocity.f(s), lr.f(s), p.momentum, p.nesterov, WeightStores::Cached);
+      });
       c.expect("w", w, kElementwise);
       if (p.momentum != 0.0f) c.expect("velocity", velocity, kElementwise);
     });
@@ -116,7 +118,9 @@ void BackendComparison::optimizers() {
       auto& v = c.input(Shape{n}, 0.0f, 0.01f);
       auto& lr_step = c.values(Shape{2}, {1e-3f, step});
       const AdamParams params{0.9f, 0.999f, 1e-7f};
-      c.run([&](Backend& b, Side s) { b.adam_update(n, w.f(s), g.f(s), m.f(s), v.f(s), params, lr_step.f(s)); });
+      c.run([&](Backend& b, Side s) {
+        b.adam_update(n, w.f(s), g.f(s), m.f(s), v.f(s), params, lr_step.f(s), WeightStores::Cached);
+      });
       c.expect("w", w, kElementwise);
       c.expect("m", m, kElementwise);
       c.expect("v", v, kElementwise);

@@ -5,6 +5,9 @@
 #include <cstring>
 #include <cmath>
 #include <mutex>
+#if defined(__SSE__)
+#include <immintrin.h>  // _mm_stream_ps: WeightStores::Streamed
+#endif
 
 #include "core/Denormals.h"
 #include "core/Device.h"
@@ -413,31 +416,69 @@ void adam_range(int64_t n, float* __restrict w, const float* __restrict g, float
     w[i] -= alpha * mi / (std::sqrt(vi) + eps);
   }
 }
+
+// Keras: v = momentum * v - lr * g; w += v (Nesterov: w += momentum * v - lr * g).
+// Without momentum (v null) w -= lr * g.
+void sgd_range(int64_t n, float* __restrict w, const float* __restrict g, float* __restrict v, float lr, float momentum,
+               bool nesterov) {
+  if (v == nullptr) {
+    for (int64_t i = 0; i < n; ++i) w[i] -= lr * g[i];
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    const float vi = momentum * v[i] - lr * g[i];
+    v[i] = vi;
+    w[i] += nesterov ? momentum * vi - lr * g[i] : vi;
+  }
+}
+
+// Runs `update(block, i, k)`, an in-place update of w[i, i + k) given as
+// `block`, over w[0, n). Cached: on w itself. Streamed (WeightStores): on a
+// small buffer holding a copy of each block, which is then written to w with
+// non-temporal stores, so the same arithmetic gives the same bits.
+template <typename F>
+void update_weights(float* w, int64_t n, WeightStores stores, F&& update) {
+  if (stores == WeightStores::Cached) {
+    update(w, 0, n);
+    return;
+  }
+  constexpr int64_t kBlock = 256;  // 1 KiB: stays in L1
+  alignas(64) float block[kBlock];
+  // In place up to the first cache line boundary: streamed stores combine
+  // into whole lines from there.
+  const auto misaligned = static_cast<int64_t>(reinterpret_cast<uintptr_t>(w) % 64 / sizeof(float));
+  const int64_t head = std::min<int64_t>(n, (16 - misaligned) % 16);
+  if (head > 0) update(w, 0, head);
+  for (int64_t i = head; i < n; i += kBlock) {
+    const int64_t k = std::min(kBlock, n - i);
+    std::memcpy(block, w + i, static_cast<size_t>(k) * sizeof(float));
+    update(block, i, k);
+    int64_t j = 0;
+#if defined(__SSE__)
+    for (; j + 4 <= k; j += 4) _mm_stream_ps(w + i + j, _mm_load_ps(block + j));
+#endif
+    for (; j < k; ++j) w[i + j] = block[j];
+  }
+#if defined(__SSE__)
+  _mm_sfence();  // streamed stores are weakly ordered: done before this thread reports its part finished
+#endif
+}
 }  // namespace
 
-void CpuBackend::sgd_update(int64_t n, float* w, const float* g, float* velocity, const float* lr_ptr,
-                            float momentum, bool nesterov) {
-  // Keras: v = momentum * v - lr * g; w += v (Nesterov: w += momentum * v - lr * g).
+void CpuBackend::sgd_update(int64_t n, float* w, const float* g, float* velocity, const float* lr_ptr, float momentum,
+                            bool nesterov, WeightStores stores) {
   // One pass over the arrays, the same loop as the CUDA kernel.
   const float lr = lr_ptr[0];
+  float* v = momentum == 0.0f ? nullptr : velocity;
   pool_.parallel_for(n, kElementGrain, [&](int64_t lo, int64_t hi) {
-    float* __restrict W = w;
-    const float* __restrict G = g;
-    if (momentum == 0.0f || velocity == nullptr) {
-      for (int64_t i = lo; i < hi; ++i) W[i] -= lr * G[i];
-      return;
-    }
-    float* __restrict V = velocity;
-    for (int64_t i = lo; i < hi; ++i) {
-      const float vi = momentum * V[i] - lr * G[i];
-      V[i] = vi;
-      W[i] += nesterov ? momentum * vi - lr * G[i] : vi;
-    }
+    update_weights(w + lo, hi - lo, stores, [&](float* block, int64_t i, int64_t k) {
+      sgd_range(k, block, g + lo + i, v ? v + lo + i : nullptr, lr, momentum, nesterov);
+    });
   });
 }
 
 void CpuBackend::adam_update(int64_t n, float* w, const float* g, float* m, float* v, const AdamParams& p,
-                             const float* lr_step) {
+                             const float* lr_step, WeightStores stores) {
   // Keras' formulation: the bias correction folds into the step size and
   // epsilon is added to sqrt(v) uncorrected ("epsilon hat").
   const double lr = lr_step[0], step = lr_step[1];
@@ -451,7 +492,9 @@ void CpuBackend::adam_update(int64_t n, float* w, const float* g, float* m, floa
   // to ~230 us. The sqrt is exact (Eigen's vectorised one is approximate, so
   // its bits depended on the arrays' alignment), as in the CUDA kernel.
   pool_.parallel_for(n, kElementGrain, [&](int64_t lo, int64_t hi) {
-    adam_range(hi - lo, w + lo, g + lo, m + lo, v + lo, alpha, one_b1, one_b2, p.epsilon);
+    update_weights(w + lo, hi - lo, stores, [&](float* block, int64_t i, int64_t k) {
+      adam_range(k, block, g + lo + i, m + lo + i, v + lo + i, alpha, one_b1, one_b2, p.epsilon);
+    });
   });
 }
 

@@ -405,12 +405,12 @@ void CudaBackend::check_labels(const int32_t* labels, int64_t n, int64_t classes
 }
 
 void CudaBackend::sgd_update(int64_t n, float* w, const float* g, float* velocity, const float* lr, float momentum,
-                             bool nesterov) {
+                             bool nesterov, WeightStores) {
   cuda::sgd_update(enter(), n, w, g, velocity, lr, momentum, nesterov);
 }
 
 void CudaBackend::adam_update(int64_t n, float* w, const float* g, float* m, float* v, const AdamParams& p,
-                              const float* lr_step) {
+                              const float* lr_step, WeightStores) {
   cuda::adam_update(enter(), n, w, g, m, v, p, lr_step);
 }
 

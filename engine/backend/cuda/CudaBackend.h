@@ -120,10 +120,10 @@ public:
   void batch_norm_backward_apply(const float* dy, const float* x, int64_t rows, int64_t channels, const float* mean,
                                  const float* inv_std, const float* gamma, const float* sum_dy,
                                  const float* sum_dy_xhat, const float* count, float* dx) override;
-  void sgd_update(int64_t n, float* w, const float* g, float* velocity, const float* lr, float momentum,
-                  bool nesterov) override;
-  void adam_update(int64_t n, float* w, const float* g, float* m, float* v, const AdamParams& p,
-                   const float* lr_step) override;
+  void sgd_update(int64_t n, float* w, const float* g, float* velocity, const float* lr, float momentum, bool nesterov,
+                  WeightStores stores) override;
+  void adam_update(int64_t n, float* w, const float* g, float* m, float* v, const AdamParams& p, const float* lr_step,
+                   WeightStores stores) override;
 
 private:
   // Makes this GPU the calling thread's current device (a cached check).

@@ -391,17 +391,17 @@ void SimBackend::batch_norm_backward_apply(const float* dy, const float* x, int6
 }
 
 void SimBackend::sgd_update(int64_t n, float* w, const float* g, float* velocity, const float* lr, float momentum,
-                            bool nesterov) {
+                            bool nesterov, WeightStores stores) {
   auto W = view(w, "sgd_update"), V = view(velocity, "sgd_update");
   auto G = view(g, "sgd_update"), LR = view(lr, "sgd_update");
-  run([=, this] { cpu_.sgd_update(n, W, G, V, LR, momentum, nesterov); });
+  run([=, this] { cpu_.sgd_update(n, W, G, V, LR, momentum, nesterov, stores); });
 }
 
 void SimBackend::adam_update(int64_t n, float* w, const float* g, float* m, float* v, const AdamParams& p,
-                             const float* lr_step) {
+                             const float* lr_step, WeightStores stores) {
   auto W = view(w, "adam_update"), M = view(m, "adam_update"), V = view(v, "adam_update");
   auto G = view(g, "adam_update"), LS = view(lr_step, "adam_update");
-  run([=, this] { cpu_.adam_update(n, W, G, M, V, p, LS); });
+  run([=, this] { cpu_.adam_update(n, W, G, M, V, p, LS, stores); });
 }
 
 }  // namespace strata

@@ -51,6 +51,9 @@ void InProcessAllReduce::reduce_scatter_sum(ReplicaGroup& group, int replica, co
   }
 }
 
+// The barrier is needed also where the replicas share one copy of the
+// variables (Strategy keeps one for host replicas): nobody reads the weights
+// of the next step before every shard is updated.
 void InProcessAllReduce::all_gather(ReplicaGroup& group, int replica, const std::vector<DeviceSpan>& tensors,
                                     const UpdateShards& shards) {
   group.gathered[static_cast<size_t>(replica)] = &tensors;
@@ -60,6 +63,8 @@ void InProcessAllReduce::all_gather(ReplicaGroup& group, int replica, const std:
     const auto& theirs = *group.gathered[static_cast<size_t>(owner)];
     for (const ShardPiece& p : shards.of(owner)) {
       const auto v = static_cast<size_t>(p.variable);
+      // A variable the replicas share (one copy) has its owner's update already.
+      if (tensors[v].data == theirs[v].data) continue;
       std::memcpy(tensors[v].data + p.offset, theirs[v].data + p.offset, static_cast<size_t>(p.count) * sizeof(float));
     }
   }
