@@ -11,6 +11,8 @@
 # PEER_CORETYPE (OpenBLAS kernel set for PyTorch; default: the fastest that
 # computes correctly here, picked by bench/pytorch_coretype.py --pick; the
 # environment's OPENBLAS_CORETYPE is ignored, it may name a slow safe set),
+# PEER_CAPABILITY (ATEN_CPU_CAPABILITY for PyTorch's element-wise kernels;
+# default: the fastest correct one, bench/pytorch_capability.py --pick),
 # OPENBLAS_LIB_DIR (/usr/lib/x86_64-linux-gnu/openblas-openmp), TORCH_PYTHON
 # (/usr/bin/python3: Debian's python3-torch), OUT (a file to keep the JSON lines),
 # QUIET_WAIT (see below), SUMMARY_ONLY=1 to print the tables of an existing OUT.
@@ -21,7 +23,7 @@
 set -euo pipefail
 
 if [[ $# -lt 1 || "$1" == -h || "$1" == --help ]]; then
-  sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'
   exit 2
 fi
 BUILD=$(cd "$1" && pwd)
@@ -57,6 +59,17 @@ PEER_CORETYPE=${PEER_CORETYPE:-DEFAULT}
 echo "PyTorch peer: OpenBLAS from $BLAS_DIR, OPENBLAS_CORETYPE=$PEER_CORETYPE" >&2
 torch_env=(env LD_LIBRARY_PATH="$BLAS_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
 [[ "$PEER_CORETYPE" != DEFAULT ]] && torch_env+=(OPENBLAS_CORETYPE="$PEER_CORETYPE")
+# And its element-wise kernels: PyTorch's own pick by CPU capability is not
+# always its fastest (AVX2 on an AVX-512 EPYC).
+if [[ -z "${PEER_CAPABILITY:-}" && "${SUMMARY_ONLY:-0}" != 1 ]]; then
+  echo "probing ATen CPU kernel sets for the PyTorch peer (bench/pytorch_capability.py)..." >&2
+  PEER_CAPABILITY=$("${torch_env[@]}" "$PY" "$HERE/pytorch_capability.py" --pick --rounds 4 --trials 10 2>>"$OUT.probe")
+  sed 's/^/  /' "$OUT.probe" | grep aten_cpu_capability >&2
+fi
+if [[ -n "${PEER_CAPABILITY:-}" ]]; then
+  torch_env+=(ATEN_CPU_CAPABILITY="$PEER_CAPABILITY")
+  echo "PyTorch peer: ATEN_CPU_CAPABILITY=$PEER_CAPABILITY" >&2
+fi
 cnn=(--batch 64 --steps "$CNN_STEPS" --warmup 10 --reps 1)
 common=(--batch "$BATCH" --steps "$STEPS" --warmup "$WARMUP" --reps 1)
 
@@ -183,7 +196,8 @@ def table(reps, title):
 
 info = next((r for r in rows if r["bench"] == "pytorch_info"), {})
 print(f"\nPyTorch peer: {info.get('torch')} BLAS {info.get('blas_libs')} core {info.get('openblas_core')}"
-      f" (OPENBLAS_CORETYPE={info.get('OPENBLAS_CORETYPE')}), flush_denormal={info.get('flush_denormal')}")
+      f" (OPENBLAS_CORETYPE={info.get('OPENBLAS_CORETYPE')}), ATEN_CPU_CAPABILITY={info.get('ATEN_CPU_CAPABILITY')},"
+      f" Adam {info.get('adam', 'for-loop')}, flush_denormal={info.get('flush_denormal')}")
 print(f"other processes' CPU use during each repetition, in cores: {[noise[k] for k in sorted(noise)]}")
 all_reps = set(noise)
 quiet = {k for k, v in noise.items() if v < QUIET}
