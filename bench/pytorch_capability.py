@@ -22,6 +22,8 @@ import os
 import subprocess
 import sys
 
+from pytorch_coretype import child_failure  # the sibling probe, run from this folder
+
 CHILD = r"""
 import json, os, sys, time
 import torch
@@ -63,11 +65,8 @@ def probe(capability, threads, trials, weights_file):
                          capture_output=True, text=True)
     if out.returncode == 0:
         return json.loads(out.stdout.strip().splitlines()[-1])
-    why = (f"killed by signal {-out.returncode}" + (" (illegal instruction: this CPU lacks the kernels' instructions)"
-                                                     if out.returncode == -4 else "")
-           if out.returncode < 0 else f"exit status {out.returncode}: {out.stderr.strip().splitlines()[-1:]}")
     return {"bench": "aten_cpu_capability", "ATEN_CPU_CAPABILITY": capability, "threads": threads,
-            "best_samples_per_sec": 0.0, "error": why}
+            "best_samples_per_sec": 0.0, "error": child_failure(out)}
 
 
 def main():
@@ -83,6 +82,10 @@ def main():
 
     import torch
     caps = args.capabilities.split(",")
+    # PyTorch ignores a name it does not know and uses its own pick.
+    unknown = [c for c in caps if c not in ("default", "avx2", "avx512")]
+    if unknown:
+        sys.exit(f"pytorch_capability: unknown capabilities {unknown} (PyTorch 1.13 knows default, avx2, avx512)")
     best = {}
     with tempfile.TemporaryDirectory() as tmp:
         # The portable kernels first: the weights every other set must reproduce.

@@ -54,6 +54,14 @@ print(json.dumps({"bench": "openblas_coretype", "OPENBLAS_CORETYPE": os.environ.
 """
 
 
+def child_failure(out):
+    """Why a probe's child process failed, from its CompletedProcess."""
+    if out.returncode < 0:
+        sigill = " (illegal instruction: this CPU lacks the kernels' instructions)" if out.returncode == -4 else ""
+        return f"killed by signal {-out.returncode}{sigill}"
+    return f"exit status {out.returncode}: {out.stderr.strip().splitlines()[-1:]}"
+
+
 def probe(core_type, threads, trials):
     """One JSON record for one core type, run in a fresh interpreter: a kernel
     set this CPU cannot execute (SIGILL) or that fails is reported, not fatal."""
@@ -64,11 +72,8 @@ def probe(core_type, threads, trials):
     out = subprocess.run([sys.executable, "-c", CHILD, str(threads), str(trials)], env=env, capture_output=True, text=True)
     if out.returncode == 0:
         return json.loads(out.stdout.strip().splitlines()[-1])
-    why = (f"killed by signal {-out.returncode}" + (" (illegal instruction: this CPU lacks the kernels' instructions)"
-                                                     if out.returncode == -4 else "")
-           if out.returncode < 0 else f"exit status {out.returncode}: {out.stderr.strip().splitlines()[-1:]}")
     return {"bench": "openblas_coretype", "OPENBLAS_CORETYPE": None if core_type == "DEFAULT" else core_type,
-            "threads": threads, "best_gflops": 0.0, "correct": False, "error": why}
+            "threads": threads, "best_gflops": 0.0, "correct": False, "error": child_failure(out)}
 
 
 def main():
