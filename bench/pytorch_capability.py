@@ -22,7 +22,7 @@ import os
 import subprocess
 import sys
 
-from pytorch_coretype import child_failure  # the sibling probe, run from this folder
+from pytorch_coretype import child_failure, print_pick, report  # the sibling probe, run from this folder
 
 CHILD = r"""
 import json, os, sys, time
@@ -102,13 +102,10 @@ def main():
                     r["correct"] = err < 1e-4
                 else:
                     r["correct"] = False
-                print(json.dumps(r), file=sys.stderr if args.pick else sys.stdout, flush=True)
-                if r["correct"] and c in caps:
-                    best[c] = max(best.get(c, 0.0), r["best_samples_per_sec"])
+                # "default" runs as the reference even when not a candidate.
+                report(r, best if c in caps else {}, c, "best_samples_per_sec", args.pick)
     if args.pick:
-        if not best:
-            sys.exit("pytorch_capability: no capability computed correctly")
-        print(max(best, key=best.get))
+        print_pick(best, "pytorch_capability", "capability")
 
 
 if __name__ == "__main__":

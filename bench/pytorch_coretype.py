@@ -62,6 +62,21 @@ def child_failure(out):
     return f"exit status {out.returncode}: {out.stderr.strip().splitlines()[-1:]}"
 
 
+def report(record, best, name, figure, pick):
+    """Prints a probe's record (to stderr under --pick) and keeps the best
+    figure of each correct candidate in `best`."""
+    print(json.dumps(record), file=sys.stderr if pick else sys.stdout, flush=True)
+    if record["correct"]:
+        best[name] = max(best.get(name, 0.0), record[figure])
+
+
+def print_pick(best, script, what):
+    """--pick's answer: the candidate with the best figure."""
+    if not best:
+        sys.exit(f"{script}: no {what} computed correctly")
+    print(max(best, key=best.get))
+
+
 def probe(core_type, threads, trials):
     """One JSON record for one core type, run in a fresh interpreter: a kernel
     set this CPU cannot execute (SIGILL) or that fails is reported, not fatal."""
@@ -90,14 +105,9 @@ def main():
     best = {}
     for _ in range(args.rounds):
         for t in args.types.split(","):
-            r = probe(t, args.threads, args.trials)
-            print(json.dumps(r), file=sys.stderr if args.pick else sys.stdout, flush=True)
-            if r["correct"]:
-                best[t] = max(best.get(t, 0.0), r["best_gflops"])
+            report(probe(t, args.threads, args.trials), best, t, "best_gflops", args.pick)
     if args.pick:
-        if not best:
-            sys.exit("pytorch_coretype: no core type computed correctly")
-        print(max(best, key=best.get))
+        print_pick(best, "pytorch_coretype", "core type")
 
 
 if __name__ == "__main__":
