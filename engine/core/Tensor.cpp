@@ -73,10 +73,18 @@ void copy_bytes(const Device& dst_device, void* dst, const Device& src_device, c
   } else if (src_device.is_host()) {
     device_memory(dst_device).copy_from_host(dst, src, bytes);
   } else if (dst_device.kind == src_device.kind) {
-    // Peer copy in the destination's stream, after the source's queued work.
+    // Peer copy in the destination's stream, after the source's queued work;
+    // the source's later work (a write, or its memory freed and reused) waits
+    // for the copy in turn.
     DeviceMemory& d = device_memory(dst_device);
-    if (dst_device != src_device) d.wait_event(device_memory(src_device).record_event());
+    if (dst_device == src_device) {
+      d.copy(dst, src, bytes);
+      return;
+    }
+    DeviceMemory& s = device_memory(src_device);
+    d.wait_event(s.record_event());
     d.copy(dst, src, bytes);
+    s.wait_event(d.record_event());
   } else {
     // Different kinds of device: through the host.
     std::unique_ptr<char[]> staging(new char[bytes]);

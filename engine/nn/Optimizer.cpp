@@ -21,8 +21,8 @@ bool one_memory(const Variable& v) {
 }
 }  // namespace
 
-void Optimizer::ensure_slots(const std::vector<Variable*>& vars, int replica, const std::vector<ShardPiece>* pieces,
-                             int updaters) {
+void Optimizer::ensure_slots(const std::vector<Variable*>& vars, const ReplicaUpdate& how) {
+  const std::vector<ShardPiece>* pieces = how.pieces;
   // Replicas arrive concurrently on the first step; one creates the slots.
   std::lock_guard lock(mutex_);
   if (iterations_.empty()) iterations_.resize(1, 0);
@@ -49,11 +49,11 @@ void Optimizer::ensure_slots(const std::vector<Variable*>& vars, int replica, co
     for (auto& name : slot_names()) m[name] = std::make_unique<Variable>(v->name() + "/" + name, Tensor::zeros(v->shape()));
     slot_order_.push_back(v);
   }
-  const int counters = std::max(updaters, vars.empty() ? 1 : vars.front()->num_components());
+  const int counters = std::max(how.updaters, vars.empty() ? 1 : vars.front()->num_components());
   // New counters start where the others are (set_iterations before the
   // first sharded step, a restore, sized them by the variables alone).
   if (static_cast<int>(iterations_.size()) < counters) iterations_.resize(static_cast<size_t>(counters), iterations_.front());
-  if (separate) own_shard(vars, replica, *pieces);
+  if (separate) own_shard(vars, how.replica, *pieces);
   // Sized here, under the lock and before any update reads it.
   if (hyper_.size() < iterations_.size()) hyper_.resize(iterations_.size());
 }
@@ -132,8 +132,9 @@ std::vector<std::pair<std::string, Variable*>> Optimizer::slot_variables() {
   return out;
 }
 
-void Optimizer::apply_local(const std::vector<Tensor>& grads, const std::vector<Variable*>& vars, int replica,
-                            const std::vector<ShardPiece>* pieces, int updaters) {
+void Optimizer::apply_local(const std::vector<Tensor>& grads, const std::vector<Variable*>& vars, const ReplicaUpdate& how) {
+  const std::vector<ShardPiece>* pieces = how.pieces;
+  const int replica = how.replica;
   if (grads.size() != vars.size())
     throw runtime_error("apply_gradients: " + std::to_string(grads.size()) + " gradients for " +
                         std::to_string(vars.size()) + " variables");
@@ -142,7 +143,7 @@ void Optimizer::apply_local(const std::vector<Tensor>& grads, const std::vector<
       if (p.variable < 0 || static_cast<size_t>(p.variable) >= vars.size())
         throw runtime_error("apply_gradients: a shard names variable " + std::to_string(p.variable) + " of " +
                             std::to_string(vars.size()));
-  ensure_slots(vars, replica, pieces, updaters);
+  ensure_slots(vars, how);
   // Every replica that updates counts its own steps (its step scalar is in
   // its device's memory), also where they share one copy shard by shard.
   const bool own_counter = pieces || (!vars.empty() && vars.front()->num_components() > 1);
@@ -162,12 +163,7 @@ void Optimizer::apply_local(const std::vector<Tensor>& grads, const std::vector<
   }
   const std::vector<std::string> names = slot_names();
   std::vector<float*> state(names.size());
-  // One copy that the other replicas read next (their own shards of it, or
-  // CentralStorage's): written past this core's caches (WeightStores).
-  const ReplicaSync* sync = ReplicaSync::current();
-  const bool read_elsewhere = vars.front()->num_components() == 1 &&
-                              (pieces || (sync && sync->variables_shared() && sync->num_replicas_in_sync() > 1));
-  const WeightStores stores = read_elsewhere ? WeightStores::Streamed : WeightStores::Cached;
+  const WeightStores stores = how.stores;
   if (!pieces) {
     for (size_t i = 0; i < vars.size(); ++i) {
       slot_state(*vars[i], replica, 0, names, state.data());
@@ -238,7 +234,7 @@ void Optimizer::apply_gradients(const std::vector<Tensor>& grads, const std::vec
     apply_gradients(*ctx, grads, vars);
     return;
   }
-  apply_local(grads, vars, current_replica());
+  apply_local(grads, vars, {.replica = current_replica()});
 }
 
 void Optimizer::apply_gradients(ReplicaSync& ctx, std::vector<Tensor> grads, const std::vector<Variable*>& vars) {
@@ -250,17 +246,26 @@ void Optimizer::apply_summed_gradients(ReplicaSync& ctx, const std::vector<Tenso
                                        const std::vector<Variable*>& vars) {
   // Variable components are indexed by the replica's place in this process
   // (current_replica()), not by its id among all workers' replicas.
+  // One copy that the other replicas read next (their own shards of it, or
+  // CentralStorage's) is written past this core's caches (WeightStores).
+  const bool one_copy = !vars.empty() && vars.front()->num_components() == 1 && ctx.num_replicas_in_sync() > 1;
+  const WeightStores stores = one_copy ? WeightStores::Streamed : WeightStores::Cached;
   if (!ctx.variables_shared()) {
     const std::vector<ShardPiece>* shard = ctx.update_shard();
     // Sharding is among one process's replicas: num_replicas_in_sync() of them.
-    apply_local(grads, vars, current_replica(), shard, shard ? ctx.num_replicas_in_sync() : 1);
-    if (shard) ctx.gather_updated(vars);
+    if (!shard) {
+      apply_local(grads, vars, {.replica = current_replica()});
+      return;
+    }
+    apply_local(grads, vars,
+                {.replica = current_replica(), .pieces = shard, .updaters = ctx.num_replicas_in_sync(), .stores = stores});
+    ctx.gather_updated(vars);
     return;
   }
   // One copy of each variable: replica 0 updates it while the others wait,
   // so no replica reads a half-updated weight.
   ctx.barrier();
-  if (ctx.replica_id_in_sync_group() == 0) apply_local(grads, vars, 0);
+  if (ctx.replica_id_in_sync_group() == 0) apply_local(grads, vars, {.stores = stores});
   ctx.barrier();
 }
 

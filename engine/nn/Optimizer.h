@@ -13,6 +13,17 @@
 
 namespace strata::nn {
 
+// How one replica updates: every element of the variables, or (`pieces`,
+// the sharded update) its shard of them; `updaters` replicas update with
+// their own step counters; `stores` as WeightStores says (Streamed where
+// other replicas read the one copy it writes next).
+struct ReplicaUpdate {
+  int replica = 0;
+  const std::vector<ShardPiece>* pieces = nullptr;
+  int updaters = 1;
+  WeightStores stores = WeightStores::Cached;
+};
+
 // Base for SGD and Adam. Slot variables (momenta) are created on first use
 // with as many components as the variable they belong to, so under Mirrored
 // every replica updates its own copy with the same all-reduced gradient.
@@ -89,9 +100,7 @@ private:
   // holds only its shard's state (own_shard), so the memory is divided too.
   // Slots made earlier with one component per replica (build() before the
   // first step, for a restore) are folded into one then.
-  // `updaters`: how many replicas update with their own step counters.
-  void ensure_slots(const std::vector<Variable*>& vars, int replica = 0, const std::vector<ShardPiece>* pieces = nullptr,
-                    int updaters = 1);
+  void ensure_slots(const std::vector<Variable*>& vars, const ReplicaUpdate& how = {});
   // Sets up (or, after a restore, refreshes) `replica`'s shard state from
   // the slot variables. Under mutex_.
   void own_shard(const std::vector<Variable*>& vars, int replica, const std::vector<ShardPiece>& pieces);
@@ -100,9 +109,8 @@ private:
   // Where the slot variables hold the state of element `offset` of `var`
   // for `replica`, one pointer per name into `out`.
   void slot_state(const Variable& var, int replica, int64_t offset, const std::vector<std::string>& names, float** out);
-  // Updates `vars` from `grads` for `replica`: every element, or the pieces given.
-  void apply_local(const std::vector<Tensor>& grads, const std::vector<Variable*>& vars, int replica,
-                   const std::vector<ShardPiece>* pieces = nullptr, int updaters = 1);
+  // Updates `vars` from `grads` as `how` says.
+  void apply_local(const std::vector<Tensor>& grads, const std::vector<Variable*>& vars, const ReplicaUpdate& how);
 
   // [learning rate, step] in the device memory of each component's replica:
   // the update kernels read them there, and the step advances on the device.

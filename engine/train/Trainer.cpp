@@ -18,7 +18,12 @@
 namespace strata {
 
 Trainer::Trainer(RunConfig config, EventSink& sink) : config_(std::move(config)), sink_(sink) {}
-Trainer::~Trainer() = default;
+Trainer::~Trainer() {
+  // The step graph first: a graph that captured NCCL collectives keeps their
+  // communicators from being destroyed (ncclCommDestroy waits for it), and
+  // the strategy, which owns them, is otherwise destroyed before it.
+  step_graph_.reset();
+}
 
 void Trainer::prepare() {
   const TrainingConfig& t = config_.training;

@@ -10,6 +10,7 @@
 #include "backend/Backend.h"
 #include "core/Error.h"
 #include "core/UpdateShards.h"
+#include "distribute/Cluster.h"
 
 using namespace strata;
 using namespace strata::test;
@@ -359,6 +360,41 @@ private slots:
     QVERIFY(!nccl);
     QCOMPARE(chosen({g0, g1}), std::string("device_local"));
 #endif
+  }
+
+  void workers_agree_on_the_cross_device_ops() {
+    // Two workers as the all-gather shows them: the other one chose as this
+    // one did (`agree`), or something no build's ops are called.
+    struct TwoWorkers final : Cluster {
+      bool agree = true;
+      int rank() const override { return 0; }
+      int size() const override { return 2; }
+      int local_rank() const override { return 0; }
+      int local_size() const override { return 1; }
+      std::string host() const override { return "here"; }
+      std::vector<std::string> hosts() const override { return {"here", "there"}; }
+      std::string transport() const override { return "mpi"; }
+      void all_reduce_sum(std::span<float>) override {}
+      std::vector<double> all_gather(const std::vector<double>& mine) override {
+        return {mine.at(0), agree ? mine.at(0) : -1.0};
+      }
+      void broadcast(std::span<std::byte>, int) override {}
+      double timeout_seconds() const override { return 300; }
+      [[noreturn]] void abort(int, const std::string& message) override { throw runtime_error(message); }
+    };
+    auto cluster = std::make_shared<TwoWorkers>();
+    QCOMPARE(select_cross_device_ops(cpus(1), "auto", cluster)->name(), std::string("hierarchical_mpi"));
+    // Collectives of different kinds would wait for each other forever:
+    // every worker fails alike instead, naming each one's choice.
+    cluster->agree = false;
+    try {
+      select_cross_device_ops(cpus(1), "auto", cluster);
+      QFAIL("workers that chose differently must not train");
+    } catch (const std::exception& e) {
+      const QString msg = e.what();
+      QVERIFY2(msg.contains("worker 0 hierarchical_mpi, worker 1 another"), e.what());
+      QVERIFY2(msg.contains("strategy.cross_device_ops"), e.what());
+    }
   }
 
   void bad_configurations_are_clear_errors() {

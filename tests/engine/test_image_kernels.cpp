@@ -295,6 +295,33 @@ private slots:
     }
   }
 
+  void im2col_of_windows_in_the_padding_only() {
+    // Padding wider than the kernel (no layer makes it; the kernel must not
+    // write past a patch row when one does): such windows are all zeros.
+    // Every window's one column lies 2 or 3 columns left of the image, and
+    // the last patch row ends the output.
+    const Window2D w{.batch = 2,
+                     .height = 3,
+                     .width = 2,
+                     .channels = 2,
+                     .kernel_h = 2,
+                     .kernel_w = 1,
+                     .stride_h = 1,
+                     .stride_w = 1,
+                     .pad_top = 0,
+                     .pad_left = 3,
+                     .out_h = 2,
+                     .out_w = 2};
+    const auto x = random_vector(static_cast<size_t>(image_size(w)));
+    const auto want = ref_im2col(w, x);
+    CpuBackend be(1);
+    auto col = nan_vector(want.size() + 16);  // room past the end, which must stay untouched
+    be.im2col(w, x.data(), col.data());
+    STRATA_COMPARE_OK(identical(std::vector<float>(col.begin(), col.begin() + static_cast<int64_t>(want.size())), want,
+                                "im2col, windows in the padding"));
+    for (size_t i = want.size(); i < col.size(); ++i) QVERIFY2(std::isnan(col[i]), "im2col wrote past its output");
+  }
+
   void col2im() {
     for (const auto& c : kWindows) {
       const Window2D w = make_case_window(c);

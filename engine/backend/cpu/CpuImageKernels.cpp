@@ -28,7 +28,9 @@ void CpuBackend::im2col(const Window2D& w, const float* x, float* col) {
         }
         // In NHWC one kernel row is one contiguous run of kernel_w * C floats:
         // copy the part inside the image at once, zero the padding around it.
-        const int64_t k0 = std::max<int64_t>(0, -ix0), k1 = std::min<int64_t>(w.kernel_w, w.width - ix0);
+        // k0 capped: a window wholly in the left padding is all zeros.
+        const int64_t k0 = std::min<int64_t>(w.kernel_w, std::max<int64_t>(0, -ix0)),
+                      k1 = std::min<int64_t>(w.kernel_w, w.width - ix0);
         if (k0 > 0) std::fill(d, d + k0 * w.channels, 0.0f);
         if (k1 > k0)
           std::memcpy(d + k0 * w.channels, x + ((n * w.height + iy) * w.width + ix0 + k0) * w.channels,

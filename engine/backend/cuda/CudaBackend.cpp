@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <limits>
+#include <mutex>
+#include <vector>
 
 #include "backend/cuda/CudaCheck.h"
 #include "backend/cuda/CudaKernels.h"
@@ -45,6 +48,29 @@ public:
 };
 
 std::string mib(uint64_t bytes) { return std::to_string((bytes + (1u << 19)) >> 20) + " MiB"; }
+
+// Every CudaBackend made so far (they live until the process exits).
+std::mutex g_opened_mutex;
+std::vector<const CudaBackend*> g_opened;
+
+// Lets GPU `peer` read and write the memory of GPU `owner` where the
+// hardware can. Memory from a stream-ordered pool ignores peer access
+// (cudaDeviceEnablePeerAccess): the pool itself must grant it. Failures
+// leave the pair without direct access; the thread's current device changes.
+void share_memory(int owner, cudaMemPool_t pool, int peer) {
+  int can = 0;
+  if (cudaDeviceCanAccessPeer(&can, peer, owner) != cudaSuccess || !can) {
+    cudaGetLastError();
+    return;
+  }
+  if (cudaSetDevice(peer) != cudaSuccess || cudaDeviceEnablePeerAccess(owner, 0) != cudaSuccess)
+    cudaGetLastError();  // already enabled: fine
+  cudaMemAccessDesc access{};
+  access.location.type = cudaMemLocationTypeDevice;
+  access.location.id = peer;
+  access.flags = cudaMemAccessFlagsProtReadWrite;
+  if (cudaMemPoolSetAccess(pool, &access, 1) != cudaSuccess) cudaGetLastError();
+}
 }  // namespace
 
 CudaBackend::CudaBackend(int index) : index_(index) {
@@ -58,14 +84,19 @@ CudaBackend::CudaBackend(int index) : index_(index) {
   STRATA_CUDA(cudaDeviceGetDefaultMemPool(&pool_, index_));
   uint64_t keep = std::numeric_limits<uint64_t>::max();
   STRATA_CUDA(cudaMemPoolSetAttribute(pool_, cudaMemPoolAttrReleaseThreshold, &keep));
-  // Peers reach each other's memory directly (mirrored replicas on several GPUs).
-  int count = 0;
-  STRATA_CUDA(cudaGetDeviceCount(&count));
-  for (int peer = 0; peer < count; ++peer) {
-    int can = 0;
-    if (peer == index_ || cudaDeviceCanAccessPeer(&can, index_, peer) != cudaSuccess || !can) continue;
-    if (cudaDeviceEnablePeerAccess(peer, 0) != cudaSuccess) cudaGetLastError();  // already enabled: fine
+  // The GPUs this process uses reach each other's memory directly (mirrored
+  // replicas on several GPUs): each new one with those opened before it, so
+  // no GPU the run does not name gets a context (and its memory) for this.
+  {
+    std::lock_guard lock(g_opened_mutex);
+    for (const CudaBackend* other : g_opened) {
+      share_memory(index_, pool_, other->index_);
+      share_memory(other->index_, other->pool_, index_);
+    }
+    g_opened.push_back(this);
   }
+  STRATA_CUDA(cudaSetDevice(index_));  // share_memory changed it
+  t_current_device = index_;
   workspace_ = allocate(kGemmWorkspaceBytes);
   gemm_ = std::make_unique<cuda::CublasLtGemm>(device().str(), workspace_, kGemmWorkspaceBytes);
   label_error_ = static_cast<float*>(allocate(2 * sizeof(float)));
@@ -75,6 +106,10 @@ CudaBackend::CudaBackend(int index) : index_(index) {
 CudaBackend::~CudaBackend() {
   // Backends live until the process exits; by then the runtime may be gone,
   // so nothing here may throw.
+  {
+    std::lock_guard lock(g_opened_mutex);
+    std::erase(g_opened, this);
+  }
   gemm_.reset();
   cudnn_.reset();
   if (clock_ref_) cudaEventDestroy(clock_ref_);
@@ -97,9 +132,9 @@ std::string CudaBackend::out_of_memory(size_t bytes) const {
   cudaMemGetInfo(&free, &total);
   uint64_t held = 0;
   cudaMemPoolGetAttribute(pool_, cudaMemPoolAttrReservedMemCurrent, &held);
-  return device().str() + " (" + name_ + "): out of device memory allocating " + mib(bytes) + " (" + mib(free) +
-         " free of " + mib(total) + "; this process holds " + mib(held) +
-         "). Use a smaller batch or model, or fewer replicas on this GPU";
+  const std::string what = bytes > 0 ? "allocating " + mib(bytes) : "for a captured step's buffers";
+  return device().str() + " (" + name_ + "): out of device memory " + what + " (" + mib(free) + " free of " + mib(total) +
+         "; this process holds " + mib(held) + "). Use a smaller batch or model, or fewer replicas on this GPU";
 }
 
 void* CudaBackend::allocate(size_t bytes) {
@@ -133,9 +168,13 @@ void CudaBackend::deallocate(void* p, size_t) {
       return;
     }
   }
-  if (cudaSetDevice(index_) != cudaSuccess) return;
+  if (cudaSetDevice(index_) != cudaSuccess) {
+    cudaGetLastError();
+    return;
+  }
   t_current_device = index_;
-  cudaFreeAsync(p, stream_);
+  // A failure must not stay the thread's last error, blamed on the next launch.
+  if (cudaFreeAsync(p, stream_) != cudaSuccess) cudaGetLastError();
 }
 
 void CudaBackend::refuse_while_capturing(const char* what) {
@@ -183,6 +222,8 @@ void CudaBackend::fill32(void* dst, int64_t n, uint32_t word) {
 }
 
 void CudaBackend::synchronize() {
+  // Waiting would end the capture with an error blamed on queued work.
+  refuse_while_capturing("a synchronisation");
   counters().syncs++;
   const cudaError_t e = cudaStreamSynchronize(enter());
   if (e != cudaSuccess)
@@ -271,7 +312,8 @@ GraphPtr CudaBackend::end_capture() {
     escaped = captured_allocations_.size();
     captured_allocations_.clear();
   }
-  for (void* p : deferred) cudaFreeAsync(p, stream_);
+  for (void* p : deferred)
+    if (cudaFreeAsync(p, stream_) != cudaSuccess) cudaGetLastError();
   if (ended != cudaSuccess) cuda::throw_cuda(ended, "cudaStreamEndCapture", __FILE__, __LINE__);
   if (escaped > 0) {
     cudaGraphDestroy(graph);
@@ -284,20 +326,31 @@ GraphPtr CudaBackend::end_capture() {
     cudaGraphDestroy(graph);
     cuda::throw_cuda(e, "cudaGraphInstantiate", __FILE__, __LINE__);
   }
+  // Replays use the graph's own memory, apart from the pool: what the pool
+  // keeps unused from the op-by-op steps is given back, so a model that
+  // fits op by op fits replayed too.
+  if (cudaMemPoolTrimTo(pool_, 0) != cudaSuccess) cudaGetLastError();
   return std::make_shared<CudaGraph>(graph, exec);
 }
 
 void CudaBackend::replay(const GraphPtr& graph) {
   auto* g = dynamic_cast<const CudaGraph*>(graph.get());
   if (!g) throw runtime_error(device().str() + ": replay given a graph of another device");
-  STRATA_CUDA(cudaGraphLaunch(g->exec, enter()));
+  const cudaError_t e = cudaGraphLaunch(g->exec, enter());
+  // The first launch allocates the graph's memory, apart from the pool's.
+  if (e == cudaErrorMemoryAllocation) {
+    cudaGetLastError();
+    throw runtime_error(out_of_memory(0) + " (replaying the captured step: --no-graphs runs it op by op)");
+  }
+  if (e != cudaSuccess) cuda::throw_cuda(e, "cudaGraphLaunch", __FILE__, __LINE__);
 }
 
 void* CudaBackend::scratch(void*& buffer, size_t& capacity, size_t bytes) {
   if (bytes <= capacity) return buffer;
-  // Freed and allocated in stream order: work queued on the old buffer
-  // finishes before its memory is reused.
-  if (buffer) deallocate(buffer, capacity);
+  // The old buffer is kept, not freed: a step graph captured earlier may
+  // still name it, and replaying that graph must not touch freed memory.
+  // It grows a few times in a run at most.
+  if (buffer) retired_scratch_.push_back(buffer);
   buffer = allocate(bytes);
   capacity = bytes;
   return buffer;
@@ -423,8 +476,17 @@ cuda::CudnnConvolution* CudaBackend::cudnn() {
 #ifdef STRATA_WITH_CUDNN
   std::call_once(cudnn_once_, [this] {
     cudnn_unavailable_ = cuda::CudnnLibrary::unavailable();
-    if (cudnn_unavailable_.empty())
+    if (!cudnn_unavailable_.empty()) return;
+    // cuDNN 9's libcudnn.so.9 is a shim that loads its engines at first use:
+    // a broken or mismatched install fails here (cudnnCreate), and the
+    // convolutions then go the default way rather than fail every step.
+    try {
       cudnn_ = std::make_unique<cuda::CudnnConvolution>(*this, device().str(), enter(), cuda::tf32_requested());
+    } catch (const std::exception& e) {
+      cudnn_unavailable_ = e.what();
+      std::fprintf(stderr, "%s: cuDNN cannot be used (%s); convolutions use im2col and cuBLASLt\n", device().str().c_str(),
+                   e.what());
+    }
   });
 #endif
   return cudnn_.get();

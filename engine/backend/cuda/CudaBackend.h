@@ -130,6 +130,7 @@ private:
   cudaStream_t enter() const;
   // A device buffer of at least `bytes` kept between calls (ones for
   // sum_rows, the channel reductions' partial sums); grows in stream order.
+  // Under scratch_mutex_.
   void* scratch(void*& buffer, size_t& capacity, size_t bytes);
   std::string out_of_memory(size_t bytes) const;
   // Host copies cannot be part of a captured step (a replay would repeat
@@ -157,6 +158,7 @@ private:
   size_t ones_bytes_ = 0;
   void* partials_ = nullptr;
   size_t partials_bytes_ = 0;
+  std::vector<void*> retired_scratch_;  // outgrown scratch buffers (scratch())
   // While a capture is under way: what it allocated (the graph frees those),
   // and older memory freed meanwhile, which a graph cannot free (CUDA
   // rejects a free node for memory no allocation node made): freed after.

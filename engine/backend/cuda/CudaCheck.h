@@ -28,10 +28,12 @@ namespace strata::cuda {
   } while (0)
 
 // After a kernel launch: a bad configuration shows up here, not at the next sync.
-// `kernel` is a string literal naming it.
-#define STRATA_CUDA_LAUNCHED(kernel)                                                   \
-  do {                                                                                 \
-    cudaError_t strata_cuda_err_ = cudaPeekAtLastError();                              \
-    if (strata_cuda_err_ != cudaSuccess)                                               \
+// `kernel` is a string literal naming it. cudaGetLastError also clears the
+// error (a peek would leave it there, and every later launch on the thread
+// would report it again).
+#define STRATA_CUDA_LAUNCHED(kernel)                                                         \
+  do {                                                                                       \
+    cudaError_t strata_cuda_err_ = cudaGetLastError();                                       \
+    if (strata_cuda_err_ != cudaSuccess)                                                     \
       ::strata::cuda::throw_cuda(strata_cuda_err_, "launch of " kernel, __FILE__, __LINE__); \
   } while (0)

@@ -45,6 +45,7 @@ CudnnConvolution::~CudnnConvolution() {
     lib().cudnnDestroyConvolutionDescriptor(p.conv);
   }
   if (workspace_) memory_.deallocate(workspace_, workspace_bytes_);
+  for (auto [old, bytes] : retired_) memory_.deallocate(old, bytes);
   if (handle_) lib().cudnnDestroy(handle_);
 }
 
@@ -123,7 +124,10 @@ void CudnnConvolution::make_plan(Plan& p, const Window2D& w, int64_t filters) {
 
 void CudnnConvolution::reserve(size_t bytes) {
   if (bytes <= workspace_bytes_) return;
-  if (workspace_) memory_.deallocate(workspace_, workspace_bytes_);
+  // The old workspace is kept, not freed: a step graph captured earlier
+  // names it (evaluation's larger batch grows it after the capture), and
+  // replaying that graph must not touch freed memory.
+  if (workspace_) retired_.emplace_back(workspace_, workspace_bytes_);
   workspace_ = nullptr;
   workspace_bytes_ = 0;
   workspace_ = memory_.allocate(bytes);

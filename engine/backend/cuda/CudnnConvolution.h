@@ -6,6 +6,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "backend/Backend.h"
 
@@ -57,6 +58,7 @@ private:
   std::map<Key, Plan> plans_;
   void* workspace_ = nullptr;
   size_t workspace_bytes_ = 0;
+  std::vector<std::pair<void*, size_t>> retired_;  // outgrown workspaces (reserve())
 };
 
 }  // namespace strata::cuda

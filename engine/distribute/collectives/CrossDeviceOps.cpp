@@ -1,6 +1,7 @@
 #include "distribute/collectives/CrossDeviceOps.h"
 
 #include <algorithm>
+#include <cstdint>
 
 #include "core/Error.h"
 #include "distribute/collectives/DeviceAllReduce.h"
@@ -55,8 +56,9 @@ std::vector<std::unique_ptr<CrossDeviceOps>> all_cross_device_ops(const std::sha
   return ops;
 }
 
-std::unique_ptr<CrossDeviceOps> select_cross_device_ops(const std::vector<Device>& devices, const std::string& name,
-                                                        const std::shared_ptr<Cluster>& cluster) {
+namespace {
+std::unique_ptr<CrossDeviceOps> select_here(const std::vector<Device>& devices, const std::string& name,
+                                            const std::shared_ptr<Cluster>& cluster) {
   std::string names;
   for (auto& op : all_cross_device_ops(cluster)) {
     names += (names.empty() ? "" : ", ") + op->name();
@@ -70,6 +72,38 @@ std::unique_ptr<CrossDeviceOps> select_cross_device_ops(const std::vector<Device
   }
   if (name == "auto") throw bad_input("no cross-device all-reduce is available for these devices");
   throw bad_input("cross_device_ops '" + name + "' does not exist (choose auto, " + names + ")");
+}
+
+// A name as a number every worker can all-gather exactly (FNV-1a, 32 bits).
+double name_code(const std::string& name) {
+  uint32_t h = 2166136261u;
+  for (unsigned char c : name) h = (h ^ c) * 16777619u;
+  return static_cast<double>(h);
+}
+
+// Workers choose by what each has (NCCL may load on one and not another):
+// collectives of different kinds would wait for each other forever, so a
+// disagreement fails every worker alike, naming each one's choice.
+void agree(const CrossDeviceOps& chosen, const std::shared_ptr<Cluster>& cluster) {
+  const std::vector<double> codes = cluster->all_gather({name_code(chosen.name())});
+  if (std::all_of(codes.begin(), codes.end(), [&](double c) { return c == codes.front(); })) return;
+  std::string each;
+  for (size_t r = 0; r < codes.size(); ++r) {
+    std::string what = "another";
+    for (const auto& op : all_cross_device_ops(cluster))
+      if (name_code(op->name()) == codes[r]) what = op->name();
+    each += (each.empty() ? "" : ", ") + ("worker " + std::to_string(r) + " " + what);
+  }
+  throw bad_input("the workers chose different cross-device all-reduces (" + each +
+                  "); name one that every worker has in strategy.cross_device_ops");
+}
+}  // namespace
+
+std::unique_ptr<CrossDeviceOps> select_cross_device_ops(const std::vector<Device>& devices, const std::string& name,
+                                                        const std::shared_ptr<Cluster>& cluster) {
+  std::unique_ptr<CrossDeviceOps> chosen = select_here(devices, name, cluster);
+  if (cluster && cluster->size() > 1) agree(*chosen, cluster);
+  return chosen;
 }
 
 }  // namespace strata

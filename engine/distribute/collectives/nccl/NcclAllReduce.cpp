@@ -19,10 +19,16 @@ const nccl::NcclLibrary& lib() { return nccl::NcclLibrary::get(); }
 
 // Makes `index` the calling thread's CUDA device and restores the previous
 // one after: CudaBackend caches each thread's current device, so a change
-// must not outlive the scope.
+// must not outlive the scope. Unchecked (in a destructor, after a GPU's
+// error made every call fail): errors are cleared, nothing throws.
 class DeviceGuard {
 public:
-  explicit DeviceGuard(int index) {
+  explicit DeviceGuard(int index, bool checked = true) {
+    if (!checked) {
+      if (cudaGetDevice(&previous_) != cudaSuccess || (previous_ != index && cudaSetDevice(index) != cudaSuccess))
+        cudaGetLastError();
+      return;
+    }
     STRATA_CUDA(cudaGetDevice(&previous_));
     if (previous_ != index) STRATA_CUDA(cudaSetDevice(index));
   }
@@ -53,14 +59,23 @@ NcclAllReduce::~NcclAllReduce() {
   }
   stop_cv_.notify_all();
   if (watchdog_.joinable()) watchdog_.join();
+  // Communicators with an unfinished or failed collective on any GPU are
+  // aborted: destroying them would wait for peers that may be gone (a
+  // replica that threw before its part). fail() aborted them already.
+  bool finished = error_.empty();
   for (Gpu& g : gpus_) {
-    DeviceGuard guard(g.index);
-    if (g.comm) {
-      // A communicator with an unfinished or failed collective is aborted:
-      // destroying it would wait for peers that may be gone.
-      if (error_.empty()) lib().ncclCommDestroy(g.comm);
+    for (const Gpu::Pending& p : g.pending) finished = finished && cudaEventQuery(p.event) == cudaSuccess;
+    finished = finished && (!g.done || cudaEventQuery(g.done) == cudaSuccess);
+  }
+  cudaGetLastError();  // a query's error is an answer here
+  for (Gpu& g : gpus_) {
+    DeviceGuard guard(g.index, false);
+    if (g.comm && !aborted_) {
+      if (finished) lib().ncclCommDestroy(g.comm);
       else lib().ncclCommAbort(g.comm);
     }
+    for (const Gpu::Pending& p : g.pending) cudaEventDestroy(p.event);
+    for (cudaEvent_t e : g.spare) cudaEventDestroy(e);
     if (g.ready) cudaEventDestroy(g.ready);
     if (g.done) cudaEventDestroy(g.done);
     if (g.stream) cudaStreamDestroy(g.stream);
@@ -140,9 +155,7 @@ void NcclAllReduce::start_all_reduce_sum(ReplicaGroup& group, int replica, Devic
         STRATA_CUDA(cudaMemcpyAsync(group.buffers[static_cast<size_t>(r)], buffer.data, buffer.bytes(),
                                     cudaMemcpyDeviceToDevice, g.stream));
     std::lock_guard lock(mutex_);
-    STRATA_CUDA(cudaEventRecord(g.done, g.stream));
-    // A captured step's collectives are timed by its replays, not here.
-    if (g.pending_since < 0 && !capturing(compute)) g.pending_since = monotonic_seconds();
+    track(g, compute);
   }
   // Leaders have read the others' buffer addresses; and the done event of
   // each GPU is recorded before any replica waits on it.
@@ -168,6 +181,7 @@ void NcclAllReduce::grouped_pieces(int replica, const std::vector<DeviceSpan>& t
   STRATA_CUDA(cudaEventRecord(g.ready, compute));
   STRATA_CUDA(cudaStreamWaitEvent(g.stream, g.ready, 0));
   const auto& api = lib();
+  throw_if_failed();
   api.check(api.ncclGroupStart(), "ncclGroupStart");
   for (int owner = 0; owner < shards.replicas(); ++owner) {
     const int root = gpus_[static_cast<size_t>(gpu_of_[static_cast<size_t>(owner)])].rank;
@@ -185,8 +199,7 @@ void NcclAllReduce::grouped_pieces(int replica, const std::vector<DeviceSpan>& t
   else api.check(end, what + " on " + describe(g), g.comm);
   {
     std::lock_guard lock(mutex_);
-    STRATA_CUDA(cudaEventRecord(g.done, g.stream));
-    if (g.pending_since < 0 && !capturing(compute)) g.pending_since = monotonic_seconds();
+    track(g, compute);
   }
   // The update (after the scatter) and the next forward pass (after the
   // gather) read what these calls wrote.
@@ -211,6 +224,20 @@ void NcclAllReduce::all_gather(ReplicaGroup& group, int replica, const std::vect
                  [](float* piece, size_t count, int root, ncclComm_t comm, cudaStream_t stream) {
                    return lib().ncclBroadcast(piece, piece, count, ncclFloat, root, comm, stream);
                  });
+}
+
+void NcclAllReduce::track(Gpu& g, cudaStream_t compute) {
+  STRATA_CUDA(cudaEventRecord(g.done, g.stream));
+  if (capturing(compute)) return;
+  cudaEvent_t event = nullptr;
+  if (g.spare.empty()) {
+    STRATA_CUDA(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
+  } else {
+    event = g.spare.back();
+    g.spare.pop_back();
+  }
+  STRATA_CUDA(cudaEventRecord(event, g.stream));
+  g.pending.push_back({event, monotonic_seconds()});
 }
 
 void NcclAllReduce::wait_all(ReplicaGroup& /*group*/, int replica) {
@@ -300,6 +327,7 @@ void NcclAllReduce::settle(Gpu& gpu, const std::string& what) const {
   const auto& api = lib();
   const double deadline = monotonic_seconds() + timeout_;
   for (;;) {
+    throw_if_failed();  // the watchdog aborted the communicator meanwhile
     ncclResult_t state = ncclSuccess;
     api.check(api.ncclCommGetAsyncError(gpu.comm, &state), what, gpu.comm);
     if (state == ncclSuccess) return;
@@ -336,17 +364,22 @@ void NcclAllReduce::watch() {
                   (last && *last ? " (" + std::string(last) + ")" : "");
         break;
       }
-      if (g.pending_since < 0) continue;
-      const cudaError_t q = cudaEventQuery(g.done);
-      if (q == cudaSuccess) {
-        g.pending_since = -1;
-      } else if (q == cudaErrorNotReady && monotonic_seconds() - g.pending_since > timeout_) {
-        failure = "an NCCL all-reduce on " + describe(g) + " did not complete within " +
-                  std::to_string(static_cast<int>(timeout_)) + " s: a peer has died or hangs";
-        break;
-      } else if (q != cudaErrorNotReady) {
-        cudaGetLastError();  // e.g. queried while a step is being captured: not an error of ours
+      // The finished ones leave the queue; the oldest unfinished one is timed.
+      while (!g.pending.empty()) {
+        const Gpu::Pending p = g.pending.front();
+        const cudaError_t q = cudaEventQuery(p.event);
+        if (q == cudaErrorNotReady) {
+          if (monotonic_seconds() - p.since > timeout_)
+            failure = "an NCCL all-reduce on " + describe(g) + " did not complete within " +
+                      std::to_string(static_cast<int>(timeout_)) + " s: a peer has died or hangs";
+          break;
+        }
+        // Another error is the GPU's, which the step's synchronisation reports.
+        if (q != cudaSuccess) cudaGetLastError();
+        g.spare.push_back(p.event);
+        g.pending.pop_front();
       }
+      if (!failure.empty()) break;
     }
     if (failure.empty()) continue;
     lock.unlock();
@@ -362,12 +395,16 @@ void NcclAllReduce::fail(const std::string& message) {
     error_ = message;
   }
   // Aborting ends the communicators' kernels, so the streams (and a host
-  // waiting on them) move on.
+  // waiting on them) move on. It frees them: the replicas' next NCCL call
+  // throws the error instead (throw_if_failed), and the destructor leaves
+  // them alone.
+  aborted_ = true;
   for (Gpu& g : gpus_) lib().ncclCommAbort(g.comm);
   if (cluster_ && cluster_->size() > 1) cluster_->abort(1, message);
 }
 
-void NcclAllReduce::throw_if_failed() {
+void NcclAllReduce::throw_if_failed() const {
+  if (!aborted_) return;
   std::lock_guard lock(mutex_);
   if (!error_.empty()) throw runtime_error(error_);
 }

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -67,7 +68,17 @@ private:
     ncclComm_t comm = nullptr;
     cudaStream_t stream = nullptr;       // communication
     cudaEvent_t ready = nullptr, done = nullptr;
-    double pending_since = -1;  // when the oldest unfinished collective was queued (-1: none)
+    // The collectives queued outside a capture and not yet seen finished,
+    // oldest first, each with an event of its own, so the watchdog times
+    // the oldest unfinished one (a later record of `done` would restart it).
+    // A captured step's collectives are not here: its replays run no host
+    // code, and an event recorded while capturing cannot be queried.
+    struct Pending {
+      cudaEvent_t event;
+      double since;
+    };
+    std::deque<Pending> pending;
+    std::vector<cudaEvent_t> spare;  // finished ones' events, reused
   };
 
   // On replica 0's thread, between barriers, at the first collective.
@@ -82,13 +93,19 @@ private:
   void grouped_pieces(int replica, const std::vector<DeviceSpan>& tensors, const UpdateShards& shards,
                       const std::string& what, Call&& call);
   void create_communicators();
+  // Records g.done on g's communication stream after its collectives just
+  // queued, and times them unless the compute stream is being captured.
+  // Under mutex_.
+  void track(Gpu& g, cudaStream_t compute);
   // Waits for a non-blocking communicator to finish its current operation.
   void settle(Gpu& gpu, const std::string& what) const;
   std::string describe(const Gpu& gpu) const;
   void watch();
   // Records the error, aborts every communicator; ends the job across workers.
   void fail(const std::string& message);
-  void throw_if_failed();
+  // Throws the failure fail() recorded: no NCCL call may follow an abort,
+  // which freed the communicators.
+  void throw_if_failed() const;
 
   std::shared_ptr<Cluster> cluster_;
   double timeout_ = 300;
@@ -97,8 +114,9 @@ private:
   std::vector<int> gpu_of_;  // replica -> gpus_ index
   bool initialized_ = false;  // written by replica 0 between barriers only
 
-  std::mutex mutex_;  // pending_since, error_, the events' records and the watchdog's queries
+  mutable std::mutex mutex_;  // pending, error_, the events' records and the watchdog's queries
   std::string error_;
+  std::atomic<bool> aborted_{false};  // set by fail() before it aborts the communicators
   std::condition_variable stop_cv_;
   bool stop_ = false;
   std::thread watchdog_;
