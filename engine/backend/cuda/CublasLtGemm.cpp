@@ -113,6 +113,8 @@ CublasLtGemm::Plan& CublasLtGemm::plan(const Key& key) {
   lt().cublasLtMatmulPreferenceDestroy(pref);
   if (s != CUBLAS_STATUS_SUCCESS) fail(s, "cublasLtMatmulAlgoGetHeuristic", key);
   if (found == 0) fail(CUBLAS_STATUS_NOT_SUPPORTED, "cublasLtMatmulAlgoGetHeuristic (no algorithm)", key);
+  // The algorithm's own check (e.g. its workspace or alignment needs).
+  if (result.state != CUBLAS_STATUS_SUCCESS) fail(result.state, "cublasLtMatmulAlgoGetHeuristic (its algorithm)", key);
   p->algo = result.algo;
   (void)has_beta;
   return *plans_.emplace(key, std::move(p)).first->second;
