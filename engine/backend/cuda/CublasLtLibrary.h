@@ -1,5 +1,5 @@
 #pragma once
-// cuBLASLt, opened with dlopen the first time a GPU multiplies matrices.
+// cuBLASLt, opened with dlopen when a GPU is first used (its backend is made).
 // Linking it would make every start of every Strata program load it (about
 // 0.1 s and 200 MiB of resident memory, measured, even for CPU-only runs)
 // and make the installed package depend on a library no Debian package
