@@ -252,11 +252,11 @@ void Optimizer::apply_summed_gradients(ReplicaSync& ctx, const std::vector<Tenso
   const WeightStores stores = one_copy ? WeightStores::Streamed : WeightStores::Cached;
   if (!ctx.variables_shared()) {
     const std::vector<ShardPiece>* shard = ctx.update_shard();
-    // Sharding is among one process's replicas: num_replicas_in_sync() of them.
     if (!shard) {
       apply_local(grads, vars, {.replica = current_replica()});
       return;
     }
+    // Sharding is among one process's replicas: num_replicas_in_sync() of them.
     apply_local(grads, vars,
                 {.replica = current_replica(), .pieces = shard, .updaters = ctx.num_replicas_in_sync(), .stores = stores});
     ctx.gather_updated(vars);

@@ -87,10 +87,11 @@ double name_code(const std::string& name) {
 void agree(const CrossDeviceOps& chosen, const std::shared_ptr<Cluster>& cluster) {
   const std::vector<double> codes = cluster->all_gather({name_code(chosen.name())});
   if (std::all_of(codes.begin(), codes.end(), [&](double c) { return c == codes.front(); })) return;
+  const std::vector<std::unique_ptr<CrossDeviceOps>> known = all_cross_device_ops(cluster);
   std::string each;
   for (size_t r = 0; r < codes.size(); ++r) {
     std::string what = "another";
-    for (const auto& op : all_cross_device_ops(cluster))
+    for (const auto& op : known)
       if (name_code(op->name()) == codes[r]) what = op->name();
     each += (each.empty() ? "" : ", ") + ("worker " + std::to_string(r) + " " + what);
   }
