@@ -37,7 +37,10 @@ void RunSession::open(const RunFolderOptions& options) {
   // Rank 0 reports for every rank: only it writes the folder.
   if (!options.dir.empty() && cluster().rank() == 0) {
     dir_ = std::make_unique<RunDirectory>(options.dir, trainer_.config(), resume);
-    sink_.add(dir_.get());
+    // The folder hears each event first: whoever reads it after hearing an
+    // event (the dashboard's history once a run is "Completed") finds it
+    // written there, metrics.json included.
+    sink_.add_first(dir_.get());
     trainer_.enable_checkpoints(dir_->checkpoints());
     // A stored run keeps its timeline beside its events; a resumed one
     // adds a file rather than replace what the first part recorded.

@@ -154,6 +154,8 @@ public:
 class FanOutSink final : public EventSink {
 public:
   void add(EventSink* sink) { sinks_.push_back(sink); }
+  // Ahead of the others: a sink whose effects the others' readers look for.
+  void add_first(EventSink* sink) { sinks_.insert(sinks_.begin(), sink); }
   void emit(const Event& event) override {
     for (auto* s : sinks_) s->emit(event);
   }
