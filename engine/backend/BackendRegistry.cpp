@@ -55,7 +55,7 @@ DeviceMemory& memory_of(const Device& device) { return backend_for(device); }
 const bool g_registered = [] {
   set_device_memory_provider(&memory_of);
 #ifdef STRATA_WITH_CUDA
-  set_gpu_provider(GpuProvider{&cuda::inventory, &cuda::usage});
+  set_gpu_provider(GpuProvider{&cuda::inventory, &cuda::usage, &cuda::peer_access});
 #endif
   return true;
 }();

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <fstream>
 #include <thread>
+#include <utility>
 
 #include "core/Error.h"
 
@@ -108,7 +109,7 @@ namespace {
 GpuProvider g_gpu_provider;
 }  // namespace
 
-void set_gpu_provider(const GpuProvider& provider) { g_gpu_provider = provider; }
+GpuProvider set_gpu_provider(const GpuProvider& provider) { return std::exchange(g_gpu_provider, provider); }
 
 GpuInventory gpu_inventory() {
   if (!g_gpu_provider.inventory) return {{}, "this build has no CUDA backend (rebuild with the CUDA toolkit installed)"};
@@ -116,6 +117,17 @@ GpuInventory gpu_inventory() {
 }
 
 bool gpu_usage(int index, DeviceUsage& out) { return g_gpu_provider.usage && g_gpu_provider.usage(index, out); }
+
+bool direct_access(const Device& reader, const Device& owner) {
+  if (reader.same_memory(owner)) return true;
+  if (reader.kind != owner.kind) return false;
+  switch (reader.kind) {
+    case DeviceKind::Sim: return true;
+    case DeviceKind::Gpu: return g_gpu_provider.peer_access && g_gpu_provider.peer_access(reader.index, owner.index);
+    case DeviceKind::Cpu: return true;
+  }
+  return false;
+}
 
 size_t sim_device_memory_bytes() {
   // Virtual space only: pages are backed as they are first written.

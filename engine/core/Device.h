@@ -56,10 +56,18 @@ struct GpuProvider {
   GpuInventory (*inventory)() = nullptr;
   // False when the load cannot be read (no NVML); `out` is then untouched.
   bool (*usage)(int index, DeviceUsage& out) = nullptr;
+  // Whether kernels on GPU `reader` can address GPU `owner`'s memory (peer
+  // access; consumer GPUs often have none). Asked without opening either GPU.
+  bool (*peer_access)(int reader, int owner) = nullptr;
 };
-void set_gpu_provider(const GpuProvider& provider);
+// Installs `provider`; returns the one it replaces (tests put it back).
+GpuProvider set_gpu_provider(const GpuProvider& provider);
 GpuInventory gpu_inventory();
 bool gpu_usage(int index, DeviceUsage& out);
+// Whether a kernel running on `reader` can read and write memory of `owner`
+// directly: the same memory, sim devices (all in host memory), or GPUs with
+// peer access between them.
+bool direct_access(const Device& reader, const Device& owner);
 
 int hardware_threads();
 // The machine's devices as users see them: its CPU devices, then its GPUs. Simulated devices are listed only

@@ -19,6 +19,23 @@ class TestStrategies : public QObject {
   Q_OBJECT
 
 private:
+  // Runs `body` with the GPUs' peer access as `peers` says (the inventory
+  // and load stay this build's), then puts the real answer back.
+  template <class F>
+  static auto with_peers(bool peers, F body) {
+    static bool answer;
+    answer = peers;
+    GpuProvider fake = set_gpu_provider({});
+    const GpuProvider real = fake;
+    fake.peer_access = [](int, int) { return answer; };
+    set_gpu_provider(fake);
+    struct Restore {
+      GpuProvider real;
+      ~Restore() { set_gpu_provider(real); }
+    } restore{real};
+    return body();
+  }
+
   Dataset data_ = make_synthetic(250, 5, 3, 5);  // 250 = 8 batches of 30 + a partial 10
   std::vector<std::vector<float>> full_state_;   // sharded_update_matches_full_update's reference
 
@@ -346,7 +363,7 @@ private slots:
       QCOMPARE(chosen({g0}, "nccl"), std::string("nccl"));
     } else {
       QVERIFY2(QString::fromStdString(why).contains("libnccl"), why.c_str());
-      QCOMPARE(chosen({g0, g1}), std::string("device_local"));
+      QCOMPARE(with_peers(true, [&] { return chosen({g0, g1}); }), std::string("device_local"));
     }
     QVERIFY(!nccl->enabled(cpus(2), &why));
     QVERIFY2(QString::fromStdString(why).contains("GPU replicas only, not cpu:0"), why.c_str());
@@ -358,8 +375,33 @@ private slots:
     QVERIFY2(QString::fromStdString(why).contains("gpu:0 holds several"), why.c_str());
 #else
     QVERIFY(!nccl);
-    QCOMPARE(chosen({g0, g1}), std::string("device_local"));
+    QCOMPARE(with_peers(true, [&] { return chosen({g0, g1}); }), std::string("device_local"));
 #endif
+  }
+
+  void gpus_without_peer_access_are_not_reduced_in_place() {
+    // Consumer GPUs often cannot address each other's memory: the in-place
+    // reductions would fault there, so they refuse, naming the pair.
+    const Device g0{DeviceKind::Gpu, 0}, g1{DeviceKind::Gpu, 1};
+    with_peers(false, [&] {
+      for (const std::string name : {"device_local", "reduce_to_one_device"}) {
+        try {
+          select_cross_device_ops({g0, g1}, name);
+          QFAIL("GPUs without peer access must not be reduced in place");
+        } catch (const Error& e) {
+          QCOMPARE(e.kind(), ErrorKind::BadInput);
+          QVERIFY2(QString(e.what()).contains("'" + QString::fromStdString(name) + "' is not available"), e.what());
+          QVERIFY2(QString(e.what()).contains("needs each device to address the others' memory"), e.what());
+          QVERIFY2(QString(e.what()).contains("gpu:0 cannot address gpu:1's (no peer access between them)"), e.what());
+        }
+      }
+      // Replicas sharing one GPU use its own memory.
+      QCOMPARE(select_cross_device_ops({g0, g0})->name(), std::string("device_local"));
+      QVERIFY(direct_access(g1, g1));
+      QVERIFY(!direct_access(Device{DeviceKind::Cpu, 0}, g0));
+      QVERIFY(direct_access(Device{DeviceKind::Sim, 0}, Device{DeviceKind::Sim, 3}));
+    });
+    with_peers(true, [&] { QVERIFY(direct_access(g0, g1)); });
   }
 
   void workers_agree_on_the_cross_device_ops() {

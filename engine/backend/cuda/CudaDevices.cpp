@@ -16,6 +16,7 @@ struct Census {
   int count = 0;
   std::string why;
   std::vector<std::string> pci;
+  std::vector<char> peer;  // peer[reader * count + owner]
 };
 
 const Census& census() {
@@ -42,6 +43,17 @@ const Census& census() {
       char bus[32] = {};
       out.pci.push_back(cudaDeviceGetPCIBusId(bus, sizeof bus, i) == cudaSuccess ? bus : "");
     }
+    // A device attribute query: no context is created on either GPU.
+    out.peer.assign(static_cast<size_t>(out.count) * static_cast<size_t>(out.count), 0);
+    for (int reader = 0; reader < out.count; ++reader)
+      for (int owner = 0; owner < out.count; ++owner) {
+        int can = reader == owner;
+        if (!can && cudaDeviceCanAccessPeer(&can, reader, owner) != cudaSuccess) {
+          cudaGetLastError();
+          can = 0;
+        }
+        out.peer[static_cast<size_t>(reader * out.count + owner)] = static_cast<char>(can != 0);
+      }
     return out;
   }();
   return c;
@@ -83,6 +95,12 @@ bool usage(int index, DeviceUsage& out) {
   const Census& c = census();
   if (index < 0 || index >= c.count) return false;
   return Nvml::instance().usage(c.pci[static_cast<size_t>(index)], out);
+}
+
+bool peer_access(int reader, int owner) {
+  const Census& c = census();
+  if (reader < 0 || owner < 0 || reader >= c.count || owner >= c.count) return false;
+  return c.peer[static_cast<size_t>(reader * c.count + owner)] != 0;
 }
 
 void require_device(int index) {

@@ -13,6 +13,8 @@ int device_count(std::string* why = nullptr);
 GpuInventory inventory();
 // Live load of gpu:`index` through NVML.
 bool usage(int index, DeviceUsage& out);
+// Whether kernels on gpu:`reader` can address gpu:`owner`'s memory.
+bool peer_access(int reader, int owner);
 // Throws bad_input naming the device when gpu:`index` cannot be used.
 void require_device(int index);
 

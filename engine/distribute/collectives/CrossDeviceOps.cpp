@@ -32,6 +32,18 @@ bool accelerators_of_one_kind(const std::vector<Device>& devices, const std::str
   return true;
 }
 
+bool devices_reach_each_other(const std::vector<Device>& devices, const std::string& who, std::string* why_not) {
+  for (auto& reader : devices)
+    for (auto& owner : devices)
+      if (!direct_access(reader, owner)) {
+        if (why_not)
+          *why_not = who + " needs each device to address the others' memory, and " + reader.str() + " cannot address " +
+                     owner.str() + "'s" + (reader.kind == owner.kind ? " (no peer access between them)" : "");
+        return false;
+      }
+  return true;
+}
+
 void CrossDeviceOps::reduce_scatter_sum(ReplicaGroup&, int, const std::vector<DeviceSpan>&, const UpdateShards&) {
   throw runtime_error("cross-device ops '" + name() + "' cannot run the sharded update");
 }
@@ -59,18 +71,19 @@ std::vector<std::unique_ptr<CrossDeviceOps>> all_cross_device_ops(const std::sha
 namespace {
 std::unique_ptr<CrossDeviceOps> select_here(const std::vector<Device>& devices, const std::string& name,
                                             const std::shared_ptr<Cluster>& cluster) {
-  std::string names;
+  std::string names, reasons;
   for (auto& op : all_cross_device_ops(cluster)) {
     names += (names.empty() ? "" : ", ") + op->name();
     std::string why;
     const bool ok = op->enabled(devices, &why);
     if (name == "auto" && ok && op->preferred(devices)) return std::move(op);
+    if (!ok) reasons += "; " + op->name() + ": " + why;
     if (op->name() == name) {
       if (!ok) throw bad_input("cross_device_ops '" + name + "' is not available: " + why);
       return std::move(op);
     }
   }
-  if (name == "auto") throw bad_input("no cross-device all-reduce is available for these devices");
+  if (name == "auto") throw bad_input("no cross-device all-reduce is available for these devices" + reasons);
   throw bad_input("cross_device_ops '" + name + "' does not exist (choose auto, " + names + ")");
 }
 

@@ -111,6 +111,9 @@ public:
 bool host_devices_only(const std::vector<Device>& devices, const std::string& who, std::string* why_not);
 // True when no device is a host device and all are of one kind; else says why.
 bool accelerators_of_one_kind(const std::vector<Device>& devices, const std::string& who, std::string* why_not);
+// True when a kernel on each device can address every other's memory (see
+// direct_access); else names the first pair that cannot.
+bool devices_reach_each_other(const std::vector<Device>& devices, const std::string& who, std::string* why_not);
 
 class Cluster;
 

@@ -8,7 +8,8 @@
 namespace strata {
 
 bool DeviceAllReduce::enabled(const std::vector<Device>& devices, std::string* why_not) const {
-  return accelerators_of_one_kind(devices, "device_local all-reduce", why_not);
+  return accelerators_of_one_kind(devices, "device_local all-reduce", why_not) &&
+         devices_reach_each_other(devices, "device_local all-reduce", why_not);
 }
 
 void DeviceAllReduce::all_reduce_sum(ReplicaGroup& group, int replica, DeviceSpan buffer) {
