@@ -75,9 +75,6 @@ Strategy::Strategy(std::vector<Device> devices, const StrategyOptions& options, 
   const int total = options.threads > 0 ? options.threads : std::max(1, hardware_threads() / cluster_->local_size());
   const int n = static_cast<int>(devices.size());
   threads_per_replica_ = std::max(1, total / n);
-  // Strategies that name their ops (central storage: reduce to one device)
-  // are checked here; mirrored's choice was checked when it was made.
-  if (std::string why; !ops->enabled(devices, &why)) throw bad_input("these replicas cannot be reduced: " + why);
   const bool sharded = use_sharded_update(options.sharded_update, *ops, devices, variables_shared, *cluster_);
   // Host replicas under the sharded update keep one copy of the variables:
   // each updates its shard of it in place, so the all-gather has nothing to

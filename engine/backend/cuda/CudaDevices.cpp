@@ -86,6 +86,14 @@ GpuInventory inventory() {
     info.detail = "compute capability " + std::to_string(p.major) + "." + std::to_string(p.minor) + ", " +
                   std::to_string(p.multiProcessorCount) + " SMs, driver " + version(driver) + ", CUDA runtime " +
                   version(runtime);
+    // Which reductions can run between GPUs in place (docs/gpu.md).
+    if (c.count > 1) {
+      std::string peers;
+      for (int j = 0; j < c.count; ++j)
+        if (j != i && c.peer[static_cast<size_t>(i * c.count + j)])
+          peers += (peers.empty() ? "gpu:" : ", gpu:") + std::to_string(j);
+      info.detail += peers.empty() ? ", no peer access to the other GPUs" : ", peer access to " + peers;
+    }
     out.gpus.push_back(std::move(info));
   }
   return out;
