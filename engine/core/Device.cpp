@@ -119,14 +119,10 @@ GpuInventory gpu_inventory() {
 bool gpu_usage(int index, DeviceUsage& out) { return g_gpu_provider.usage && g_gpu_provider.usage(index, out); }
 
 bool direct_access(const Device& reader, const Device& owner) {
-  if (reader.same_memory(owner)) return true;
+  if (reader.same_memory(owner)) return true;  // every pair of cpu devices too
   if (reader.kind != owner.kind) return false;
-  switch (reader.kind) {
-    case DeviceKind::Sim: return true;
-    case DeviceKind::Gpu: return g_gpu_provider.peer_access && g_gpu_provider.peer_access(reader.index, owner.index);
-    case DeviceKind::Cpu: return true;
-  }
-  return false;
+  if (reader.kind == DeviceKind::Sim) return true;  // all in host memory
+  return g_gpu_provider.peer_access && g_gpu_provider.peer_access(reader.index, owner.index);
 }
 
 size_t sim_device_memory_bytes() {

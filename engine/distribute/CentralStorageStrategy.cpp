@@ -1,6 +1,7 @@
 #include "distribute/CentralStorageStrategy.h"
 
 #include "core/Error.h"
+#include "distribute/collectives/CrossDeviceOps.h"
 #include "distribute/collectives/ReduceToOneDevice.h"
 
 namespace strata {
@@ -10,7 +11,7 @@ namespace {
 // the reduction sums where the gradients lie: each device must address the
 // others' memory.
 std::vector<Device> reaching_each_other(std::vector<Device> devices) {
-  if (std::string why; !ReduceToOneDevice().enabled(devices, &why)) throw bad_input("central_storage: " + why);
+  if (std::string why; !devices_reach_each_other(devices, "central_storage", &why)) throw bad_input(why);
   return devices;
 }
 }  // namespace
