@@ -32,6 +32,10 @@ ReplicaPool::~ReplicaPool() {
   }
   start_cv_.notify_all();
   for (auto& t : threads_) t.join();
+  // The cross-device ops go first: NCCL's collectives may still read the
+  // replicas' buckets (a step that failed midway), and aborting or
+  // destroying its communicators settles them before the buckets are freed.
+  ops_.reset();
 }
 
 void ReplicaPool::loop(int replica) {

@@ -38,13 +38,21 @@ public:
 
 class CudaGraph final : public DeviceGraph {
 public:
-  CudaGraph(cudaGraph_t graph, cudaGraphExec_t exec) : graph(graph), exec(exec) {}
+  // `held`: buffers released while the step was captured; the graph still
+  // reads or writes them, so they return to the pool only with the graph.
+  CudaGraph(cudaGraph_t graph, cudaGraphExec_t exec, DeviceMemory& owner, std::vector<void*> held)
+      : graph(graph), exec(exec), owner_(owner), held_(std::move(held)) {}
   ~CudaGraph() override {
     cudaGraphExecDestroy(exec);
     cudaGraphDestroy(graph);
+    for (void* p : held_) owner_.deallocate(p, 0);
   }
   cudaGraph_t graph;
   cudaGraphExec_t exec;
+
+private:
+  DeviceMemory& owner_;
+  std::vector<void*> held_;
 };
 
 std::string mib(uint64_t bytes) { return std::to_string((bytes + (1u << 19)) >> 20) + " MiB"; }
@@ -93,7 +101,6 @@ CudaBackend::CudaBackend(int index) : index_(index) {
       share_memory(index_, pool_, other->index_);
       share_memory(other->index_, other->pool_, index_);
     }
-    g_opened.push_back(this);
   }
   STRATA_CUDA(cudaSetDevice(index_));  // share_memory changed it
   t_current_device = index_;
@@ -101,6 +108,11 @@ CudaBackend::CudaBackend(int index) : index_(index) {
   gemm_ = std::make_unique<cuda::CublasLtGemm>(device().str(), workspace_, kGemmWorkspaceBytes);
   label_error_ = static_cast<float*>(allocate(2 * sizeof(float)));
   fill32(label_error_, 2, 0);
+  // Listed last: a constructor that throws above (cuBLASLt missing, no
+  // memory) runs no destructor, and a listed dead backend would be shared
+  // with by the next GPU opened.
+  std::lock_guard lock(g_opened_mutex);
+  g_opened.push_back(this);
 }
 
 CudaBackend::~CudaBackend() {
@@ -312,10 +324,17 @@ GraphPtr CudaBackend::end_capture() {
     escaped = captured_allocations_.size();
     captured_allocations_.clear();
   }
-  for (void* p : deferred)
-    if (cudaFreeAsync(p, stream_) != cudaSuccess) cudaGetLastError();
-  if (ended != cudaSuccess) cuda::throw_cuda(ended, "cudaStreamEndCapture", __FILE__, __LINE__);
+  // Without a graph to replay, the buffers released during the capture are
+  // free at once.
+  const auto release = [&] {
+    for (void* p : deferred) deallocate(p, 0);
+  };
+  if (ended != cudaSuccess) {
+    release();
+    cuda::throw_cuda(ended, "cudaStreamEndCapture", __FILE__, __LINE__);
+  }
   if (escaped > 0) {
+    release();
     cudaGraphDestroy(graph);
     throw runtime_error(device().str() + ": " + std::to_string(escaped) +
                         " allocations made during the capture are still in use at its end");
@@ -323,6 +342,7 @@ GraphPtr CudaBackend::end_capture() {
   cudaGraphExec_t exec = nullptr;
   const cudaError_t e = cudaGraphInstantiate(&exec, graph, 0);
   if (e != cudaSuccess) {
+    release();
     cudaGraphDestroy(graph);
     cuda::throw_cuda(e, "cudaGraphInstantiate", __FILE__, __LINE__);
   }
@@ -330,7 +350,7 @@ GraphPtr CudaBackend::end_capture() {
   // keeps unused from the op-by-op steps is given back, so a model that
   // fits op by op fits replayed too.
   if (cudaMemPoolTrimTo(pool_, 0) != cudaSuccess) cudaGetLastError();
-  return std::make_shared<CudaGraph>(graph, exec);
+  return std::make_shared<CudaGraph>(graph, exec, *this, std::move(deferred));
 }
 
 void CudaBackend::replay(const GraphPtr& graph) {
@@ -492,13 +512,15 @@ cuda::CudnnConvolution* CudaBackend::cudnn() {
   return cudnn_.get();
 }
 
-bool CudaBackend::has_conv2d(const Window2D& w, int64_t) {
+bool CudaBackend::has_conv2d(const Window2D& w, int64_t filters) {
 #ifdef STRATA_WITH_CUDNN
-  if (!cuda::CudnnConvolution::fits(w)) return false;
+  cuda::CudnnConvolution* library = cudnn();
+  return library && library->takes(w, filters);
 #else
   (void)w;
+  (void)filters;
+  return false;
 #endif
-  return cudnn() != nullptr;
 }
 
 // The layers' kernels are (kh * kw * channels, filters) matrices; cuDNN's

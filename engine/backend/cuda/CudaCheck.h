@@ -12,6 +12,10 @@
 namespace strata::cuda {
 
 [[noreturn]] inline void throw_cuda(cudaError_t e, const char* call, const char* file, int line) {
+  // Clear the thread's last error, or the next launch check would report
+  // this failure again under the later kernel's name (when the caller
+  // catches and carries on, as a failed capture does).
+  cudaGetLastError();
   std::string where = file;
   if (auto slash = where.rfind('/'); slash != std::string::npos) where = where.substr(slash + 1);
   throw runtime_error(std::string(call) + " failed at " + where + ":" + std::to_string(line) + ": " +

@@ -1,6 +1,8 @@
 #include "backend/cuda/CudnnConvolution.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <limits>
 
 #include "backend/cuda/CudnnLibrary.h"
 #include "core/Error.h"
@@ -38,21 +40,46 @@ CudnnConvolution::CudnnConvolution(DeviceMemory& memory, std::string device_name
 }
 
 CudnnConvolution::~CudnnConvolution() {
-  for (auto& [key, p] : plans_) {
-    lib().cudnnDestroyTensorDescriptor(p.x);
-    lib().cudnnDestroyTensorDescriptor(p.y);
-    lib().cudnnDestroyFilterDescriptor(p.kernel);
-    lib().cudnnDestroyConvolutionDescriptor(p.conv);
-  }
+  for (auto& [key, p] : plans_) destroy(p);
   if (workspace_) memory_.deallocate(workspace_, workspace_bytes_);
   for (auto [old, bytes] : retired_) memory_.deallocate(old, bytes);
   if (handle_) lib().cudnnDestroy(handle_);
 }
 
-bool CudnnConvolution::fits(const Window2D& w) {
+void CudnnConvolution::destroy(Plan& p) {
+  if (p.x) lib().cudnnDestroyTensorDescriptor(p.x);
+  if (p.y) lib().cudnnDestroyTensorDescriptor(p.y);
+  if (p.kernel) lib().cudnnDestroyFilterDescriptor(p.kernel);
+  if (p.conv) lib().cudnnDestroyConvolutionDescriptor(p.conv);
+}
+
+bool CudnnConvolution::takes(const Window2D& w, int64_t filters) {
+  if (!fits(w, filters)) return false;
+  const Key key{w.batch,    w.height,   w.width,   w.channels, w.kernel_h, w.kernel_w,
+                w.stride_h, w.stride_w, w.pad_top, w.pad_left, filters};
+  std::lock_guard lock(mutex_);
+  if (refused_.contains(key)) return false;
+  try {
+    plan(w, filters);
+    return true;
+  } catch (const std::exception& e) {
+    refused_.insert(key);
+    std::fprintf(stderr, "%s; this shape uses im2col and cuBLASLt\n", e.what());
+    return false;
+  }
+}
+
+bool CudnnConvolution::fits(const Window2D& w, int64_t filters) {
   auto out = [](int64_t size, int64_t pad, int64_t kernel, int64_t stride) {
     return (size + 2 * pad - kernel) / stride + 1;
   };
+  // An empty batch (a replica without examples in a short last batch) stays
+  // on the im2col path, which writes zeros; cuDNN promises nothing for n = 0.
+  // cuDNN's descriptors take int: larger tensors take that path too.
+  const int64_t limit = std::numeric_limits<int32_t>::max();
+  if (w.batch <= 0 || w.out_h <= 0 || w.out_w <= 0 || w.batch * w.height * w.width * w.channels >= limit ||
+      w.batch * w.out_h * w.out_w * filters >= limit)
+    return false;
   return w.pad_top >= 0 && w.pad_left >= 0 && out(w.height, w.pad_top, w.kernel_h, w.stride_h) == w.out_h &&
          out(w.width, w.pad_left, w.kernel_w, w.stride_w) == w.out_w;
 }
@@ -65,6 +92,7 @@ CudnnConvolution::Plan& CudnnConvolution::plan(const Window2D& w, int64_t filter
     try {
       make_plan(it->second, w, filters);
     } catch (...) {
+      destroy(it->second);
       plans_.erase(it);
       throw;
     }

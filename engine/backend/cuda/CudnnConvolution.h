@@ -5,6 +5,7 @@
 #include <array>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -28,9 +29,12 @@ public:
   CudnnConvolution(const CudnnConvolution&) = delete;
   CudnnConvolution& operator=(const CudnnConvolution&) = delete;
 
-  // Whether cuDNN's symmetric padding gives exactly this window (TF's "same"
-  // with an odd pixel after, e.g. stride 2 on an even size, does not).
-  static bool fits(const Window2D& w);
+  // Whether cuDNN takes this window: its symmetric padding gives exactly
+  // this window (TF's "same" with an odd pixel after, e.g. stride 2 on an
+  // even size, does not), and a plan can be made for it (made here, once per
+  // shape, so a shape cuDNN refuses goes the im2col way instead of failing
+  // the step).
+  bool takes(const Window2D& w, int64_t filters);
 
   void forward(const Window2D& w, int64_t filters, const float* x, const float* kernel, float* y);
   void backward_data(const Window2D& w, int64_t filters, const float* dy, const float* kernel, float* dx);
@@ -46,6 +50,8 @@ private:
     cudnnConvolutionBwdFilterAlgo_t backward_filter{};
   };
   using Key = std::array<int64_t, 11>;
+  static bool fits(const Window2D& w, int64_t filters);
+  static void destroy(Plan& p);
   Plan& plan(const Window2D& w, int64_t filters);
   void make_plan(Plan& p, const Window2D& w, int64_t filters);
   void reserve(size_t bytes);
@@ -56,6 +62,7 @@ private:
   cudnnHandle_t handle_ = nullptr;
   std::mutex mutex_;  // the handle, the plans and the workspace: replicas sharing the GPU call from their threads
   std::map<Key, Plan> plans_;
+  std::set<Key> refused_;  // shapes whose plan failed: im2col for them
   void* workspace_ = nullptr;
   size_t workspace_bytes_ = 0;
   std::vector<std::pair<void*, size_t>> retired_;  // outgrown workspaces (reserve())

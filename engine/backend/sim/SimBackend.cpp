@@ -71,14 +71,17 @@ GraphPtr SimBackend::end_capture() {
     c = std::move(*capture_);
     capture_.reset();
   }
-  for (auto [p, bytes] : c.deferred) arena_.deallocate(p, bytes);
   if (!c.live.empty()) {
     // Memory still in use would be written by every replay behind its
     // owner's back: the captured code must free what it allocates.
+    for (auto [p, bytes] : c.deferred) arena_.deallocate(p, bytes);
     for (auto [bytes, p] : c.free) arena_.deallocate(p, bytes);
     throw runtime_error(device().str() + ": " + std::to_string(c.live.size()) +
                         " allocations made during the capture are still in use at its end");
   }
+  // Older memory freed while capturing is still read or written by every
+  // replay: it returns to the arena with the graph, not before.
+  c.owned.insert(c.owned.end(), c.deferred.begin(), c.deferred.end());
   return std::make_shared<SimGraph>(std::move(ops), std::move(c.owned), arena_, stream_);
 }
 

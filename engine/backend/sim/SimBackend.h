@@ -116,7 +116,8 @@ private:
     std::multimap<size_t, void*> free;
     std::vector<std::pair<void*, size_t>> owned;
     // Older memory freed while capturing: a graph cannot free what it did not
-    // allocate (CUDA refuses such a free node), so it is returned after the capture.
+    // allocate (CUDA refuses such a free node), and its replays still use
+    // it, so it is returned with the graph.
     std::vector<std::pair<void*, size_t>> deferred;
   };
   std::mutex capture_mutex_;

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
 #include <set>
 
 #include "backend/Backend.h"
@@ -65,7 +68,7 @@ NcclAllReduce::~NcclAllReduce() {
   bool finished = error_.empty();
   for (Gpu& g : gpus_) {
     for (const Gpu::Pending& p : g.pending) finished = finished && cudaEventQuery(p.event) == cudaSuccess;
-    finished = finished && (!g.done || cudaEventQuery(g.done) == cudaSuccess);
+    finished = finished && (!g.done || g.done_captured || cudaEventQuery(g.done) == cudaSuccess);
   }
   cudaGetLastError();  // a query's error is an answer here
   for (Gpu& g : gpus_) {
@@ -140,11 +143,11 @@ void NcclAllReduce::start_all_reduce_sum(ReplicaGroup& group, int replica, Devic
     const trace::DeviceSpans::Context traced = trace::DeviceSpans::current();
     auto& cuda = static_cast<CudaBackend&>(be);
     EventPtr began = traced.spans ? cuda.record_timing_mark_on(g.stream) : nullptr;
-    // The message is built only on failure: this runs for every bucket.
-    const ncclResult_t result =
-        lib().ncclAllReduce(buffer.data, buffer.data, buffer.size, ncclFloat, ncclSum, g.comm, g.stream);
-    if (result == ncclInProgress) settle(g, "ncclAllReduce on " + describe(g));  // non-blocking (multi-worker) communicators
-    else if (result != ncclSuccess) lib().check(result, "ncclAllReduce on " + describe(g), g.comm);
+    {
+      auto held = use(g);
+      check(lib().ncclAllReduce(buffer.data, buffer.data, buffer.size, ncclFloat, ncclSum, g.comm, g.stream), g, held,
+            "ncclAllReduce");
+    }
     if (began)
       traced.spans->add(buffer.device,
                         trace::Span{trace::SpanKind::AllReduce, trace::Lane{trace::LaneKind::CommStream, replica},
@@ -174,29 +177,29 @@ bool NcclAllReduce::supports_sharding(const std::vector<Device>& devices, std::s
 
 template <typename Call>
 void NcclAllReduce::grouped_pieces(int replica, const std::vector<DeviceSpan>& tensors, const UpdateShards& shards,
-                                   const std::string& what, Call&& call) {
+                                   const char* what, Call&& call) {
   Gpu& g = gpus_[static_cast<size_t>(gpu_of_[static_cast<size_t>(replica)])];
   DeviceGuard guard(g.index);
   const cudaStream_t compute = compute_stream(Device{DeviceKind::Gpu, g.index});
   STRATA_CUDA(cudaEventRecord(g.ready, compute));
   STRATA_CUDA(cudaStreamWaitEvent(g.stream, g.ready, 0));
   const auto& api = lib();
-  throw_if_failed();
-  api.check(api.ncclGroupStart(), "ncclGroupStart");
-  for (int owner = 0; owner < shards.replicas(); ++owner) {
-    const int root = gpus_[static_cast<size_t>(gpu_of_[static_cast<size_t>(owner)])].rank;
-    for (const ShardPiece& p : shards.of(owner)) {
-      float* piece = tensors[static_cast<size_t>(p.variable)].data + p.offset;
-      const ncclResult_t r = call(piece, static_cast<size_t>(p.count), root, g.comm, g.stream);
-      if (r != ncclSuccess && r != ncclInProgress) {
-        api.ncclGroupEnd();
-        api.check(r, what + " on " + describe(g), g.comm);
+  {
+    auto held = use(g);
+    api.check(api.ncclGroupStart(), "ncclGroupStart");
+    for (int owner = 0; owner < shards.replicas(); ++owner) {
+      const int root = gpus_[static_cast<size_t>(gpu_of_[static_cast<size_t>(owner)])].rank;
+      for (const ShardPiece& p : shards.of(owner)) {
+        float* piece = tensors[static_cast<size_t>(p.variable)].data + p.offset;
+        const ncclResult_t r = call(piece, static_cast<size_t>(p.count), root, g.comm, g.stream);
+        if (r != ncclSuccess && r != ncclInProgress) {
+          api.ncclGroupEnd();
+          check(r, g, held, what);
+        }
       }
     }
+    check(api.ncclGroupEnd(), g, held, what);
   }
-  const ncclResult_t end = api.ncclGroupEnd();
-  if (end == ncclInProgress) settle(g, what + " on " + describe(g));
-  else api.check(end, what + " on " + describe(g), g.comm);
   {
     std::lock_guard lock(mutex_);
     track(g, compute);
@@ -228,7 +231,8 @@ void NcclAllReduce::all_gather(ReplicaGroup& group, int replica, const std::vect
 
 void NcclAllReduce::track(Gpu& g, cudaStream_t compute) {
   STRATA_CUDA(cudaEventRecord(g.done, g.stream));
-  if (capturing(compute)) return;
+  g.done_captured = capturing(compute);
+  if (g.done_captured) return;
   cudaEvent_t event = nullptr;
   if (g.spare.empty()) {
     STRATA_CUDA(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
@@ -258,7 +262,7 @@ void NcclAllReduce::init(const ReplicaGroup& group) {
       Gpu g;
       g.index = d.index;
       g.leader = r;
-      gpus_.push_back(g);
+      gpus_.push_back(std::move(g));
       it = gpus_.end() - 1;
     }
     it->replicas.push_back(r);
@@ -305,6 +309,7 @@ void NcclAllReduce::create_communicators() {
     if (r == cluster_->rank()) offset = ranks_;
     ranks_ += static_cast<int>(counts[static_cast<size_t>(r)]);
   }
+  refuse_shared_gpus(static_cast<int>(*std::max_element(counts.begin(), counts.end())));
   ncclUniqueId id{};
   if (cluster_->rank() == 0) api.check(api.ncclGetUniqueId(&id), "ncclGetUniqueId");
   cluster_->broadcast(std::as_writable_bytes(std::span<ncclUniqueId>(&id, 1)), 0);
@@ -317,28 +322,81 @@ void NcclAllReduce::create_communicators() {
     Gpu& g = gpus_[static_cast<size_t>(i)];
     g.rank = offset + i;
     DeviceGuard guard(g.index);
-    api.check(api.ncclCommInitRankConfig(&g.comm, ranks_, id, g.rank, &config), "joining the NCCL communicator on " + describe(g));
+    const ncclResult_t joined = api.ncclCommInitRankConfig(&g.comm, ranks_, id, g.rank, &config);
+    if (joined != ncclSuccess && joined != ncclInProgress) {
+      api.ncclGroupEnd();  // a group left open would queue this thread's later NCCL calls forever
+      api.check(joined, "joining the NCCL communicator on " + describe(g));
+    }
   }
   api.check(api.ncclGroupEnd(), "joining the NCCL communicator");
-  for (Gpu& g : gpus_) settle(g, "joining the NCCL communicator on " + describe(g));
+  for (Gpu& g : gpus_) {
+    auto held = use(g);
+    settle(g, held, "joining the NCCL communicator");
+  }
 }
 
-void NcclAllReduce::settle(Gpu& gpu, const std::string& what) const {
-  const auto& api = lib();
+void NcclAllReduce::refuse_shared_gpus(int most) {
+  // NCCL takes one rank per GPU ("Duplicate GPU detected"); workers on one
+  // host naming the same GPU are refused here, naming both, instead.
+  std::vector<double> mine(static_cast<size_t>(most), -1.0);
+  for (size_t i = 0; i < gpus_.size(); ++i) {
+    char bus[32] = {};
+    STRATA_CUDA(cudaDeviceGetPCIBusId(bus, sizeof bus, gpus_[i].index));
+    // 52 bits of the bus id's hash: exact in a double.
+    mine[i] = static_cast<double>(std::hash<std::string>{}(bus) & ((uint64_t{1} << 52) - 1));
+  }
+  const std::vector<double> all = cluster_->all_gather(mine);
+  const std::vector<std::string> hosts = cluster_->hosts();
+  std::map<std::pair<std::string, double>, int> first;  // (host, GPU) -> the first worker naming it
+  for (int worker = 0; worker < cluster_->size(); ++worker)
+    for (int i = 0; i < most; ++i) {
+      const double gpu = all[static_cast<size_t>(worker * most + i)];
+      if (gpu < 0) continue;
+      const std::string& host = hosts[static_cast<size_t>(worker)];
+      if (auto [it, fresh] = first.try_emplace({host, gpu}, worker); !fresh)
+        throw bad_input("cross_device_ops 'nccl': workers " + std::to_string(it->second) + " and " + std::to_string(worker) +
+                        " on " + host +
+                        " use the same GPU, and NCCL takes one worker per GPU: give each worker its own GPU "
+                        "(--devices), or choose cross_device_ops hierarchical_mpi");
+    }
+}
+
+std::unique_lock<std::timed_mutex> NcclAllReduce::use(Gpu& gpu) const {
+  std::unique_lock held(*gpu.calls);
+  throw_if_failed();
+  return held;
+}
+
+void NcclAllReduce::check(ncclResult_t result, Gpu& gpu, std::unique_lock<std::timed_mutex>& held, const char* call) {
+  if (result == ncclSuccess) return;
+  if (result == ncclInProgress) return settle(gpu, held, call);  // non-blocking (multi-worker) communicators
+  // The message is built only here: the calls run for every bucket.
+  std::string msg = std::string(call) + " on " + describe(gpu) + ": " + lib().ncclGetErrorString(result);
+  if (const char* last = lib().ncclGetLastError(gpu.comm); last && *last) msg += " (" + std::string(last) + ")";
+  held.unlock();
+  fail(msg);
+  throw runtime_error(msg);
+}
+
+void NcclAllReduce::settle(Gpu& gpu, std::unique_lock<std::timed_mutex>& held, const char* call) {
   const double deadline = monotonic_seconds() + timeout_;
   for (;;) {
-    throw_if_failed();  // the watchdog aborted the communicator meanwhile
     ncclResult_t state = ncclSuccess;
-    api.check(api.ncclCommGetAsyncError(gpu.comm, &state), what, gpu.comm);
+    if (const ncclResult_t asked = lib().ncclCommGetAsyncError(gpu.comm, &state); asked != ncclSuccess) state = asked;
     if (state == ncclSuccess) return;
-    api.check(state, what, gpu.comm);  // throws unless still in progress
+    if (state != ncclInProgress) return check(state, gpu, held, call);
     if (monotonic_seconds() > deadline) {
-      const std::string msg = what + ": no progress within " + std::to_string(static_cast<int>(timeout_)) +
-                              " s; a worker has died or hangs";
-      if (cluster_ && cluster_->size() > 1) cluster_->abort(1, msg);
+      const std::string msg = std::string(call) + " on " + describe(gpu) + ": no progress within " +
+                              std::to_string(static_cast<int>(timeout_)) + " s; a worker has died or hangs";
+      held.unlock();
+      fail(msg);
       throw runtime_error(msg);
     }
+    // Let the watchdog ask between polls.
+    held.unlock();
     std::this_thread::sleep_for(std::chrono::microseconds(100));
+    held.lock();
+    throw_if_failed();  // the watchdog aborted the communicator meanwhile
   }
 }
 
@@ -351,18 +409,25 @@ std::string NcclAllReduce::describe(const Gpu& gpu) const {
 
 void NcclAllReduce::watch() {
   const auto& api = lib();
+  // A new thread's current device is gpu:0, and its first CUDA call would
+  // give that GPU a context (and its memory) in a run that does not use it.
+  if (cudaSetDevice(gpus_.front().index) != cudaSuccess) cudaGetLastError();
   std::unique_lock lock(mutex_);
   while (!stop_cv_.wait_for(lock, std::chrono::milliseconds(50), [&] { return stop_; })) {
     if (!error_.empty()) continue;
     std::string failure;
     for (Gpu& g : gpus_) {
-      ncclResult_t state = ncclSuccess;
-      api.ncclCommGetAsyncError(g.comm, &state);
-      if (state != ncclSuccess && state != ncclInProgress) {
-        const char* last = api.ncclGetLastError(g.comm);
-        failure = "NCCL failed on " + describe(g) + ": " + api.ncclGetErrorString(state) +
-                  (last && *last ? " (" + std::string(last) + ")" : "");
-        break;
+      // A communicator busy on a replica's thread is asked next time round
+      // (that thread reports its errors itself).
+      if (std::unique_lock held(*g.calls, std::try_to_lock); held.owns_lock()) {
+        ncclResult_t state = ncclSuccess;
+        api.ncclCommGetAsyncError(g.comm, &state);
+        if (state != ncclSuccess && state != ncclInProgress) {
+          const char* last = api.ncclGetLastError(g.comm);
+          failure = "NCCL failed on " + describe(g) + ": " + api.ncclGetErrorString(state) +
+                    (last && *last ? " (" + std::string(last) + ")" : "");
+          break;
+        }
       }
       // The finished ones leave the queue; the oldest unfinished one is timed.
       while (!g.pending.empty()) {
@@ -399,7 +464,14 @@ void NcclAllReduce::fail(const std::string& message) {
   // throws the error instead (throw_if_failed), and the destructor leaves
   // them alone.
   aborted_ = true;
-  for (Gpu& g : gpus_) lib().ncclCommAbort(g.comm);
+  for (Gpu& g : gpus_) {
+    if (!g.comm) continue;
+    // Waits for a call in progress on the communicator to return, but not
+    // for ever: one stuck inside NCCL (a peer gone) is what the abort frees.
+    std::unique_lock held(*g.calls, std::defer_lock);
+    (void)held.try_lock_for(std::chrono::seconds(2));
+    lib().ncclCommAbort(g.comm);
+  }
   if (cluster_ && cluster_->size() > 1) cluster_->abort(1, message);
 }
 

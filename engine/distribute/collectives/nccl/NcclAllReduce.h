@@ -66,8 +66,13 @@ private:
     std::vector<int> replicas;  // in replica order
     int rank = 0;               // in the communicator
     ncclComm_t comm = nullptr;
+    // NCCL forbids two threads calling on one communicator at once: the
+    // leader's collectives and polls, the watchdog's polls (try_lock: it
+    // skips a busy one) and fail()'s abort take it.
+    std::unique_ptr<std::timed_mutex> calls = std::make_unique<std::timed_mutex>();
     cudaStream_t stream = nullptr;       // communication
     cudaEvent_t ready = nullptr, done = nullptr;
+    bool done_captured = false;  // `done` was last recorded while capturing: it cannot be queried
     // The collectives queued outside a capture and not yet seen finished,
     // oldest first, each with an event of its own, so the watchdog times
     // the oldest unfinished one (a later record of `done` would restart it).
@@ -90,15 +95,26 @@ private:
   // communication stream after its compute stream's work so far; the
   // compute stream then waits for them. `call` issues one piece's collective.
   template <typename Call>
-  void grouped_pieces(int replica, const std::vector<DeviceSpan>& tensors, const UpdateShards& shards,
-                      const std::string& what, Call&& call);
+  void grouped_pieces(int replica, const std::vector<DeviceSpan>& tensors, const UpdateShards& shards, const char* what,
+                      Call&& call);
   void create_communicators();
   // Records g.done on g's communication stream after its collectives just
   // queued, and times them unless the compute stream is being captured.
   // Under mutex_.
   void track(Gpu& g, cudaStream_t compute);
-  // Waits for a non-blocking communicator to finish its current operation.
-  void settle(Gpu& gpu, const std::string& what) const;
+  // Takes the GPU's communicator for an NCCL call; throws the failure the
+  // watchdog recorded, since an aborted communicator is freed.
+  std::unique_lock<std::timed_mutex> use(Gpu& gpu) const;
+  // Waits for a non-blocking communicator to finish its current operation,
+  // holding `held` (the GPU's communicator) only while it asks. On an error
+  // or past the timeout it fails the communicators (fail()) and throws.
+  void settle(Gpu& gpu, std::unique_lock<std::timed_mutex>& held, const char* call);
+  // Checks NCCL's answer to `call` made under `held`: settles one in
+  // progress; a failure fails the communicators and throws, naming the GPU.
+  void check(ncclResult_t result, Gpu& gpu, std::unique_lock<std::timed_mutex>& held, const char* call);
+  // Across workers: refuses workers on one host that name the same GPU.
+  // `most` is the largest number of GPUs a worker has.
+  void refuse_shared_gpus(int most);
   std::string describe(const Gpu& gpu) const;
   void watch();
   // Records the error, aborts every communicator; ends the job across workers.
