@@ -1,5 +1,6 @@
 // Which backend serves which device, and the device memory tensors use.
 #include <array>
+#include <atomic>
 #include <memory>
 #include <mutex>
 
@@ -8,8 +9,6 @@
 #include "backend/sim/SimBackend.h"
 #include "core/Error.h"
 #ifdef STRATA_WITH_CUDA
-#include <map>
-
 #include "backend/cuda/CudaBackend.h"
 #include "backend/cuda/CudaDevices.h"
 #endif
@@ -33,14 +32,20 @@ SimBackend& sim_backend(int index) {
 
 #ifdef STRATA_WITH_CUDA
 Backend& gpu_backend(int index) {
+  // One per GPU, created on first use and never destroyed (as sim's). Every
+  // op and allocation on a GPU asks for its backend: once made, it is found
+  // without a lock (replica threads would contend on one).
+  constexpr int kMaxGpus = 256;
+  static std::array<std::atomic<CudaBackend*>, kMaxGpus> made{};
+  if (index >= 0 && index < kMaxGpus)
+    if (CudaBackend* b = made[static_cast<size_t>(index)].load(std::memory_order_acquire)) return *b;
   cuda::require_device(index);
-  // One per GPU, created on first use and never destroyed (as sim's).
+  if (index >= kMaxGpus) throw bad_input("device gpu:" + std::to_string(index) + ": at most 256 GPUs are supported");
   static std::mutex mutex;
-  static std::map<int, CudaBackend*> backends;
   std::lock_guard lock(mutex);
-  auto& b = backends[index];
-  if (!b) b = new CudaBackend(index);
-  return *b;
+  auto& slot = made[static_cast<size_t>(index)];
+  if (!slot.load(std::memory_order_relaxed)) slot.store(new CudaBackend(index), std::memory_order_release);
+  return *slot.load(std::memory_order_relaxed);
 }
 #else
 Backend& gpu_backend(int index) {

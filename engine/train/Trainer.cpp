@@ -469,6 +469,7 @@ void Trainer::run_epoch_sync(TrainingPosition& pos, int64_t steps_per_epoch, Dis
     set_step_learning_rate(pos.step);
     const double t0 = monotonic_seconds(), c0 = strategy_->collective_seconds();
     auto results = run_step(*inputs, pos.step + 1, dist);
+    strategy_->cross_device_ops().throw_if_failed();
     const double compute = (monotonic_seconds() - t0) - (strategy_->collective_seconds() - c0);
     // One exchange per step gives every worker every replica's figures
     // (and a stop request from any of them), so all decide alike.

@@ -79,6 +79,10 @@ public:
   }
   // Makes the replica's later work wait for every collective it started.
   virtual void wait_all(ReplicaGroup& /*group*/, int /*replica*/) {}
+  // Throws a failure seen outside the calls (NCCL's watchdog aborting a
+  // collective past its timeout lets the step's kernels end): a step whose
+  // collectives were aborted must be neither recorded nor checkpointed.
+  virtual void throw_if_failed() const {}
   // Whether this implementation is chosen by "auto" for these devices when
   // enabled (NCCL only for two or more GPUs: on one GPU the device-memory
   // reduce is cheaper, though NCCL can be named).

@@ -47,6 +47,9 @@ public:
   void start_all_reduce_sum(ReplicaGroup& group, int replica, DeviceSpan buffer) override;
   void wait_all(ReplicaGroup& group, int replica) override;
   bool overlaps_compute() const override { return true; }
+  // Throws the failure fail() recorded: no NCCL call may follow an abort,
+  // which freed the communicators.
+  void throw_if_failed() const override;
   // The sharded update as grouped ncclReduce calls (each piece summed to its
   // owner's GPU) and grouped ncclBroadcast calls (each owner's updated
   // pieces to the others): the shards' pieces lie in the tensors where they
@@ -119,9 +122,6 @@ private:
   void watch();
   // Records the error, aborts every communicator; ends the job across workers.
   void fail(const std::string& message);
-  // Throws the failure fail() recorded: no NCCL call may follow an abort,
-  // which freed the communicators.
-  void throw_if_failed() const;
 
   std::shared_ptr<Cluster> cluster_;
   double timeout_ = 300;
