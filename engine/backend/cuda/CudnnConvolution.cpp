@@ -46,6 +46,11 @@ CudnnConvolution::~CudnnConvolution() {
   if (handle_) lib().cudnnDestroy(handle_);
 }
 
+CudnnConvolution::Key CudnnConvolution::key_of(const Window2D& w, int64_t filters) {
+  return Key{w.batch,    w.height,   w.width,   w.channels, w.kernel_h, w.kernel_w,
+             w.stride_h, w.stride_w, w.pad_top, w.pad_left, filters};
+}
+
 void CudnnConvolution::destroy(Plan& p) {
   if (p.x) lib().cudnnDestroyTensorDescriptor(p.x);
   if (p.y) lib().cudnnDestroyTensorDescriptor(p.y);
@@ -55,8 +60,7 @@ void CudnnConvolution::destroy(Plan& p) {
 
 bool CudnnConvolution::takes(const Window2D& w, int64_t filters) {
   if (!fits(w, filters)) return false;
-  const Key key{w.batch,    w.height,   w.width,   w.channels, w.kernel_h, w.kernel_w,
-                w.stride_h, w.stride_w, w.pad_top, w.pad_left, filters};
+  const Key key = key_of(w, filters);
   std::lock_guard lock(mutex_);
   if (refused_.contains(key)) return false;
   try {
@@ -85,8 +89,7 @@ bool CudnnConvolution::fits(const Window2D& w, int64_t filters) {
 }
 
 CudnnConvolution::Plan& CudnnConvolution::plan(const Window2D& w, int64_t filters) {
-  const Key key{w.batch, w.height, w.width, w.channels, w.kernel_h, w.kernel_w,
-                w.stride_h, w.stride_w, w.pad_top, w.pad_left, filters};
+  const Key key = key_of(w, filters);
   auto [it, fresh] = plans_.try_emplace(key);
   if (fresh) {
     try {

@@ -50,6 +50,7 @@ private:
     cudnnConvolutionBwdFilterAlgo_t backward_filter{};
   };
   using Key = std::array<int64_t, 11>;
+  static Key key_of(const Window2D& w, int64_t filters);
   static bool fits(const Window2D& w, int64_t filters);
   static void destroy(Plan& p);
   Plan& plan(const Window2D& w, int64_t filters);

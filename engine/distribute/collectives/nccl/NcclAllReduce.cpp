@@ -371,8 +371,7 @@ void NcclAllReduce::check(ncclResult_t result, Gpu& gpu, std::unique_lock<std::t
   if (result == ncclSuccess) return;
   if (result == ncclInProgress) return settle(gpu, held, call);  // non-blocking (multi-worker) communicators
   // The message is built only here: the calls run for every bucket.
-  std::string msg = std::string(call) + " on " + describe(gpu) + ": " + lib().ncclGetErrorString(result);
-  if (const char* last = lib().ncclGetLastError(gpu.comm); last && *last) msg += " (" + std::string(last) + ")";
+  const std::string msg = lib().error(result, std::string(call) + " on " + describe(gpu), gpu.comm);
   held.unlock();
   fail(msg);
   throw runtime_error(msg);
@@ -423,9 +422,7 @@ void NcclAllReduce::watch() {
         ncclResult_t state = ncclSuccess;
         api.ncclCommGetAsyncError(g.comm, &state);
         if (state != ncclSuccess && state != ncclInProgress) {
-          const char* last = api.ncclGetLastError(g.comm);
-          failure = "NCCL failed on " + describe(g) + ": " + api.ncclGetErrorString(state) +
-                    (last && *last ? " (" + std::string(last) + ")" : "");
+          failure = api.error(state, "NCCL failed on " + describe(g), g.comm);
           break;
         }
       }

@@ -42,11 +42,15 @@ const NcclLibrary& NcclLibrary::get() {
 
 std::string NcclLibrary::unavailable() { return load_error<NcclLibrary>(); }
 
-void NcclLibrary::check(ncclResult_t r, const std::string& what, ncclComm_t comm) const {
-  if (r == ncclSuccess || r == ncclInProgress) return;
+std::string NcclLibrary::error(ncclResult_t r, const std::string& what, ncclComm_t comm) const {
   std::string msg = what + ": " + ncclGetErrorString(r);
   if (const char* last = ncclGetLastError(comm); last && *last) msg += " (" + std::string(last) + ")";
-  throw runtime_error(msg);
+  return msg;
+}
+
+void NcclLibrary::check(ncclResult_t r, const std::string& what, ncclComm_t comm) const {
+  if (r == ncclSuccess || r == ncclInProgress) return;
+  throw runtime_error(error(r, what, comm));
 }
 
 }  // namespace strata::nccl

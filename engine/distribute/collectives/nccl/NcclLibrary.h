@@ -36,6 +36,8 @@ struct NcclLibrary {
 
   // Throws runtime_error "<what>: <NCCL's error> (<its last message>)".
   void check(ncclResult_t r, const std::string& what, ncclComm_t comm = nullptr) const;
+  // "what: NCCL's message (its last error on comm)", as check() throws it.
+  std::string error(ncclResult_t r, const std::string& what, ncclComm_t comm = nullptr) const;
 };
 
 }  // namespace strata::nccl
