@@ -158,10 +158,7 @@ private slots:
     QByteArray out;
     QTRY_VERIFY_WITH_TIMEOUT((out += p.readAllStandardOutput()).contains("\"type\":\"step\""), 60000);
     QTest::qWait(700);  // mid-epoch 1 or 2 (an epoch takes about a second)
-    // The ranks only (their command lines start with the binary): mpirun's
-    // own line names it too, and mpirun answers SIGTERM by killing the ranks
-    // after a short grace, which a loaded machine's checkpoint can outlast.
-    QProcess::execute("pkill", {"-TERM", "-f", "^" + bin("app/strata-run") + " " + proj});
+    QProcess::execute("pkill", {"-TERM", "-f", "strata-run " + proj});
     QVERIFY(p.waitForFinished(60000));
     out += p.readAllStandardOutput();
     const auto fin = events(QString::fromUtf8(out), "finished");
