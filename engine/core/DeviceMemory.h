@@ -57,6 +57,12 @@ public:
   virtual EventPtr record_event() = 0;
   // Later work on this stream waits for `event` (no host wait).
   virtual void wait_event(const EventPtr& event) = 0;
+  // Blocks the host until the work queued before `event` has finished: its
+  // copies to host memory are then valid, while the work queued after it
+  // goes on (a step in flight while the host reads the one before). Throws,
+  // as synchronize() does, when queued work failed. By default the whole
+  // stream is waited for.
+  virtual void wait_host(const EventPtr& /*event*/) { synchronize(); }
   // Timing marks, for the step timeline's device lanes: a point queued in
   // the stream that notes when the device reaches it; queued while
   // capturing, it becomes part of the graph and notes the time again at

@@ -47,6 +47,7 @@ public:
   // when the step must run eagerly.
   std::optional<std::vector<Tensor>> run(const PerReplica<Batch>& inputs);
   bool captured() const { return graph_ != nullptr; }
+  const Device& device() const { return device_; }
 
 private:
   using Key = std::vector<std::vector<int64_t>>;

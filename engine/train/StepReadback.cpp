@@ -24,7 +24,10 @@ void gather_step(const Tensor& loss, const Tensor& logits, const Tensor& labels,
 
 StepReadback read_stats(const Tensor& stats, int64_t classes) {
   const Tensor host = stats.to(Device{});
-  const float* v = host.data();
+  return decode_stats(host.data(), classes);
+}
+
+StepReadback decode_stats(const float* v, int64_t classes) {
   if (v[2] > 0.0f) throw bad_input(nn::label_error_message(v[2], v[3], classes));
   return StepReadback{v[0], static_cast<int64_t>(v[1])};
 }

@@ -24,5 +24,7 @@ StepReadback read_step(const Tensor& loss, const Tensor& logits, const Tensor& l
 Tensor step_stats(const Device& device);
 void gather_step(const Tensor& loss, const Tensor& logits, const Tensor& labels, Tensor& stats);
 StepReadback read_stats(const Tensor& stats, int64_t classes);
+// The same from the 4 floats of `stats` already on the host.
+StepReadback decode_stats(const float* stats, int64_t classes);
 
 }  // namespace strata

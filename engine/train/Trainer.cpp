@@ -124,7 +124,8 @@ void Trainer::set_span_listener(StepTracer::Listener listener) {
   if (tracer_) tracer_->set_listener(std::move(listener));
 }
 
-PerReplica<Trainer::StepResult> Trainer::run_step(const PerReplica<Batch>& inputs, int64_t step, DistributedDataset& dist) {
+std::optional<PerReplica<Trainer::StepResult>> Trainer::run_step(const PerReplica<Batch>& inputs, int64_t step,
+                                                                 DistributedDataset& dist) {
   traced_step_ = step;
   if (step_graph_) {
     // A replay runs no host code: device scalars the eager step rewrites
@@ -141,6 +142,14 @@ PerReplica<Trainer::StepResult> Trainer::run_step(const PerReplica<Batch>& input
                             elapsed()});
         // The device spans opened while capturing are the graph's: each replay times them again.
         device_spans_.keep_for_replays(marks);
+      }
+      // Read one step late, except when tracing: the device timeline's
+      // marks are the graph's, and the next replay would time them again
+      // before this step's were read.
+      if (!tracer_) {
+        if (!stats_queue_) stats_queue_ = std::make_unique<StepStatsQueue>(step_graph_->device(), inputs.num_replicas());
+        stats_queue_->push(*stats);
+        return std::nullopt;
       }
       std::vector<StepResult> out;
       for (int r = 0; r < inputs.num_replicas(); ++r) out.push_back(step_result((*stats)[static_cast<size_t>(r)], inputs[r]));
@@ -238,12 +247,14 @@ Trainer::StepResult Trainer::train_step(ReplicaContext& ctx, const Batch& input,
 
 Trainer::StepResult Trainer::step_result(const Tensor& stats, const Batch& in) const {
   // The step's one host synchronisation.
-  const StepReadback back = read_stats(stats, logit_width_);
+  return result_of(read_stats(stats, logit_width_), in.size(), in.global_batch_size);
+}
+
+Trainer::StepResult Trainer::result_of(const StepReadback& back, int64_t examples, int64_t global_batch) {
   StepResult r;
   r.figures.scaled_loss = back.loss;
-  r.examples = in.size();
-  r.figures.local_loss = r.examples ? back.loss * static_cast<double>(in.global_batch_size) / static_cast<double>(r.examples)
-                                    : 0.0;
+  r.examples = examples;
+  r.figures.local_loss = examples ? back.loss * static_cast<double>(global_batch) / static_cast<double>(examples) : 0.0;
   r.correct = back.correct;
   return r;
 }
@@ -423,6 +434,11 @@ void Trainer::emit_run_started(int64_t steps_per_epoch) {
 
 bool Trainer::record_step(StepEvent& ev, TrainingPosition& pos, int64_t batch, int64_t correct, EpochProgress& ep,
                           FinishedEvent& fin) {
+  return record_step_at(optimizer_->learning_rate(), ev, pos, batch, correct, ep, fin);
+}
+
+bool Trainer::record_step_at(float lr, StepEvent& ev, TrainingPosition& pos, int64_t batch, int64_t correct,
+                             EpochProgress& ep, FinishedEvent& fin) {
   ++pos.step;
   ++pos.epoch_step;
   ev.step = pos.step;
@@ -434,7 +450,7 @@ bool Trainer::record_step(StepEvent& ev, TrainingPosition& pos, int64_t batch, i
   ep.samples += batch;
   pos.epoch_loss_sum += ev.loss * static_cast<double>(batch);
   ev.time = elapsed();
-  ev.lr = shortest_decimal(optimizer_->learning_rate());  // 0.001, not 0.0010000000474974513
+  ev.lr = shortest_decimal(lr);  // 0.001, not 0.0010000000474974513
   ev.samples_per_sec = static_cast<double>(ep.samples) / std::max(1e-9, ev.time - ep.start);
   sink_.emit(ev);
   flush_trace(ev.step);
@@ -451,59 +467,104 @@ bool Trainer::record_step(StepEvent& ev, TrainingPosition& pos, int64_t batch, i
 
 void Trainer::run_epoch_sync(TrainingPosition& pos, int64_t steps_per_epoch, DistributedDataset& dist, EpochProgress& ep,
                              FinishedEvent& fin) {
-  const CheckpointConfig& ck = config_.training.checkpoint;
   Cluster& cluster = strategy_->cluster();
-  while (pos.epoch_step < steps_per_epoch) {
+  // A step still in flight is finished before a pause shows the model, a
+  // stop or checkpoint saves it, and at the epoch's end.
+  auto settle = [&] { return !queued_ || finish_queued(pos, ep, fin); };
+  last_step_end_ = monotonic_seconds();
+  while (pos.epoch_step + (queued_ ? 1 : 0) < steps_per_epoch) {
+    if (queued_ && (paused_ || checkpoint_due(queued_->step)) && !settle()) return;
     wait_while_paused();
     // Across workers a stop takes effect only once all have heard of it
     // (through the step's exchange); alone, at once.
     if (cluster.size() == 1 && stop_) ep.stopping = true;
-    if (ep.stopping) return;
+    if (ep.stopping) {
+      settle();
+      return;
+    }
+    const int64_t step = pos.step + (queued_ ? 2 : 1);
     std::optional<PerReplica<Batch>> inputs;
     {
-      const trace::ScopedSpan wait(recorder(), trace::SpanKind::DataWait, trace::Lane{trace::LaneKind::Run, 0}, pos.step + 1);
-      dist.trace(recorder(), device_spans(), pos.step + 1);
+      const trace::ScopedSpan wait(recorder(), trace::SpanKind::DataWait, trace::Lane{trace::LaneKind::Run, 0}, step);
+      dist.trace(recorder(), device_spans(), step);
       inputs = dist.next();
     }
-    if (!inputs) return;
-    set_step_learning_rate(pos.step);
+    if (!inputs) break;
+    set_step_learning_rate(step - 1);
+    const float lr = optimizer_->learning_rate();
     const double t0 = monotonic_seconds(), c0 = strategy_->collective_seconds();
-    auto results = run_step(*inputs, pos.step + 1, dist);
+    auto results = run_step(*inputs, step, dist);
     strategy_->cross_device_ops().throw_if_failed();
     const double compute = (monotonic_seconds() - t0) - (strategy_->collective_seconds() - c0);
-    // One exchange per step gives every worker every replica's figures
-    // (and a stop request from any of them), so all decide alike.
-    StepFigures mine;
-    for (auto& r : results) {
-      mine.replicas.push_back(r.figures);
-      mine.worker.correct += static_cast<double>(r.correct);
-      mine.worker.examples += static_cast<double>(r.examples);
-    }
-    mine.worker.compute_seconds = compute;
-    mine.worker.stop = stop_ ? 1.0 : 0.0;
-    const std::vector<StepFigures> all = cluster.size() > 1 ? StepFigures::unpack_all(cluster.all_gather(mine.pack()),
-                                                                                      results.num_replicas())
-                                                            : std::vector<StepFigures>{mine};
-    StepEvent ev;
-    int64_t batch = 0, correct = 0;
-    ep.stopping = false;
-    for (const StepFigures& w : all) {
-      for (const StepFigures::Replica& r : w.replicas) {
-        ev.loss += r.scaled_loss;
-        ev.replica_losses.push_back(r.local_loss);
-        if (!std::isnan(r.compute_seconds)) ev.replica_step_times.push_back(r.compute_seconds);
+    // The step before, in flight until now, is read while this one runs.
+    if (!settle()) return;
+    if (!results) {
+      QueuedStep q{step, lr, {}, {}};
+      for (const Batch& b : *inputs) {
+        q.examples.push_back(b.size());
+        q.global_batch.push_back(b.global_batch_size);
       }
-      correct += static_cast<int64_t>(w.worker.correct);
-      batch += static_cast<int64_t>(w.worker.examples);
-      ev.worker_step_times.push_back(w.worker.compute_seconds);
-      ep.stopping = ep.stopping || w.worker.stop != 0.0;
+      queued_ = std::move(q);
+      continue;
     }
-    if (!record_step(ev, pos, batch, correct, ep, fin)) return;
-    if (ck.every_steps > 0 && pos.step % ck.every_steps == 0 && pos.epoch_step < steps_per_epoch) {
-      pos.elapsed = elapsed();
-      save_checkpoint(pos);
-    }
+    if (!finish_step(*results, compute, lr, pos, ep, fin)) return;
   }
+  settle();
+}
+
+bool Trainer::finish_queued(TrainingPosition& pos, EpochProgress& ep, FinishedEvent& fin) {
+  const QueuedStep q = std::move(*queued_);
+  queued_.reset();
+  const std::vector<StepReadback> back = stats_queue_->pop(logit_width_);
+  std::vector<StepResult> out;
+  for (size_t r = 0; r < back.size(); ++r) out.push_back(result_of(back[r], q.examples[r], q.global_batch[r]));
+  // The device runs steps back to back: a step's time is the interval
+  // between their figures coming in.
+  return finish_step(PerReplica<StepResult>(std::move(out)), monotonic_seconds() - last_step_end_, q.lr, pos, ep, fin);
+}
+
+bool Trainer::checkpoint_due(int64_t step) const {
+  const int64_t every = config_.training.checkpoint.every_steps;
+  return every > 0 && step % every == 0;
+}
+
+bool Trainer::finish_step(const PerReplica<StepResult>& results, double compute_seconds, float lr, TrainingPosition& pos,
+                          EpochProgress& ep, FinishedEvent& fin) {
+  Cluster& cluster = strategy_->cluster();
+  last_step_end_ = monotonic_seconds();
+  // One exchange per step gives every worker every replica's figures
+  // (and a stop request from any of them), so all decide alike.
+  StepFigures mine;
+  for (auto& r : results) {
+    mine.replicas.push_back(r.figures);
+    mine.worker.correct += static_cast<double>(r.correct);
+    mine.worker.examples += static_cast<double>(r.examples);
+  }
+  mine.worker.compute_seconds = compute_seconds;
+  mine.worker.stop = stop_ ? 1.0 : 0.0;
+  const std::vector<StepFigures> all = cluster.size() > 1
+                                           ? StepFigures::unpack_all(cluster.all_gather(mine.pack()), results.num_replicas())
+                                           : std::vector<StepFigures>{mine};
+  StepEvent ev;
+  int64_t batch = 0, correct = 0;
+  ep.stopping = false;
+  for (const StepFigures& w : all) {
+    for (const StepFigures::Replica& r : w.replicas) {
+      ev.loss += r.scaled_loss;
+      ev.replica_losses.push_back(r.local_loss);
+      if (!std::isnan(r.compute_seconds)) ev.replica_step_times.push_back(r.compute_seconds);
+    }
+    correct += static_cast<int64_t>(w.worker.correct);
+    batch += static_cast<int64_t>(w.worker.examples);
+    ev.worker_step_times.push_back(w.worker.compute_seconds);
+    ep.stopping = ep.stopping || w.worker.stop != 0.0;
+  }
+  if (!record_step_at(lr, ev, pos, batch, correct, ep, fin)) return false;
+  if (checkpoint_due(pos.step) && pos.epoch_step < steps_per_epoch_) {
+    pos.elapsed = elapsed();
+    save_checkpoint(pos);
+  }
+  return true;
 }
 
 bool Trainer::finish_epoch(TrainingPosition& pos, const EpochProgress& ep, FinishedEvent& fin) {
@@ -583,6 +644,7 @@ FinishedEvent Trainer::run() {
   dist.gather_in_replicas(!ps_ && !step_graph_ && cores_taken);
   int64_t steps_per_epoch = dist.steps_per_epoch();
   if (t.max_steps_per_epoch > 0) steps_per_epoch = std::min(steps_per_epoch, t.max_steps_per_epoch);
+  steps_per_epoch_ = steps_per_epoch;
   emit_run_started(steps_per_epoch);
   schedule_ = std::make_unique<LearningRateSchedule>(t.lr_schedule, t.optimizer.learning_rate, steps_per_epoch, t.epochs);
 

@@ -4,6 +4,8 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <vector>
 
 #include "distribute/DistributedDataset.h"
 #include "distribute/Strategy.h"
@@ -19,6 +21,7 @@
 #include "train/RunConfig.h"
 #include "train/StepFigures.h"
 #include "train/StepGraph.h"
+#include "train/StepStatsQueue.h"
 #include "train/StepTracer.h"
 #include "train/TrainingCallbacks.h"
 #include "train/TrainingLoop.h"
@@ -92,9 +95,31 @@ private:
   // nothing back, so it can be captured as a graph (StepGraph).
   void enqueue_step(ReplicaContext& ctx, const Batch& in, Tensor& stats);
   StepResult step_result(const Tensor& stats, const Batch& in) const;
+  static StepResult result_of(const StepReadback& back, int64_t examples, int64_t global_batch);
   // One synchronous step of every local replica: replayed as a graph where
-  // the run has one (StepGraph), op by op otherwise.
-  PerReplica<StepResult> run_step(const PerReplica<Batch>& inputs, int64_t step, DistributedDataset& dist);
+  // the run has one (StepGraph), op by op otherwise. A replayed step whose
+  // figures are read one step late (StepStatsQueue) returns nullopt and
+  // becomes queued_.
+  std::optional<PerReplica<StepResult>> run_step(const PerReplica<Batch>& inputs, int64_t step, DistributedDataset& dist);
+  // A step replayed as a graph whose figures are still on their way from
+  // the device: the host prepares and queues the next step meanwhile. At
+  // most one; it is finished before anything that must see the model after
+  // it (a pause, a stop, a checkpoint, the epoch's end).
+  struct QueuedStep {
+    int64_t step = 0;
+    float lr = 0;                                 // the rate the step ran at (the next step may set another)
+    std::vector<int64_t> examples, global_batch;  // per replica
+  };
+  std::optional<QueuedStep> queued_;
+  std::unique_ptr<StepStatsQueue> stats_queue_;  // the first replayed step makes it, when not tracing
+  double last_step_end_ = 0;                     // when the previous step's figures were in (monotonic)
+  int64_t steps_per_epoch_ = 0;                  // run()
+  bool finish_queued(TrainingPosition& pos, EpochProgress& ep, FinishedEvent& fin);
+  // A step's figures become its event (exchanged among the workers first)
+  // and, when due, a checkpoint; false when the run must end (diverged).
+  bool finish_step(const PerReplica<StepResult>& results, double compute_seconds, float lr, TrainingPosition& pos,
+                   EpochProgress& ep, FinishedEvent& fin);
+  bool checkpoint_due(int64_t step) const;
   int64_t logit_width_ = 0;  // the model's outputs per example (prepare())
   // The step graph of this run, when its steps can be captured (prepare()).
   void prepare_step_graph();
@@ -122,6 +147,8 @@ private:
   void set_step_learning_rate(int64_t step) override;
   bool record_step(StepEvent& ev, TrainingPosition& pos, int64_t batch, int64_t correct, EpochProgress& ep,
                    FinishedEvent& fin) override;
+  bool record_step_at(float lr, StepEvent& ev, TrainingPosition& pos, int64_t batch, int64_t correct, EpochProgress& ep,
+                      FinishedEvent& fin);
 
   void emit_run_started(int64_t steps_per_epoch);
   FinishedEvent finish_run(FinishedEvent fin, const TrainingPosition& pos);

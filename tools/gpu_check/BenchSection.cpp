@@ -75,11 +75,13 @@ std::vector<CheckRecord> BenchSection::run(const SectionContext& context) {
   const auto peer = read_peer(context.peer_results);
   std::string md = table(context.device, Model{"mlp", "fashion-mlp", "MLP (784-256-128-10)", {128, 1024, 8192}, 128}, peer);
   md += table(context.device, Model{"cnn", "fashion-cnn", "TF-tutorial CNN", {64, 256, 1024}, 64}, peer);
-  md += "Strata: median step interval after 20 warm-up steps over 200 steps of the real training loop (batches "
-        "drawn from the Fashion-MNIST files, copied to the device and converted there, every step's loss read back), "
-        "float32. New device memory: what the device's pool took from the driver during that run (the pool keeps "
-        "what earlier runs of the process freed). PyTorch: bench/pytorch_gpu_peer.py on random inputs already on the "
-        "GPU, cuDNN autotuned, TF32 off unless the column says so.\n";
+  md +=
+      "Strata: median step interval after 20 warm-up steps over 200 steps of the real training loop (batches "
+      "drawn from the Fashion-MNIST files, copied to the device and converted there, every step's loss read back, one step "
+      "late), "
+      "float32. New device memory: what the device's pool took from the driver during that run (the pool keeps "
+      "what earlier runs of the process freed). PyTorch: bench/pytorch_gpu_peer.py on random inputs already on the "
+      "GPU, cuDNN autotuned, TF32 off unless the column says so.\n";
   table_ = md;
   return {};
 }

@@ -238,10 +238,12 @@ void CudaBackend::synchronize() {
   refuse_while_capturing("a synchronisation");
   counters().syncs++;
   const cudaError_t e = cudaStreamSynchronize(enter());
-  if (e != cudaSuccess)
-    throw runtime_error(device().str() + " (" + name_ + "): a queued operation failed: " + cudaGetErrorString(e) +
-                        " (" + cudaGetErrorName(e) +
-                        "). Run with CUDA_LAUNCH_BLOCKING=1 to stop at the failing kernel");
+  if (e != cudaSuccess) throw queued_failure(e);
+}
+
+Error CudaBackend::queued_failure(cudaError_t e) const {
+  return runtime_error(device().str() + " (" + name_ + "): a queued operation failed: " + cudaGetErrorString(e) + " (" +
+                       cudaGetErrorName(e) + "). Run with CUDA_LAUNCH_BLOCKING=1 to stop at the failing kernel");
 }
 
 EventPtr CudaBackend::record_event() {
@@ -304,6 +306,17 @@ void CudaBackend::wait_event(const EventPtr& event) {
   auto* e = dynamic_cast<const CudaEvent*>(event.get());
   if (!e) throw runtime_error(device().str() + ": wait_event given an event of another kind of device");
   STRATA_CUDA(cudaStreamWaitEvent(enter(), e->event, 0));
+}
+
+void CudaBackend::wait_host(const EventPtr& event) {
+  if (!event) return;
+  auto* e = dynamic_cast<const CudaEvent*>(event.get());
+  if (!e) throw runtime_error(device().str() + ": wait_host given an event of another kind of device");
+  refuse_while_capturing("a synchronisation");
+  counters().syncs++;
+  enter();
+  const cudaError_t r = cudaEventSynchronize(e->event);
+  if (r != cudaSuccess) throw queued_failure(r);
 }
 
 void CudaBackend::begin_capture() {

@@ -8,9 +8,10 @@
 #include <string>
 
 #include "backend/Backend.h"
-#include "core/Tensor.h"
 #include "backend/cuda/CublasLtGemm.h"
 #include "backend/cuda/PinnedStaging.h"
+#include "core/Error.h"
+#include "core/Tensor.h"
 
 namespace strata {
 namespace cuda {
@@ -50,6 +51,7 @@ public:
   void unpin_host_memory(void* p) override;
   EventPtr record_event() override;
   void wait_event(const EventPtr& event) override;
+  void wait_host(const EventPtr& event) override;
   // Timed events (recorded as external event nodes while capturing, so a
   // replay records them again), put on the host's clock through a reference
   // event whose host time is measured (calibrate_clock).
@@ -136,6 +138,8 @@ private:
   // Host copies cannot be part of a captured step (a replay would repeat
   // stale data, or none): refused with a message, as on sim.
   void refuse_while_capturing(const char* what);
+  // The error a synchronisation reports when queued work failed.
+  Error queued_failure(cudaError_t e) const;
 
   int index_;
   std::string name_;

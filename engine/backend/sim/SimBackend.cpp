@@ -168,6 +168,11 @@ void SimBackend::synchronize() {
   stream_.synchronize();
 }
 
+void SimBackend::wait_host(const EventPtr& event) {
+  counters().syncs++;
+  stream_.wait_host(event);
+}
+
 // ---- kernels: the CPU's, queued on the device thread -----------------------------
 
 void SimBackend::gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a, const float* b,

@@ -37,6 +37,7 @@ public:
   void synchronize() override;
   EventPtr record_event() override { return stream_.record(); }
   void wait_event(const EventPtr& event) override { stream_.wait(event); }
+  void wait_host(const EventPtr& event) override;
   EventPtr record_timing_mark() override { return stream_.record_timing_mark(); }
   std::optional<double> mark_time_us(const EventPtr& mark) override { return SimStream::mark_time_us(mark); }
   float* label_error_flag() override { return label_error_; }

@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <cstring>
+#include <utility>
 
 #include "core/Clock.h"
 #include "core/Denormals.h"
@@ -12,6 +13,8 @@ namespace strata {
 namespace {
 class SimEvent final : public DeviceEvent {
 public:
+  explicit SimEvent(uint64_t copies_before) : copies_before(copies_before) {}
+  const uint64_t copies_before;  // copies to the host queued before this event
   void signal() {
     {
       std::lock_guard lock(mutex_);
@@ -85,10 +88,16 @@ void SimStream::replay(std::shared_ptr<const Recording> ops) {
 }
 
 void SimStream::enqueue_to_host(void* host_dst, const void* src_view, size_t bytes) {
-  if (capturing()) throw runtime_error(name_ + ": a copy to the host cannot be part of a captured step");
+  uint64_t order = 0;
+  {
+    std::lock_guard lock(mutex_);
+    if (capturing_) throw runtime_error(name_ + ": a copy to the host cannot be part of a captured step");
+    order = ++to_host_queued_;
+  }
   std::memset(host_dst, 0xff, bytes);
-  enqueue([this, host_dst, src_view, bytes] {
-    Landing l{host_dst, std::vector<char>(static_cast<const char*>(src_view), static_cast<const char*>(src_view) + bytes)};
+  enqueue([this, host_dst, src_view, bytes, order] {
+    Landing l{host_dst, std::vector<char>(static_cast<const char*>(src_view), static_cast<const char*>(src_view) + bytes),
+              order};
     std::lock_guard lock(mutex_);
     landed_.push_back(std::move(l));
   });
@@ -104,18 +113,43 @@ void SimStream::synchronize() {
     // synchronise, and one may land another's copy; the other's own
     // synchronize() must not return before that copy is complete (found by
     // ThreadSanitizer with two replicas on one sim device).
-    for (auto& l : landed_) std::memcpy(l.dst, l.bytes.data(), l.bytes.size());
-    landed_.clear();
+    land(UINT64_MAX);
     error = error_;
     error_ = nullptr;
   }
   if (error) std::rethrow_exception(error);
 }
 
+void SimStream::land(uint64_t up_to) {
+  std::erase_if(landed_, [&](const Landing& l) {
+    if (l.order > up_to) return false;
+    std::memcpy(l.dst, l.bytes.data(), l.bytes.size());
+    return true;
+  });
+}
+
 EventPtr SimStream::record() {
-  auto event = std::make_shared<SimEvent>();
+  std::shared_ptr<SimEvent> event;
+  {
+    std::lock_guard lock(mutex_);
+    event = std::make_shared<SimEvent>(to_host_queued_);
+  }
   enqueue([event] { event->signal(); });
   return event;
+}
+
+void SimStream::wait_host(const EventPtr& event) {
+  auto e = std::dynamic_pointer_cast<SimEvent>(event);
+  if (!e) return;  // a host event: already complete
+  if (capturing()) throw runtime_error(name_ + ": the host waited for the device while a step is being captured");
+  e->wait();
+  std::exception_ptr error;
+  {
+    std::lock_guard lock(mutex_);
+    land(e->copies_before);
+    error = std::exchange(error_, nullptr);
+  }
+  if (error) std::rethrow_exception(error);
 }
 
 EventPtr SimStream::record_timing_mark() {

@@ -1,5 +1,6 @@
 #pragma once
 #include <condition_variable>
+#include <cstdint>
 #include <deque>
 #include <exception>
 #include <functional>
@@ -34,6 +35,9 @@ public:
   void enqueue_to_host(void* host_dst, const void* src_view, size_t bytes);
   void synchronize();
   EventPtr record();
+  // The host waits for `event` (made by record()); the copies to the host
+  // queued before it land, those queued after it stay poisoned.
+  void wait_host(const EventPtr& event);
   void wait(const EventPtr& event);
   // DeviceMemory's timing marks: the stream's thread notes the time it runs them.
   EventPtr record_timing_mark();
@@ -53,14 +57,17 @@ private:
   struct Landing {
     void* dst;
     std::vector<char> bytes;
+    uint64_t order;  // the copy's place among the copies to the host
   };
   void loop();
+  void land(uint64_t up_to);  // with mutex_ held
 
   std::string name_;
   std::mutex mutex_;
   std::condition_variable work_cv_, idle_cv_;
   std::deque<std::function<void()>> queue_;
   std::vector<Landing> landed_;
+  uint64_t to_host_queued_ = 0;  // copies to the host queued so far
   bool busy_ = false;
   bool stop_ = false;
   bool capturing_ = false;
