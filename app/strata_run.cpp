@@ -1,15 +1,13 @@
 // strata-run: the headless runner. Trains a project and reports as text or
 // JSON Lines. Exit codes: 0 completed, 1 training failed, 2 bad input,
 // 130 stopped by Ctrl-C (after finishing the current step).
-#include <atomic>
-#include <csignal>
 #include <cstdio>
 #include <string>
-#include <thread>
 
 #include "ConsoleReporter.h"
 #include "EvaluateCommand.h"
 #include "RunOptions.h"
+#include "StopSignals.h"
 #include "core/Device.h"
 #include "core/Error.h"
 #include "distribute/Strategy.h"
@@ -22,12 +20,6 @@
 using namespace strata;
 
 namespace {
-std::atomic<bool> g_interrupted{false};
-
-void on_sigint(int) {
-  g_interrupted = true;
-  std::signal(SIGINT, SIG_DFL);  // a second Ctrl-C ends the process at once
-}
 
 // What ranks other than 0 of a multi-worker run print: warnings and errors
 // only, tagged with rank and host (rank 0 reports for everyone).
@@ -73,7 +65,7 @@ void print_devices() {
 
 // Trains the project: resolves the run to resume, runs the session with
 // Ctrl-C as a graceful stop, returns the exit code.
-int train(const RunOptions& o, const RunConfig& config) {
+int train(const RunOptions& o, const RunConfig& config, StopSignals& signals) {
   if (o.run_notes && o.no_run_dir)
     throw bad_input("--run-name/--tags: name a run folder; they cannot be combined with --no-run-dir");
   std::string run_dir = o.run_dir, checkpoint;
@@ -111,19 +103,16 @@ int train(const RunOptions& o, const RunConfig& config) {
                   static_cast<long long>(session.resumed()->position.step));
   }
 
-  std::signal(SIGINT, on_sigint);
-  std::signal(SIGTERM, on_sigint);
-  // The handler only sets a flag; this thread turns it into a graceful stop.
-  // A jthread is joined on every path out of this scope, exceptions included.
-  std::jthread watcher([&](std::stop_token stop) {
-    while (!stop.stop_requested()) {
-      if (g_interrupted) {
-        session.trainer().request_stop();
-        if (o.events == "text") std::fprintf(stderr, "\ninterrupted: stopping after the current step\n");
-        break;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  // From here Ctrl-C (or SIGTERM) is a graceful stop, until the session is gone.
+  struct Disarm {
+    StopSignals& signals;
+    ~Disarm() {
+      signals.arm([] {});
     }
+  } disarm{signals};
+  signals.arm([&session, text = o.events == "text"] {
+    session.trainer().request_stop();
+    if (text) std::fprintf(stderr, "\ninterrupted: stopping after the current step\n");
   });
   const FinishedEvent fin = session.run();
   if (fin.status == RunStatus::Completed) return 0;
@@ -151,11 +140,13 @@ int main(int argc, char** argv) {
       print_usage(stderr);
       return 2;
     }
+    // Before any other thread starts (MPI's, the replicas'): see StopSignals.
+    StopSignals signals;
     RunConfig config = load_project(o.project_path);
     o.apply(config);
     if (!o.evaluate.empty()) return evaluate_command(config, o.evaluate, o.events == "jsonl");
     if (!o.export_from.empty()) return export_command(config, o.export_from, o.export_to);
-    return train(o, config);
+    return train(o, config, signals);
   } catch (const Error& e) {
     std::fprintf(stderr, "strata-run: %s\n", e.what());
     return e.kind() == ErrorKind::BadInput ? 2 : 1;

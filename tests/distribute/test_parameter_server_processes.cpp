@@ -8,6 +8,7 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QRegularExpression>
 #include <QTemporaryDir>
 #include <nlohmann/json.hpp>
 
@@ -158,7 +159,9 @@ private slots:
     QByteArray out;
     QTRY_VERIFY_WITH_TIMEOUT((out += p.readAllStandardOutput()).contains("\"type\":\"step\""), 60000);
     QTest::qWait(700);  // mid-epoch 1 or 2 (an epoch takes about a second)
-    QProcess::execute("pkill", {"-TERM", "-f", "strata-run " + proj});
+    // As the dashboard's Stop: SIGTERM to the ranks, not to mpirun (which
+    // takes it as "abort the job" and kills the ranks a second later).
+    QProcess::execute("pkill", {"-TERM", "-f", "^" + QRegularExpression::escape(bin("app/strata-run") + " " + proj)});
     QVERIFY(p.waitForFinished(60000));
     out += p.readAllStandardOutput();
     const auto fin = events(QString::fromUtf8(out), "finished");
