@@ -79,6 +79,10 @@ public:
   // mean is given, (out - mean[k]) * inv_std[k] (the dataset's normalisation).
   virtual void pixels_to_float(int64_t rows, int64_t features, const uint8_t* in, float scale, const float* mean,
                                const float* inv_std, float* out) = 0;
+  // out's row i = table's row rows[i], rows of row_bytes bytes (an image's
+  // uint8 pixels, an int32 label): a batch gathered on the device that keeps
+  // the training set, so only the batch's row numbers cross to it.
+  virtual void gather_rows(const uint8_t* table, int64_t row_bytes, const int32_t* rows, int64_t n, uint8_t* out) = 0;
 
   // ---- scalars kept on the device -------------------------------------------
   // out[0] = scale[0] * sum(x) (accumulated in double on the CPU).

@@ -41,6 +41,8 @@ public:
   // mean() and inv_std() to convert where they will be used.
   Batch gather(std::span<const int64_t> indices, bool raw_pixels = false) const;
   bool has_pixels() const { return !pixels_.empty(); }
+  // Every example's uint8 pixels, row after row (images only).
+  std::span<const uint8_t> all_pixels() const { return {pixels_.data(), pixels_.size()}; }
   float scale() const { return info_.scale; }
   const std::vector<float>& mean() const { return info_.mean; }  // empty: no standardisation
   const std::vector<float>& inv_std() const { return info_.inv_std; }

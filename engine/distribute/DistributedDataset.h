@@ -96,6 +96,19 @@ private:
   // on each device; the dataset's normalisation is copied there once.
   bool accelerators_ = false;
   std::vector<Tensor> mean_on_, inv_std_on_;
+  // An image training set small enough (kDeviceDataBytes) is kept whole on
+  // every accelerator replica's device: a batch crosses as its row numbers
+  // (4 bytes an example instead of the image) and is gathered there
+  // (Backend::gather_rows), so the host's work per step is the shuffle's
+  // indices, not a copy of every image. Indexed like devices_; replicas on
+  // one device share one copy. STRATA_DEVICE_DATA=0 turns it off.
+  struct DeviceTable {
+    Tensor pixels, labels;
+  };
+  bool device_data_ = false;
+  std::vector<DeviceTable> tables_;
+  const DeviceTable& table_on(size_t replica);
+  Batch gather_on_device(const Batch& pending, size_t replica);
   trace::TraceRecorder* tracer_ = nullptr;
   trace::DeviceSpans* device_spans_ = nullptr;
   int64_t trace_step_ = -1;

@@ -69,6 +69,9 @@ public:
                        const float* inv_std, float* out) override {
     in_.pixels_to_float(rows, features, in, scale, mean, inv_std, out);
   }
+  void gather_rows(const uint8_t* table, int64_t row_bytes, const int32_t* rows, int64_t n, uint8_t* out) override {
+    in_.gather_rows(table, row_bytes, rows, n, out);
+  }
   void scaled_sum(int64_t n, const float* x, const float* scale, float* out) override { in_.scaled_sum(n, x, scale, out); }
   void broadcast_scaled(int64_t n, const float* g, const float* scale, float* y) override {
     in_.broadcast_scaled(n, g, scale, y);

@@ -557,6 +557,63 @@ private slots:
     QVERIFY(parts.has_value() && !(*parts)[0].pending);
   }
 
+  // Accelerator replicas keep an image training set on their devices and
+  // gather each batch there from its row numbers: the same bits and labels,
+  // batch by batch, as gathering on the host and copying the images
+  // (STRATA_DEVICE_DATA=0), with a partial last batch, a replica without
+  // rows, and two replicas sharing a device (one copy of the set).
+  void accelerators_gather_from_the_set_kept_on_their_devices() {
+    std::vector<uint8_t> pixels(23 * 6);
+    for (size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<uint8_t>((i * 37 + 11) % 256);
+    std::vector<int32_t> labels(23);
+    for (size_t i = 0; i < labels.size(); ++i) labels[i] = static_cast<int32_t>(i % 4);
+    Dataset images = Dataset::from_uint8(Shape{2, 3, 1}, pixels, labels, 4);
+    images.set_scale(1.0f / 255.0f);
+    images.standardize_from(images);
+    const Device sim0{DeviceKind::Sim, 0}, sim1{DeviceKind::Sim, 1};
+    for (const auto& devices : {std::vector<Device>{sim0, sim1}, std::vector<Device>{sim0, sim0}})
+      for (const auto& ds :
+           {std::make_shared<const Dataset>(images), std::make_shared<const Dataset>(images.subset(0, 21))}) {
+        const PipelineOptions po{.batch_size = 5, .shuffle = true, .seed = 9, .drop_remainder = false, .prefetch = 2};
+        qputenv("STRATA_DEVICE_DATA", "0");
+        DistributedDataset host_gather(std::make_shared<BatchPipeline>(ds, po), 2, 0, -1, devices);
+        qunsetenv("STRATA_DEVICE_DATA");
+        DistributedDataset device_gather(std::make_shared<BatchPipeline>(ds, po), 2, 0, -1, devices);
+        host_gather.begin_epoch(1);
+        device_gather.begin_epoch(1);
+        std::vector<std::vector<std::pair<std::vector<float>, std::vector<int32_t>>>> want;
+        while (auto w = host_gather.next()) {
+          want.emplace_back();
+          for (int r = 0; r < 2; ++r) {
+            const Tensor l = (*w)[r].labels.to(Device{});
+            want.back().emplace_back((*w)[r].features.to(Device{}).values(),
+                                     std::vector<int32_t>(l.ints(), l.ints() + (*w)[r].size()));
+          }
+        }
+        QCOMPARE(want.size(), size_t{5});
+        // After the set's first upload only row numbers cross: 4 bytes an example.
+        DeviceCounters& sim0_counters = device_memory(sim0).counters();
+        int64_t h2d_after_first = 0, rows_after_first = 0;
+        for (size_t i = 0; i < want.size(); ++i) {
+          const int64_t before = sim0_counters.h2d_bytes;
+          auto g = device_gather.next();
+          QVERIFY(g.has_value());
+          for (int r = 0; r < 2; ++r) {
+            const Batch& got = (*g)[r];
+            QVERIFY(!got.pending);
+            QCOMPARE(got.features.device(), devices[static_cast<size_t>(r)]);
+            QCOMPARE(got.features.to(Device{}).values(), want[i][static_cast<size_t>(r)].first);
+            const Tensor l = got.labels.to(Device{});
+            QCOMPARE(std::vector<int32_t>(l.ints(), l.ints() + got.size()), want[i][static_cast<size_t>(r)].second);
+            if (i > 0 && devices[static_cast<size_t>(r)] == sim0) rows_after_first += got.size();
+          }
+          if (i > 0) h2d_after_first += sim0_counters.h2d_bytes - before;
+        }
+        QCOMPARE(h2d_after_first, 4 * rows_after_first);
+        QVERIFY(!device_gather.next().has_value());
+      }
+  }
+
   void pipeline_bad_batch_size() {
     STRATA_EXPECT_ERROR(BatchPipeline(indexed_dataset(5), {.batch_size = 0}), ErrorKind::BadInput, "batch size");
   }

@@ -320,6 +320,23 @@ void BackendComparison::elementwise() {
       c.expect("", out, kElementwise);
     });
   }
+  // A batch gathered from the training set kept on the device: image rows
+  // (whole words), labels, and a row size that is not (byte by byte). The
+  // output is compared as words; a last partial word stays poison on both sides.
+  for (const int64_t row_bytes : {int64_t{784}, int64_t{4}, int64_t{3}}) {
+    const int64_t table_rows = 1000, n = 777;
+    h_.check("gather_rows",
+             std::to_string(n) + " of " + std::to_string(table_rows) + " rows of " + std::to_string(row_bytes) + " bytes",
+             [&](OpCase& c) {
+               std::vector<uint8_t> bytes(static_cast<size_t>(table_rows * row_bytes));
+               for (auto& v : bytes) v = static_cast<uint8_t>(c.rng().below(256));
+               auto& table = c.bytes(Shape{table_rows * row_bytes}, bytes);
+               auto& rows = c.ints(Shape{n}, c.integers(n, 0, static_cast<int32_t>(table_rows)));
+               auto& out = c.poisoned(Shape{(n * row_bytes + 3) / 4}, DType::Int32);
+               c.run([&](Backend& b, Side s) { b.gather_rows(table.u8(s), row_bytes, rows.i(s), n, out.u8(s)); });
+               c.expect("", out, kExact, Rule::Bits);
+             });
+  }
 }
 
 // ---- scalars kept on the device ----------------------------------------------------

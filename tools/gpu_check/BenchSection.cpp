@@ -77,8 +77,8 @@ std::vector<CheckRecord> BenchSection::run(const SectionContext& context) {
   md += table(context.device, Model{"cnn", "fashion-cnn", "TF-tutorial CNN", {64, 256, 1024}, 64}, peer);
   md +=
       "Strata: median step interval after 20 warm-up steps over 200 steps of the real training loop (batches "
-      "drawn from the Fashion-MNIST files, copied to the device and converted there, every step's loss read back, one step "
-      "late), "
+      "drawn from the Fashion-MNIST files in a shuffled order, gathered and converted on the device from the training set "
+      "copied there once, every step's loss read back, one step late), "
       "float32. New device memory: what the device's pool took from the driver during that run (the pool keeps "
       "what earlier runs of the process freed). PyTorch: bench/pytorch_gpu_peer.py on random inputs already on the "
       "GPU, cuDNN autotuned, TF32 off unless the column says so.\n";

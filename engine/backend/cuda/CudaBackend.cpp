@@ -467,6 +467,10 @@ void CudaBackend::pixels_to_float(int64_t rows, int64_t features, const uint8_t*
   cuda::pixels_to_float(enter(), rows, features, in, scale, mean, inv_std, out);
 }
 
+void CudaBackend::gather_rows(const uint8_t* table, int64_t row_bytes, const int32_t* rows, int64_t n, uint8_t* out) {
+  cuda::gather_rows(enter(), table, row_bytes, rows, n, out);
+}
+
 void CudaBackend::scaled_sum(int64_t n, const float* x, const float* scale, float* out) {
   cuda::scaled_sum(enter(), n, x, scale, out);
 }

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 #include "backend/cuda/CudaCheck.h"
 #include "backend/cuda/CudaKernels.h"
@@ -200,6 +201,16 @@ __global__ void log_clamp_kernel(int64_t n, const float* x, float eps, float* y)
 
 __global__ void log_clamp_backward_kernel(int64_t n, const float* x, float eps, const float* dy, float* dx) {
   STRATA_GRID_STRIDE(i, n) dx[i] = (x[i] >= eps && x[i] <= 1.0f - eps) ? dy[i] / x[i] : 0.0f;
+}
+
+// One thread per 4 bytes where every row is a whole number of aligned words
+// (labels; 784-byte images), per byte otherwise.
+template <typename Word>
+__global__ void gather_rows_kernel(const Word* table, int64_t row_words, const int32_t* rows, int64_t n, Word* out) {
+  STRATA_GRID_STRIDE(i, n * row_words) {
+    const int64_t r = i / row_words;
+    out[i] = table[static_cast<int64_t>(rows[r]) * row_words + i % row_words];
+  }
 }
 
 __global__ void pixels_to_float_kernel(int64_t rows, int64_t features, const uint8_t* in, float scale,
@@ -425,6 +436,20 @@ void pixels_to_float(cudaStream_t s, int64_t rows, int64_t features, const uint8
   pixels_to_float_kernel<<<blocks_for(rows * features), kThreads, 0, s>>>(rows, features, in, scale, mean, inv_std,
                                                                           out);
   STRATA_CUDA_LAUNCHED("pixels_to_float");
+}
+
+void gather_rows(cudaStream_t s, const uint8_t* table, int64_t row_bytes, const int32_t* rows, int64_t n, uint8_t* out) {
+  if (n * row_bytes == 0) return;
+  const bool words = row_bytes % 4 == 0 && reinterpret_cast<uintptr_t>(table) % 4 == 0 &&
+                     reinterpret_cast<uintptr_t>(out) % 4 == 0;
+  if (words) {
+    const int64_t w = row_bytes / 4;
+    gather_rows_kernel<<<blocks_for(n * w), kThreads, 0, s>>>(reinterpret_cast<const uint32_t*>(table), w, rows, n,
+                                                              reinterpret_cast<uint32_t*>(out));
+  } else {
+    gather_rows_kernel<<<blocks_for(n * row_bytes), kThreads, 0, s>>>(table, row_bytes, rows, n, out);
+  }
+  STRATA_CUDA_LAUNCHED("gather_rows");
 }
 
 void scaled_sum(cudaStream_t s, int64_t n, const float* x, const float* scale, float* out) {

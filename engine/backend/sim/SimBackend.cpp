@@ -267,6 +267,13 @@ void SimBackend::pixels_to_float(int64_t rows, int64_t features, const uint8_t* 
   run([=, this] { cpu_.pixels_to_float(rows, features, I, scale, M, S, O); });
 }
 
+void SimBackend::gather_rows(const uint8_t* table, int64_t row_bytes, const int32_t* rows, int64_t n, uint8_t* out) {
+  auto T = view(table, "gather_rows");
+  auto O = view(out, "gather_rows");
+  auto R = view(rows, "gather_rows");
+  run([=, this] { cpu_.gather_rows(T, row_bytes, R, n, O); });
+}
+
 void SimBackend::scaled_sum(int64_t n, const float* x, const float* scale, float* out) {
   auto X = view(x, "scaled_sum"), S = view(scale, "scaled_sum");
   auto O = view(out, "scaled_sum");
