@@ -1,7 +1,6 @@
 #pragma once
 #include <signal.h>
 
-#include <atomic>
 #include <functional>
 #include <mutex>
 #include <thread>

@@ -14,9 +14,7 @@ namespace {
 // The largest training set kept on a device: Fashion-MNIST's is 47 MiB,
 // CIFAR-10's 150 MiB; beyond this the batches are gathered on the host.
 constexpr double kDeviceDataBytes = 1024.0 * 1024.0 * 1024.0;
-}  // namespace
 
-namespace {
 // Rows [begin, end) of `t` as a tensor on `device`: a view where it shares
 // the batch's memory, else one copy.
 Tensor rows_on(const Tensor& t, int64_t begin, int64_t end, const Device& device) {

@@ -26,7 +26,6 @@ public:
 
   // At most two steps are pending; push a third only after a pop.
   void push(const std::vector<Tensor>& stats);
-  int pending() const { return pending_; }
   // Waits for the oldest pushed step's figures, one per replica; bad_input
   // when the step met a label outside the classes.
   std::vector<StepReadback> pop(int64_t classes);
