@@ -56,6 +56,18 @@ std::vector<uint8_t> read_bytes(const std::string& path) {
 
 // A dataset whose single feature is the example's index: batches show which
 // examples they hold.
+// 23 standardised 2x3 images of 4 classes.
+Dataset small_images() {
+  std::vector<uint8_t> pixels(23 * 6);
+  for (size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<uint8_t>((i * 37 + 11) % 256);
+  std::vector<int32_t> labels(23);
+  for (size_t i = 0; i < labels.size(); ++i) labels[i] = static_cast<int32_t>(i % 4);
+  Dataset images = Dataset::from_uint8(Shape{2, 3, 1}, pixels, labels, 4);
+  images.set_scale(1.0f / 255.0f);
+  images.standardize_from(images);
+  return images;
+}
+
 std::shared_ptr<Dataset> indexed_dataset(int64_t n) {
   std::vector<float> v(static_cast<size_t>(n));
   std::vector<int32_t> l(static_cast<size_t>(n));
@@ -501,13 +513,7 @@ private slots:
     // rows, and its to_features gathers them (in the replica's own thread in
     // training), to the same bits and labels as the prefetch thread's batch
     // split among them. Images standardised, and float features.
-    std::vector<uint8_t> pixels(23 * 6);
-    for (size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<uint8_t>((i * 37 + 11) % 256);
-    std::vector<int32_t> labels(23);
-    for (size_t i = 0; i < labels.size(); ++i) labels[i] = static_cast<int32_t>(i % 4);
-    Dataset images = Dataset::from_uint8(Shape{2, 3, 1}, pixels, labels, 4);
-    images.set_scale(1.0f / 255.0f);
-    images.standardize_from(images);
+    const Dataset images = small_images();
     const std::vector<Device> host{Device{DeviceKind::Cpu, 0}, Device{DeviceKind::Cpu, 1}};
     // 23 examples: batches of 5 and a last one of 3 (2 + 1 rows); 21: a last
     // batch of 1, so replica 1 gets no rows at all.
@@ -563,13 +569,7 @@ private slots:
   // (STRATA_DEVICE_DATA=0), with a partial last batch, a replica without
   // rows, and two replicas sharing a device (one copy of the set).
   void accelerators_gather_from_the_set_kept_on_their_devices() {
-    std::vector<uint8_t> pixels(23 * 6);
-    for (size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<uint8_t>((i * 37 + 11) % 256);
-    std::vector<int32_t> labels(23);
-    for (size_t i = 0; i < labels.size(); ++i) labels[i] = static_cast<int32_t>(i % 4);
-    Dataset images = Dataset::from_uint8(Shape{2, 3, 1}, pixels, labels, 4);
-    images.set_scale(1.0f / 255.0f);
-    images.standardize_from(images);
+    const Dataset images = small_images();
     const Device sim0{DeviceKind::Sim, 0}, sim1{DeviceKind::Sim, 1};
     for (const auto& devices : {std::vector<Device>{sim0, sim1}, std::vector<Device>{sim0, sim0}})
       for (const auto& ds :
