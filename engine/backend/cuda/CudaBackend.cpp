@@ -36,6 +36,14 @@ public:
   cudaEvent_t event;
 };
 
+// The CUDA event behind `event`; an event of another kind of device is an
+// error naming the call (`device` and `call` say where).
+cudaEvent_t cuda_event_of(const EventPtr& event, const std::string& device, const char* call) {
+  auto* e = dynamic_cast<const CudaEvent*>(event.get());
+  if (!e) throw runtime_error(device + ": " + call + " given an event of another kind of device");
+  return e->event;
+}
+
 class CudaGraph final : public DeviceGraph {
 public:
   // `held`: buffers released while the step was captured; the graph still
@@ -303,19 +311,16 @@ void CudaBackend::calibrate_clock() {
 
 void CudaBackend::wait_event(const EventPtr& event) {
   if (!event) return;  // a host device's point: already complete
-  auto* e = dynamic_cast<const CudaEvent*>(event.get());
-  if (!e) throw runtime_error(device().str() + ": wait_event given an event of another kind of device");
-  STRATA_CUDA(cudaStreamWaitEvent(enter(), e->event, 0));
+  STRATA_CUDA(cudaStreamWaitEvent(enter(), cuda_event_of(event, device().str(), "wait_event"), 0));
 }
 
 void CudaBackend::wait_host(const EventPtr& event) {
-  if (!event) return;
-  auto* e = dynamic_cast<const CudaEvent*>(event.get());
-  if (!e) throw runtime_error(device().str() + ": wait_host given an event of another kind of device");
+  if (!event) return;  // a host device's point: already complete
+  const cudaEvent_t e = cuda_event_of(event, device().str(), "wait_host");
   refuse_while_capturing("a synchronisation");
   counters().syncs++;
   enter();
-  const cudaError_t r = cudaEventSynchronize(e->event);
+  const cudaError_t r = cudaEventSynchronize(e);
   if (r != cudaSuccess) throw queued_failure(r);
 }
 
