@@ -11,6 +11,7 @@
 
 #include "BackendComparison.h"
 #include "FaultyBackend.h"
+#include "MarkdownReport.h"
 #include "OpHarness.h"
 #include "ResultComparison.h"
 #include "TestUtil.h"
@@ -249,6 +250,19 @@ private slots:
     QVERIFY(!seen[3].passed);
     QVERIFY2(seen[3].detail.find("too many resources") != std::string::npos, text(seen[3]).c_str());
     QVERIFY2(seen[4].passed, text(seen[4]).c_str());
+  }
+
+  // The report is rewritten after each section: one written mid-run names the
+  // sections that have not run, so a run killed there says so; the final one
+  // does not.
+  void a_report_cut_short_names_the_sections_that_never_ran() {
+    const ReportHeader header{"2026-12-03 10:00:00 UTC", "sim:0", "simulated", 7, "strata-gpu-check --device sim:0"};
+    SectionResult ops{"ops", "every op", {CheckRecord{"gemm", "2x3", 0, 1e-5, true, ""}}, 1.5, ""};
+    const std::string partial = render_markdown_report(header, {ops}, {"training", "mnist"});
+    QVERIFY2(partial.find("stopped before these sections: training, mnist") != std::string::npos, partial.c_str());
+    QVERIFY2(partial.find("All 1 checks passed.") != std::string::npos, partial.c_str());
+    const std::string final_report = render_markdown_report(header, {ops});
+    QVERIFY2(final_report.find("stopped before") == std::string::npos, final_report.c_str());
   }
 
   void the_host_is_not_a_device_under_test() {

@@ -54,7 +54,8 @@ std::string summary_line(const std::vector<SectionResult>& sections) {
   return std::to_string(failed) + " of " + std::to_string(total) + " checks failed (" + where + ").";
 }
 
-std::string render_markdown_report(const ReportHeader& header, const std::vector<SectionResult>& sections) {
+std::string render_markdown_report(const ReportHeader& header, const std::vector<SectionResult>& sections,
+                                   const std::vector<std::string>& not_run) {
   std::ostringstream md;
   md << "# Strata GPU check: " << header.device << "\n\n";
   md << "- date: " << header.date << "\n";
@@ -78,6 +79,12 @@ std::string render_markdown_report(const ReportHeader& header, const std::vector
       md << "\n";
     }
     if (!s.appendix.empty()) md << s.appendix << "\n";
+  }
+  if (!not_run.empty()) {
+    std::string names;
+    for (const auto& n : not_run) names += (names.empty() ? "" : ", ") + n;
+    md << "**The run stopped before these sections: " << names << ".** (The report is rewritten after each "
+       << "section; this line stays if the program was killed or crashed before the next.)\n\n";
   }
   md << "**" << summary_line(sections) << "**\n";
   return md.str();

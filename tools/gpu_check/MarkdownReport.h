@@ -28,7 +28,10 @@ struct SectionResult {
 int failures(const SectionResult& section);
 // "All 142 checks passed." or "3 of 142 checks failed (ops: 3)."
 std::string summary_line(const std::vector<SectionResult>& sections);
-std::string render_markdown_report(const ReportHeader& header, const std::vector<SectionResult>& sections);
+// not_run: the sections chosen but not (yet) run; the report then says the
+// run stopped before them, which is what a reader sees if it never went on.
+std::string render_markdown_report(const ReportHeader& header, const std::vector<SectionResult>& sections,
+                                   const std::vector<std::string>& not_run = {});
 // An error or tolerance as the console and the report print it ("0", "exact", "1.2e-06", "inf").
 std::string format_error(double e);
 std::string format_tolerance(double t);

@@ -187,7 +187,22 @@ int main(int argc, char** argv) {
            std::to_string(seed) + ", " + header.date);
 
   std::vector<SectionResult> results;
+  // The report is rewritten after every section, so a run cut short (a crash
+  // in a kernel, the GPU machine's time limit) still leaves one that says
+  // which sections finished and which never ran.
+  auto write_report = [&](size_t sections_done) {
+    if (report_path.empty()) return true;
+    std::vector<std::string> not_run;
+    for (size_t i = sections_done; i < chosen.size(); ++i) not_run.push_back(chosen[i]->name());
+    std::ofstream report(report_path, std::ios::out | std::ios::trunc);
+    report << render_markdown_report(header, results, not_run);
+    return static_cast<bool>(report);
+  };
   for (CheckSection* section : chosen) {
+    if (!write_report(results.size())) {
+      std::fprintf(stderr, "strata-gpu-check: could not write the report to %s\n", report_path.c_str());
+      return 2;
+    }
     out.line("== " + section->name() + ": " + section->title());
     SectionResult result{section->name(), section->title(), {}, 0, {}};
     const auto start = std::chrono::steady_clock::now();
@@ -223,9 +238,7 @@ int main(int argc, char** argv) {
   out.line(summary);
 
   if (!report_path.empty()) {
-    std::ofstream report(report_path, std::ios::out | std::ios::trunc);
-    report << render_markdown_report(header, results);
-    if (!report) {
+    if (!write_report(results.size())) {
       std::fprintf(stderr, "strata-gpu-check: could not write the report to %s\n", report_path.c_str());
       return 2;
     }
