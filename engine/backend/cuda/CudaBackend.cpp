@@ -289,12 +289,18 @@ std::optional<double> CudaBackend::mark_time_us(const EventPtr& mark) {
   }
   std::lock_guard lock(clock_mutex_);
   if (clock_ref_us_ < 0 || monotonic_seconds() * 1e6 - clock_ref_us_ > 1e6) calibrate_clock();
-  float ms = 0;
-  if (cudaEventElapsedTime(&ms, clock_ref_, e->event) != cudaSuccess) {
+  // The reference is usually recorded after the mark (it is re-recorded
+  // each second), and CUDA documents elapsed times only for end after start:
+  // both orders are asked, and the positive one taken, so the answer holds
+  // whether or not the driver reports negative times.
+  float after_ref = 0, before_ref = 0;
+  if (cudaEventElapsedTime(&after_ref, clock_ref_, e->event) != cudaSuccess ||
+      cudaEventElapsedTime(&before_ref, e->event, clock_ref_) != cudaSuccess) {
     cudaGetLastError();  // e.g. a captured mark before the graph's first replay
     return std::nullopt;
   }
-  return clock_ref_us_ + 1000.0 * static_cast<double>(ms);
+  const double ms = after_ref > 0 ? after_ref : -static_cast<double>(before_ref);
+  return clock_ref_us_ + 1000.0 * ms;
 }
 
 void CudaBackend::calibrate_clock() {
@@ -385,6 +391,10 @@ void CudaBackend::replay(const GraphPtr& graph) {
 
 void* CudaBackend::scratch(void*& buffer, size_t& capacity, size_t bytes) {
   if (bytes <= capacity) return buffer;
+  // Grown inside a capture, the buffer would be the graph's memory and
+  // outlive it (end_capture refuses that, and this pointer would dangle).
+  // The step's first, op-by-op run sizes it, so this means a new shape.
+  refuse_while_capturing("growing a scratch buffer (the op-by-op step before the capture sizes it)");
   // The old buffer is kept, not freed: a step graph captured earlier may
   // still name it, and replaying that graph must not touch freed memory.
   // It grows a few times in a run at most.
@@ -536,6 +546,7 @@ cuda::CudnnConvolution* CudaBackend::cudnn() {
 
 bool CudaBackend::has_conv2d(const Window2D& w, int64_t filters) {
 #ifdef STRATA_WITH_CUDNN
+  enter();  // the heuristics a new shape asks run on this thread: with this GPU current
   cuda::CudnnConvolution* library = cudnn();
   return library && library->takes(w, filters);
 #else
@@ -556,29 +567,31 @@ Tensor CudaBackend::cudnn_kernel(const Window2D& w, int64_t filters, const float
 }
 
 void CudaBackend::conv2d(const Window2D& w, int64_t filters, const float* x, const float* kernel, float* y) {
-  if (!has_conv2d(w, filters)) return Backend::conv2d(w, filters, x, kernel, y);
 #ifdef STRATA_WITH_CUDNN
-  cudnn()->forward(w, filters, x, cudnn_kernel(w, filters, kernel).ptr(), y);
+  if (has_conv2d(w, filters) && cudnn()->forward(w, filters, x, cudnn_kernel(w, filters, kernel).ptr(), y)) return;
 #endif
+  Backend::conv2d(w, filters, x, kernel, y);
 }
 
 void CudaBackend::conv2d_backward_data(const Window2D& w, int64_t filters, const float* dy, const float* kernel,
                                        float* dx) {
-  if (!has_conv2d(w, filters)) return Backend::conv2d_backward_data(w, filters, dy, kernel, dx);
 #ifdef STRATA_WITH_CUDNN
-  cudnn()->backward_data(w, filters, dy, cudnn_kernel(w, filters, kernel).ptr(), dx);
+  if (has_conv2d(w, filters) && cudnn()->backward_data(w, filters, dy, cudnn_kernel(w, filters, kernel).ptr(), dx)) return;
 #endif
+  Backend::conv2d_backward_data(w, filters, dy, kernel, dx);
 }
 
 void CudaBackend::conv2d_backward_filter(const Window2D& w, int64_t filters, const float* x, const float* dy,
                                          float* dkernel) {
-  if (!has_conv2d(w, filters)) return Backend::conv2d_backward_filter(w, filters, x, dy, dkernel);
 #ifdef STRATA_WITH_CUDNN
-  const int64_t patch = w.kernel_h * w.kernel_w * w.channels;
-  Tensor dk = Tensor::empty(Shape{filters, patch}, device());
-  cudnn()->backward_filter(w, filters, x, dy, dk.ptr());
-  cuda::transpose(enter(), dk.ptr(), filters, patch, dkernel);
+  if (has_conv2d(w, filters)) {
+    const int64_t patch = w.kernel_h * w.kernel_w * w.channels;
+    Tensor dk = Tensor::empty(Shape{filters, patch}, device());
+    if (cudnn()->backward_filter(w, filters, x, dy, dk.ptr()))
+      return cuda::transpose(enter(), dk.ptr(), filters, patch, dkernel);
+  }
 #endif
+  Backend::conv2d_backward_filter(w, filters, x, dy, dkernel);
 }
 void CudaBackend::max_pool(const Window2D& w, const float* x, float* y, int32_t* argmax) {
   cuda::max_pool(enter(), w, x, y, argmax);

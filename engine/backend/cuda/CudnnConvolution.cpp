@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <limits>
+#include <utility>
 
 #include "backend/cuda/CudnnLibrary.h"
 #include "core/Error.h"
@@ -15,26 +16,40 @@ const CudnnLibrary& lib() { return CudnnLibrary::get(); }
 int as_int(int64_t v) { return static_cast<int>(v); }
 
 // The first algorithm cuDNN's heuristics rank that runs, uses the allowed
-// arithmetic and fits the workspace budget; deterministic ones first. Adds
-// its workspace size to `workspace` (the largest of all).
-template <typename Perf>
-auto choose(const Perf* perf, int count, bool tf32, const std::string& what, size_t& workspace) {
+// arithmetic and fits the workspace budget; deterministic ones first. The
+// workspace is asked of cuDNN for exactly that algorithm, descriptor and
+// math type (the ranking's figure is an estimate), and an algorithm it will
+// not size is passed over, as PyTorch passes over one that fails. Without
+// TF32 every candidate runs with CUDNN_FMA_MATH: CUDNN_DEFAULT_MATH lets
+// cuDNN use TF32 tensor cores on Ampere and later. Leaves the chosen math
+// type on `conv`, returns the entry and that math type, and raises
+// `workspace` to the largest need.
+template <typename Perf, typename WorkspaceOf>
+std::pair<const Perf*, cudnnMathType_t> choose(const Perf* perf, int count, bool tf32, cudnnConvolutionDescriptor_t conv,
+                                               WorkspaceOf workspace_of, const std::string& what, size_t& workspace) {
   constexpr size_t kBudget = size_t{512} << 20;
   for (int pass = 0; pass < 2; ++pass)
     for (int i = 0; i < count; ++i) {
       const Perf& p = perf[i];
-      if (p.status != CUDNN_STATUS_SUCCESS || p.memory > kBudget) continue;
-      if (!tf32 && p.mathType == CUDNN_TENSOR_OP_MATH) continue;
+      if (p.status != CUDNN_STATUS_SUCCESS) continue;
+      if (!tf32 && (p.mathType == CUDNN_TENSOR_OP_MATH || p.mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION)) continue;
       if (pass == 0 && p.determinism != CUDNN_DETERMINISTIC) continue;
-      workspace = std::max(workspace, p.memory);
-      return p.algo;
+      const cudnnMathType_t math = tf32 ? p.mathType : CUDNN_FMA_MATH;
+      size_t bytes = 0;
+      if (lib().cudnnSetConvolutionMathType(conv, math) != CUDNN_STATUS_SUCCESS ||
+          workspace_of(p.algo, &bytes) != CUDNN_STATUS_SUCCESS)
+        continue;
+      bytes = std::max(bytes, p.memory);
+      if (bytes > kBudget) continue;
+      workspace = std::max(workspace, bytes);
+      return {&p, math};
     }
   throw runtime_error(what + ": cuDNN offers no float32 algorithm for this convolution");
 }
 }  // namespace
 
 CudnnConvolution::CudnnConvolution(DeviceMemory& memory, std::string device_name, cudaStream_t stream, bool tf32)
-    : memory_(memory), device_(std::move(device_name)), tf32_(tf32) {
+    : memory_(memory), device_(std::move(device_name)), stream_(stream), tf32_(tf32) {
   lib().check(lib().cudnnCreate(&handle_), device_ + ": cudnnCreate");
   lib().check(lib().cudnnSetStream(handle_, stream), device_ + ": cudnnSetStream");
 }
@@ -124,7 +139,13 @@ void CudnnConvolution::make_plan(Plan& p, const Window2D& w, int64_t filters) {
   api.check(api.cudnnSetConvolution2dDescriptor(p.conv, as_int(w.pad_top), as_int(w.pad_left), as_int(w.stride_h),
                                                 as_int(w.stride_w), 1, 1, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
             what);
-  api.check(api.cudnnSetConvolutionMathType(p.conv, tf32_ ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH), what);
+  // The math type the heuristics rank under (choose() leaves its pick's on
+  // the descriptor): without TF32, float32 arithmetic, so they rank FMA
+  // algorithms.
+  const auto rank_under_default = [&] {
+    api.check(api.cudnnSetConvolutionMathType(p.conv, tf32_ ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH), what);
+  };
+  rank_under_default();
   int n = 0, c = 0, h = 0, wd = 0;
   api.check(api.cudnnGetConvolution2dForwardOutputDim(p.conv, p.x, p.kernel, &n, &c, &h, &wd), what);
   if (h != w.out_h || wd != w.out_w || c != filters)
@@ -137,17 +158,37 @@ void CudnnConvolution::make_plan(Plan& p, const Window2D& w, int64_t filters) {
   api.check(api.cudnnGetConvolutionForwardAlgorithm_v7(handle_, p.x, p.kernel, p.conv, p.y,
                                                        CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, fwd),
             what);
-  p.forward = choose(fwd, count, tf32_, what, need);
+  const auto [f, f_math] = choose(
+      fwd, count, tf32_, p.conv,
+      [&](cudnnConvolutionFwdAlgo_t a, size_t* bytes) {
+        return api.cudnnGetConvolutionForwardWorkspaceSize(handle_, p.x, p.kernel, p.conv, p.y, a, bytes);
+      },
+      what + " (forward)", need);
+  p.forward = {f->algo, f_math};
+  rank_under_default();
   cudnnConvolutionBwdDataAlgoPerf_t bwd_data[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
   api.check(api.cudnnGetConvolutionBackwardDataAlgorithm_v7(handle_, p.kernel, p.y, p.conv, p.x,
                                                             CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, bwd_data),
             what);
-  p.backward_data = choose(bwd_data, count, tf32_, what, need);
+  const auto [d, d_math] = choose(
+      bwd_data, count, tf32_, p.conv,
+      [&](cudnnConvolutionBwdDataAlgo_t a, size_t* bytes) {
+        return api.cudnnGetConvolutionBackwardDataWorkspaceSize(handle_, p.kernel, p.y, p.conv, p.x, a, bytes);
+      },
+      what + " (gradient of the input)", need);
+  p.backward_data = {d->algo, d_math};
+  rank_under_default();
   cudnnConvolutionBwdFilterAlgoPerf_t bwd_filter[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
   api.check(api.cudnnGetConvolutionBackwardFilterAlgorithm_v7(handle_, p.x, p.y, p.conv, p.kernel,
                                                               CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count, bwd_filter),
             what);
-  p.backward_filter = choose(bwd_filter, count, tf32_, what, need);
+  const auto [k, k_math] = choose(
+      bwd_filter, count, tf32_, p.conv,
+      [&](cudnnConvolutionBwdFilterAlgo_t a, size_t* bytes) {
+        return api.cudnnGetConvolutionBackwardFilterWorkspaceSize(handle_, p.x, p.y, p.conv, p.kernel, a, bytes);
+      },
+      what + " (gradient of the kernel)", need);
+  p.backward_filter = {k->algo, k_math};
   // One workspace for every plan, as large as the largest needs: sized here,
   // on the first (eager) step of each shape, never while a step is captured.
   reserve(need);
@@ -155,6 +196,12 @@ void CudnnConvolution::make_plan(Plan& p, const Window2D& w, int64_t filters) {
 
 void CudnnConvolution::reserve(size_t bytes) {
   if (bytes <= workspace_bytes_) return;
+  // Grown inside a capture, the workspace would be the graph's memory and
+  // outlive it; the step's first, op-by-op run sizes it.
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(stream_, &capture) == cudaSuccess && capture != cudaStreamCaptureStatusNone)
+    throw runtime_error(device_ + ": the cuDNN workspace must grow to " + std::to_string(bytes) +
+                        " bytes while the step is captured (a convolution shape the op-by-op step did not run)");
   // The old workspace is kept, not freed: a step graph captured earlier
   // names it (evaluation's larger batch grows it after the capture), and
   // replaying that graph must not touch freed memory.
@@ -165,32 +212,43 @@ void CudnnConvolution::reserve(size_t bytes) {
   workspace_bytes_ = bytes;
 }
 
-void CudnnConvolution::forward(const Window2D& w, int64_t filters, const float* x, const float* kernel, float* y) {
-  std::lock_guard lock(mutex_);
-  Plan& p = plan(w, filters);
-  const float one = 1.0f, zero = 0.0f;
-  lib().check(lib().cudnnConvolutionForward(handle_, &one, p.x, x, p.kernel, kernel, p.conv, p.forward, workspace_,
-                                            workspace_bytes_, &zero, p.y, y),
-              device_ + ": cudnnConvolutionForward");
+bool CudnnConvolution::ran(cudnnStatus_t status, const Window2D& w, int64_t filters, const char* call) {
+  if (status == CUDNN_STATUS_SUCCESS) return true;
+  if (status != CUDNN_STATUS_NOT_SUPPORTED && status != CUDNN_STATUS_BAD_PARAM) lib().check(status, device_ + ": " + call);
+  refused_.insert(key_of(w, filters));
+  std::fprintf(stderr, "%s: %s: %s; this shape uses im2col and cuBLASLt from here on\n", device_.c_str(), call,
+               lib().cudnnGetErrorString(status));
+  return false;
 }
 
-void CudnnConvolution::backward_data(const Window2D& w, int64_t filters, const float* dy, const float* kernel, float* dx) {
+bool CudnnConvolution::forward(const Window2D& w, int64_t filters, const float* x, const float* kernel, float* y) {
   std::lock_guard lock(mutex_);
   Plan& p = plan(w, filters);
   const float one = 1.0f, zero = 0.0f;
-  lib().check(lib().cudnnConvolutionBackwardData(handle_, &one, p.kernel, kernel, p.y, dy, p.conv, p.backward_data,
-                                                 workspace_, workspace_bytes_, &zero, p.x, dx),
-              device_ + ": cudnnConvolutionBackwardData");
+  lib().check(lib().cudnnSetConvolutionMathType(p.conv, p.forward.math), device_ + ": cudnnSetConvolutionMathType");
+  return ran(lib().cudnnConvolutionForward(handle_, &one, p.x, x, p.kernel, kernel, p.conv, p.forward.algo, workspace_,
+                                           workspace_bytes_, &zero, p.y, y),
+             w, filters, "cudnnConvolutionForward");
 }
 
-void CudnnConvolution::backward_filter(const Window2D& w, int64_t filters, const float* x, const float* dy,
-                                       float* dkernel) {
+bool CudnnConvolution::backward_data(const Window2D& w, int64_t filters, const float* dy, const float* kernel, float* dx) {
   std::lock_guard lock(mutex_);
   Plan& p = plan(w, filters);
   const float one = 1.0f, zero = 0.0f;
-  lib().check(lib().cudnnConvolutionBackwardFilter(handle_, &one, p.x, x, p.y, dy, p.conv, p.backward_filter, workspace_,
-                                                   workspace_bytes_, &zero, p.kernel, dkernel),
-              device_ + ": cudnnConvolutionBackwardFilter");
+  lib().check(lib().cudnnSetConvolutionMathType(p.conv, p.backward_data.math), device_ + ": cudnnSetConvolutionMathType");
+  return ran(lib().cudnnConvolutionBackwardData(handle_, &one, p.kernel, kernel, p.y, dy, p.conv, p.backward_data.algo,
+                                                workspace_, workspace_bytes_, &zero, p.x, dx),
+             w, filters, "cudnnConvolutionBackwardData");
+}
+
+bool CudnnConvolution::backward_filter(const Window2D& w, int64_t filters, const float* x, const float* dy, float* dkernel) {
+  std::lock_guard lock(mutex_);
+  Plan& p = plan(w, filters);
+  const float one = 1.0f, zero = 0.0f;
+  lib().check(lib().cudnnSetConvolutionMathType(p.conv, p.backward_filter.math), device_ + ": cudnnSetConvolutionMathType");
+  return ran(lib().cudnnConvolutionBackwardFilter(handle_, &one, p.x, x, p.y, dy, p.conv, p.backward_filter.algo, workspace_,
+                                                  workspace_bytes_, &zero, p.kernel, dkernel),
+             w, filters, "cudnnConvolutionBackwardFilter");
 }
 
 }  // namespace strata::cuda

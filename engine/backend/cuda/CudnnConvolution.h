@@ -36,18 +36,30 @@ public:
   // the step).
   bool takes(const Window2D& w, int64_t filters);
 
-  void forward(const Window2D& w, int64_t filters, const float* x, const float* kernel, float* y);
-  void backward_data(const Window2D& w, int64_t filters, const float* dy, const float* kernel, float* dx);
-  void backward_filter(const Window2D& w, int64_t filters, const float* x, const float* dy, float* dkernel);
+  // Each returns false, having done nothing, when cuDNN refuses to run the
+  // algorithm it offered for this shape (not supported, bad parameter): the
+  // shape is then refused from here on and the caller takes the im2col way,
+  // as PyTorch moves on to the next algorithm. Other failures throw.
+  bool forward(const Window2D& w, int64_t filters, const float* x, const float* kernel, float* y);
+  bool backward_data(const Window2D& w, int64_t filters, const float* dy, const float* kernel, float* dx);
+  bool backward_filter(const Window2D& w, int64_t filters, const float* x, const float* dy, float* dkernel);
 
 private:
+  // An algorithm and the arithmetic it was offered with: since cuDNN 7.4 the
+  // heuristics rank (algorithm, math type) pairs, and the convolution
+  // descriptor must carry the pair's math type when the algorithm runs.
+  template <typename Algo>
+  struct Choice {
+    Algo algo{};
+    cudnnMathType_t math = CUDNN_DEFAULT_MATH;
+  };
   struct Plan {
     cudnnTensorDescriptor_t x = nullptr, y = nullptr;
     cudnnFilterDescriptor_t kernel = nullptr;
     cudnnConvolutionDescriptor_t conv = nullptr;
-    cudnnConvolutionFwdAlgo_t forward{};
-    cudnnConvolutionBwdDataAlgo_t backward_data{};
-    cudnnConvolutionBwdFilterAlgo_t backward_filter{};
+    Choice<cudnnConvolutionFwdAlgo_t> forward;
+    Choice<cudnnConvolutionBwdDataAlgo_t> backward_data;
+    Choice<cudnnConvolutionBwdFilterAlgo_t> backward_filter;
   };
   using Key = std::array<int64_t, 11>;
   static Key key_of(const Window2D& w, int64_t filters);
@@ -56,9 +68,13 @@ private:
   Plan& plan(const Window2D& w, int64_t filters);
   void make_plan(Plan& p, const Window2D& w, int64_t filters);
   void reserve(size_t bytes);
+  // The call's status: true on success; false (and the shape refused) when
+  // cuDNN will not run it; throws otherwise.
+  bool ran(cudnnStatus_t status, const Window2D& w, int64_t filters, const char* call);
 
   DeviceMemory& memory_;
   std::string device_;
+  cudaStream_t stream_;
   bool tf32_;
   cudnnHandle_t handle_ = nullptr;
   std::mutex mutex_;  // the handle, the plans and the workspace: replicas sharing the GPU call from their threads
