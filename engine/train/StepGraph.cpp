@@ -63,14 +63,27 @@ void StepGraph::capture(const PerReplica<Batch>& inputs) {
     }
     throw Error(e.kind(), "capturing the training step as a device graph failed (run with graphs off: --no-graphs): " +
                               std::string(e.what()));
+  } catch (...) {
+    // Any other exception must end the capture too: a stream left capturing
+    // refuses every later copy and synchronisation of the process.
+    try {
+      be.end_capture();
+    } catch (...) {
+    }
+    throw;
   }
   graph_ = be.end_capture();
   captured_key_ = key_of(inputs);
+  ++captures_;
 }
 
 std::optional<std::vector<Tensor>> StepGraph::run(const PerReplica<Batch>& inputs) {
   const Key key = key_of(inputs);
+  // seen_ is the previous step's shape: a shape is captured only when two
+  // steps in a row have it, so an epoch's partial last batch (one step,
+  // after replays of the full one) never replaces the full batch's graph.
   if (graph_ && key == captured_key_) {
+    seen_ = key;
     copy_inputs(inputs);
     backend_for(device_).replay(graph_);
     replayed_();

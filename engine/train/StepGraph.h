@@ -5,7 +5,7 @@
 // device, the optimizer update and the step's figures become one launch
 // instead of hundreds, which is what a small model on a fast GPU is bound by.
 //
-// A shape is captured the second time it comes (the first step creates the
+// A shape is captured when it comes a second time in a row (the first step creates the
 // optimizer's slots and every other lazily made buffer eagerly, and the
 // capture must not allocate memory that outlives it). The batch is copied
 // into the graph's own input buffers before each replay. A partial last
@@ -47,6 +47,8 @@ public:
   // when the step must run eagerly.
   std::optional<std::vector<Tensor>> run(const PerReplica<Batch>& inputs);
   bool captured() const { return graph_ != nullptr; }
+  // How many times a step was captured (a new shape replaces the graph).
+  int captures() const { return captures_; }
   const Device& device() const { return device_; }
 
 private:
@@ -63,6 +65,7 @@ private:
   std::vector<Batch> inputs_;   // the graph's input buffers, one batch per replica
   std::vector<Tensor> stats_;   // the graph's outputs, one per replica
   GraphPtr graph_;
+  int captures_ = 0;
 };
 
 }  // namespace strata

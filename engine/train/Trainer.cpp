@@ -132,10 +132,10 @@ std::optional<PerReplica<Trainer::StepResult>> Trainer::run_step(const PerReplic
     // when they change (the loss scale after a partial batch) are set here.
     for (int r = 0; r < inputs.num_replicas(); ++r)
       loss_scale(r, strategy_->devices()[static_cast<size_t>(r)], inputs[r].global_batch_size);
-    const bool had_graph = step_graph_->captured();
+    const int captures = step_graph_->captures();
     const size_t marks = device_spans_.mark();
     if (auto stats = step_graph_->run(inputs)) {
-      if (!had_graph) {
+      if (step_graph_->captures() != captures) {
         sink_.emit(LogEvent{"info", "step " + std::to_string(step) + ": the training step is captured as a graph on " +
                                         strategy_->devices().front().str() +
                                         " and replayed from now on (--no-graphs turns this off)",

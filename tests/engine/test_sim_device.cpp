@@ -115,6 +115,23 @@ private slots:
     for (float v : out) QCOMPARE(v, 2.5f);
   }
 
+  // A GPU's memory pool hands out blocks with whatever they last held: sim
+  // hands out NaN, fresh or reused, also inside a capture, so a kernel that
+  // reads memory nobody wrote cannot pass on sim and fail on a GPU.
+  void fresh_device_memory_is_nan() {
+    Backend& be = backend_for(kSim);
+    for (int round = 0; round < 2; ++round) {  // the second reuses the first's block
+      std::vector<float> out(1000, 0.0f);
+      {
+        Tensor d = Tensor::empty(Shape{1000}, kSim);
+        be.copy_to_host(out.data(), d.ptr(), out.size() * sizeof(float));
+        be.synchronize();
+      }
+      for (float v : out) QVERIFY(std::isnan(v));
+      Tensor written = Tensor::full(Shape{1000}, 1.0f, kSim);  // leaves ones in the block for the next round
+    }
+  }
+
   void kernels_refuse_host_pointers() {
     Backend& be = backend_for(kSim);
     std::vector<float> host(8, 1.0f);
@@ -207,6 +224,17 @@ private slots:
       QVERIFY(fresh.ptr() != older_memory);
       be.replay(g);
       QCOMPARE(fresh.values(), std::vector<float>(32, 0.0f));
+    }
+    {
+      // An event recorded while capturing belongs to the graph: only the
+      // same capture may wait for it (CUDA: cudaErrorCapturedEvent).
+      be.begin_capture();
+      EventPtr inside = be.record_event();
+      be.wait_event(inside);
+      GraphPtr g = be.end_capture();
+      be.replay(g);
+      STRATA_EXPECT_ERROR(be.wait_host(inside), ErrorKind::Runtime, "recorded while a step was captured");
+      STRATA_EXPECT_ERROR(be.wait_event(inside), ErrorKind::Runtime, "recorded while it was captured");
     }
     // The device works as before afterwards.
     be.copy_from_host(t.ptr(), host.data(), 16);

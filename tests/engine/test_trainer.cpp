@@ -210,6 +210,24 @@ private slots:
     QVERIFY(tids.count(0) && tids.count(1) && tids.count(2));
   }
 
+  // Each epoch ends with a partial batch, one step after many replays of the
+  // full one: it runs op by op and leaves the full batch's graph in place,
+  // so the step is captured once in the whole run, not once per epoch.
+  void a_partial_last_batch_leaves_the_full_batch_graph_in_place() {
+    RecordingSink sink;
+    RunConfig config = synthetic_config(3);
+    config.training.batch_size = 64;  // 1000 examples: every epoch ends with a partial batch
+    config.strategy.devices = {"sim:0"};
+    config.training.step_graphs = true;
+    Trainer trainer(config, sink);
+    trainer.prepare();
+    QCOMPARE(QString(status_name(trainer.run().status)), QString("completed"));
+    int captures = 0;
+    for (const LogEvent& log : sink.all<LogEvent>()) captures += log.message.find("captured as a graph") != std::string::npos;
+    QCOMPARE(captures, 1);
+    QCOMPARE(static_cast<int>(sink.all<EpochEvent>().size()), 3);
+  }
+
   // On an accelerator the host only queues the work: each replica gets a
   // device lane of what its device ran, timed in the device's stream, also
   // for steps replayed from a captured graph (which run no host code).

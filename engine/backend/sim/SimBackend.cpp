@@ -99,6 +99,7 @@ void* SimBackend::allocate(size_t bytes) {
         void* p = it->second;
         capture_->free.erase(it);
         capture_->live.insert(p);
+        poison(p, bytes);
         return p;
       }
     }
@@ -112,12 +113,24 @@ void* SimBackend::allocate(size_t bytes) {
     counters().allocations++;
     counters().allocated_bytes += static_cast<int64_t>(bytes);
   }
-  std::lock_guard lock(capture_mutex_);
-  if (capture_) {
-    capture_->live.insert(p);
-    capture_->owned.emplace_back(p, bytes);
+  {
+    std::lock_guard lock(capture_mutex_);
+    if (capture_) {
+      capture_->live.insert(p);
+      capture_->owned.emplace_back(p, bytes);
+    }
   }
+  poison(p, bytes);
   return p;
+}
+
+void SimBackend::poison(void* p, size_t bytes) {
+  // CUDA's pools and graph memory hand out blocks with whatever they held:
+  // every block starts as NaN (0xff bytes), in stream order (also in each
+  // replay of a capture), so a kernel that reads what nobody wrote fails
+  // here as it would on a GPU, instead of finding zeros or last step's values.
+  char* d = view(static_cast<char*>(p), "allocate");
+  run([d, bytes] { std::memset(d, 0xff, bytes); });
 }
 
 void SimBackend::deallocate(void* p, size_t bytes) {

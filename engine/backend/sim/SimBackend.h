@@ -108,6 +108,7 @@ private:
   template <typename T>
   T* view(T* p, const char* op) const;
   void run(std::function<void()> op) { stream_.enqueue(std::move(op)); }
+  void poison(void* p, size_t bytes);
 
   // Memory during a capture, as CUDA's graph memory: blocks allocated while
   // capturing belong to the graph (one freed during the capture serves a

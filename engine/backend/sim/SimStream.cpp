@@ -13,8 +13,11 @@ namespace strata {
 namespace {
 class SimEvent final : public DeviceEvent {
 public:
-  explicit SimEvent(uint64_t copies_before) : copies_before(copies_before) {}
+  SimEvent(uint64_t copies_before, bool captured) : copies_before(copies_before), captured(captured) {}
   const uint64_t copies_before;  // copies to the host queued before this event
+  // Recorded while the stream was captured: as on CUDA (cudaErrorCapturedEvent),
+  // only the same capture may wait for it; the host and later work may not.
+  const bool captured;
   void signal() {
     {
       std::lock_guard lock(mutex_);
@@ -132,7 +135,7 @@ EventPtr SimStream::record() {
   std::shared_ptr<SimEvent> event;
   {
     std::lock_guard lock(mutex_);
-    event = std::make_shared<SimEvent>(to_host_queued_);
+    event = std::make_shared<SimEvent>(to_host_queued_, capturing_);
   }
   enqueue([event] { event->signal(); });
   return event;
@@ -142,6 +145,7 @@ void SimStream::wait_host(const EventPtr& event) {
   auto e = std::dynamic_pointer_cast<SimEvent>(event);
   if (!e) return;  // a host event: already complete
   if (capturing()) throw runtime_error(name_ + ": the host waited for the device while a step is being captured");
+  if (e->captured) throw runtime_error(name_ + ": the host waited for an event recorded while a step was captured");
   e->wait();
   std::exception_ptr error;
   {
@@ -169,6 +173,8 @@ std::optional<double> SimStream::mark_time_us(const EventPtr& mark) {
 void SimStream::wait(const EventPtr& event) {
   auto e = std::dynamic_pointer_cast<SimEvent>(event);
   if (!e) return;  // a host event: already complete
+  if (e->captured && !capturing())
+    throw runtime_error(name_ + ": work outside a captured step waited for an event recorded while it was captured");
   enqueue([e] { e->wait(); });
 }
 

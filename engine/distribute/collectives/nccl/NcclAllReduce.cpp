@@ -71,6 +71,10 @@ NcclAllReduce::~NcclAllReduce() {
     finished = finished && (!g.done || g.done_captured || cudaEventQuery(g.done) == cudaSuccess);
   }
   cudaGetLastError();  // a query's error is an answer here
+  release(finished);
+}
+
+void NcclAllReduce::release(bool finished) {
   for (Gpu& g : gpus_) {
     DeviceGuard guard(g.index, false);
     if (g.comm && !aborted_) {
@@ -83,6 +87,8 @@ NcclAllReduce::~NcclAllReduce() {
     if (g.done) cudaEventDestroy(g.done);
     if (g.stream) cudaStreamDestroy(g.stream);
   }
+  gpus_.clear();
+  gpu_of_.clear();
 }
 
 bool NcclAllReduce::enabled(const std::vector<Device>& devices, std::string* why_not) const {
@@ -254,6 +260,20 @@ void NcclAllReduce::wait_all(ReplicaGroup& /*group*/, int replica) {
 }
 
 void NcclAllReduce::init(const ReplicaGroup& group) {
+  try {
+    make_gpus(group);
+  } catch (...) {
+    // Nothing half-made stays: a later collective starts again from scratch
+    // instead of adding the replicas a second time to leaked streams.
+    cudaGetLastError();
+    release(false);
+    throw;
+  }
+  watchdog_ = std::thread([this] { watch(); });
+  initialized_ = true;
+}
+
+void NcclAllReduce::make_gpus(const ReplicaGroup& group) {
   gpu_of_.assign(static_cast<size_t>(group.size), -1);
   for (int r = 0; r < group.size; ++r) {
     const Device& d = group.devices[static_cast<size_t>(r)];
@@ -278,8 +298,6 @@ void NcclAllReduce::init(const ReplicaGroup& group) {
     STRATA_CUDA(cudaEventCreateWithFlags(&g.done, cudaEventDisableTiming));
   }
   create_communicators();
-  watchdog_ = std::thread([this] { watch(); });
-  initialized_ = true;
 }
 
 void NcclAllReduce::create_communicators() {

@@ -91,6 +91,10 @@ private:
 
   // On replica 0's thread, between barriers, at the first collective.
   void init(const ReplicaGroup& group);
+  void make_gpus(const ReplicaGroup& group);  // init's streams, events and communicators
+  // Destroys (finished) or aborts the communicators, then the streams and
+  // events, and forgets the GPUs.
+  void release(bool finished);
   // At a collective's start on every replica: creates the communicators the
   // first time; throws a failure the watchdog saw.
   void join(ReplicaGroup& group, int replica);
