@@ -124,6 +124,12 @@ strata_resolve(CUDA ${_cuda_found} "${_cuda_reason}")
 # nvidia-cudnn-cu* wheels' folders); the libraries are opened at run time.
 set(STRATA_NCCL_ENABLED OFF)
 set(STRATA_CUDNN_ENABLED OFF)
+# The library folders beside a header folder (<root>/include -> <root>/lib,
+# <root>/lib64) and the toolkit's, ':'-separated, for DynamicLibrary's fallback.
+function(strata_library_dirs out include_dir)
+  get_filename_component(_root "${include_dir}" DIRECTORY)
+  set(${out} "${_root}/lib:${_root}/lib64:${CUDAToolkit_LIBRARY_DIR}" PARENT_SCOPE)
+endfunction()
 if(STRATA_CUDA_ENABLED)
   find_path(STRATA_NCCL_INCLUDE_DIR nccl.h HINTS ${NCCL_ROOT}/include $ENV{NCCL_ROOT}/include ${CUDAToolkit_INCLUDE_DIRS})
   find_path(STRATA_CUDNN_INCLUDE_DIR cudnn.h HINTS ${CUDNN_ROOT}/include $ENV{CUDNN_ROOT}/include ${CUDAToolkit_INCLUDE_DIRS})

@@ -8,9 +8,13 @@ namespace strata {
 
 class DynamicLibrary {
 public:
-  // Opens `soname` (never closed); throws runtime_error "cannot load SONAME
-  // (WHAT): the loader's reason. HINT" when it cannot be opened.
-  DynamicLibrary(const std::string& soname, const std::string& what, const std::string& hint);
+  // Opens `soname` (never closed) the loader's way (LD_LIBRARY_PATH, the
+  // loader's cache), else from each of `fallback_dirs` (':'-separated: where
+  // the build found the library's headers, e.g. the CUDA toolkit's lib
+  // folder, which the loader's cache may not list); throws runtime_error
+  // "cannot load SONAME (WHAT): the loader's reason. HINT" when none opens.
+  DynamicLibrary(const std::string& soname, const std::string& what, const std::string& hint,
+                 const std::string& fallback_dirs = "");
 
   // Binds `fn` to the library's symbol `name`; throws runtime_error
   // "SONAME has no NAME: WHY_MISSING" when it lacks it.

@@ -14,17 +14,18 @@
 #include "TestUtil.h"
 #include "backend/Backend.h"
 #include "backend/cpu/CpuBackend.h"
+#include "core/DynamicLibrary.h"
+#include "core/Rng.h"
 #include "core/Tensor.h"
+#include "core/ThreadPool.h"
 #include "data/BatchPipeline.h"
 #include "distribute/DistributedDataset.h"
-#include "core/ThreadPool.h"
 #include "nn/Dense.h"
 #include "nn/Dropout.h"
 #include "nn/GradientTape.h"
 #include "nn/Loss.h"
 #include "nn/Optimizer.h"
 #include "nn/Sequential.h"
-#include "core/Rng.h"
 
 using namespace strata;
 using testutil::random_vector;
@@ -130,6 +131,23 @@ private slots:
       for (float v : out) QVERIFY(std::isnan(v));
       Tensor written = Tensor::full(Shape{1000}, 1.0f, kSim);  // leaves ones in the block for the next round
     }
+  }
+
+  // cuBLASLt, cuDNN and NCCL are opened at run time; when the loader's
+  // search misses them (a toolkit folder not in its cache, a wheel's folder)
+  // they are opened from the folders the build found them in. Shown here
+  // with zlib under a name only a temporary folder has.
+  void vendor_libraries_open_from_the_build_s_folders() {
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    const std::string name = "libstrata-fallback-test.so.1";
+    QVERIFY(QFile::link("/lib/x86_64-linux-gnu/libz.so.1", dir.filePath(QString::fromStdString(name))));
+    STRATA_EXPECT_ERROR(DynamicLibrary(name, "a test library", "Put it somewhere.", "/nonexistent"), ErrorKind::Runtime,
+                        "also not in /nonexistent");
+    const DynamicLibrary lib(name, "a test library", "", "/nonexistent::" + dir.path().toStdString());
+    const char* (*version)() = nullptr;
+    lib.bind(version, "zlibVersion", "not zlib");
+    QVERIFY(version && version()[0] == '1');
   }
 
   void kernels_refuse_host_pointers() {

@@ -12,7 +12,7 @@ const std::string kSoname = "libcublasLt.so." + std::to_string(CUBLAS_VER_MAJOR)
 
 CublasLtLibrary load() {
   const DynamicLibrary lib(kSoname, "cuBLASLt, part of the CUDA toolkit " + std::to_string(CUBLAS_VER_MAJOR),
-                           "Install the toolkit's cuBLAS or add its lib folder to LD_LIBRARY_PATH");
+                           "Install the toolkit's cuBLAS or add its lib folder to LD_LIBRARY_PATH", STRATA_CUDA_LIBRARY_DIRS);
   CublasLtLibrary api;
 #define STRATA_BIND(name) lib.bind(api.name, #name, "an unexpected version of cuBLASLt");
   STRATA_BIND(cublasLtCreate)

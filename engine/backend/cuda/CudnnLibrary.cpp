@@ -12,7 +12,8 @@ const std::string kSoname = "libcudnn.so." + std::to_string(CUDNN_MAJOR);
 CudnnLibrary load() {
   const DynamicLibrary lib(kSoname, "cuDNN " + std::to_string(CUDNN_MAJOR),
                            "Install cuDNN (NVIDIA's libcudnn9 package or the nvidia-cudnn wheel) or add its lib folder "
-                           "to LD_LIBRARY_PATH; without it convolutions use im2col and cuBLASLt");
+                           "to LD_LIBRARY_PATH; without it convolutions use im2col and cuBLASLt",
+                           STRATA_CUDNN_LIBRARY_DIRS);
   CudnnLibrary api;
 #define STRATA_BIND(name) lib.bind(api.name, #name, "an unexpected version of cuDNN");
   STRATA_BIND(cudnnGetVersion)

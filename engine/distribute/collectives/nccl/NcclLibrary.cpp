@@ -12,7 +12,8 @@ const std::string kSoname = "libnccl.so." + std::to_string(NCCL_MAJOR);
 NcclLibrary load() {
   const DynamicLibrary lib(kSoname, "NCCL " + std::to_string(NCCL_MAJOR),
                            "Install NCCL (e.g. the nvidia-nccl wheel or NVIDIA's libnccl2 package) or add its lib folder "
-                           "to LD_LIBRARY_PATH");
+                           "to LD_LIBRARY_PATH",
+                           STRATA_NCCL_LIBRARY_DIRS);
   NcclLibrary api;
 #define STRATA_BIND(name) lib.bind(api.name, #name, "NCCL older than 2.14, which Strata needs");
   STRATA_BIND(ncclGetVersion)
