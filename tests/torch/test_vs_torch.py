@@ -52,7 +52,7 @@ def probe(binary, case):
     finally:
         os.unlink(path)
     if r.returncode != 0:
-        raise RuntimeError(f"strata-probe failed: {r.stderr.strip()}")
+        raise RuntimeError(f"strata-probe failed (exit {r.returncode}): {r.stderr.strip()}")
     return json.loads(r.stdout)
 
 
@@ -327,30 +327,38 @@ def main():
     global DEVICE
     DEVICE = a.device
     torch.set_num_threads(1)
-    results = []
+    # (name, how to run it): every case is named first, then run and printed
+    # as it finishes, so a run cut short (a time limit) keeps what it did.
+    cases = []
     for name, layers, example, opts in layer_cases():
-        if a.only in name:
-            results.append(run_case(a.probe, name, layers, example, **opts))
+        cases.append((name, lambda name=name, layers=layers, example=example, opts=opts:
+                      run_case(a.probe, name, layers, example, **opts)))
     for name, layers, objective in loss_cases():
-        if a.only in name:
-            results.append(run_case(a.probe, "loss " + name, layers, [9], batch=6, objective=objective))
+        cases.append(("loss " + name, lambda name=name, layers=layers, objective=objective:
+                      run_case(a.probe, "loss " + name, layers, [9], batch=6, objective=objective)))
     opt_cases, model = optimizer_cases()
     labels = RNG.integers(0, 4, 8).tolist()
+    obj = {"kind": "loss", "type": "sparse_categorical_crossentropy", "from_logits": True, "reduction": "mean", "labels": labels}
     for name, opt in opt_cases:
-        if a.only in name:
-            obj = {"kind": "loss", "type": "sparse_categorical_crossentropy", "from_logits": True, "reduction": "mean", "labels": labels}
-            results.append(run_case(a.probe, "optimizer " + name, model, [6], batch=8, objective=obj, optimizer=opt))
+        cases.append(("optimizer " + name, lambda name=name, opt=opt:
+                      run_case(a.probe, "optimizer " + name, model, [6], batch=8, objective=obj, optimizer=opt)))
     for name, layers, batches, tol in ([] if a.no_trajectories else trajectory_cases(a.source, a.fashion_mnist)):
-        if a.only in name:
-            obj = {"kind": "loss", "type": "sparse_categorical_crossentropy", "from_logits": True, "reduction": "mean",
-                   "labels": batches[0]["labels"]}
-            x0 = np.asarray(batches[0]["x"])
-            results.append(run_case(a.probe, "trajectory " + name, layers, [28, 28, 1], batch=8, objective=obj,
-                                    optimizer={"type": "sgd", "learning_rate": 0.01, "steps": 20},
-                                    tol=tol, x_range=(0.0, 1.0), batches=batches))
+        traj_obj = {"kind": "loss", "type": "sparse_categorical_crossentropy", "from_logits": True, "reduction": "mean",
+                    "labels": batches[0]["labels"]}
+        cases.append(("trajectory " + name, lambda name=name, layers=layers, batches=batches, tol=tol, traj_obj=traj_obj:
+                      run_case(a.probe, "trajectory " + name, layers, [28, 28, 1], batch=8, objective=traj_obj,
+                               optimizer={"type": "sgd", "learning_rate": 0.01, "steps": 20},
+                               tol=tol, x_range=(0.0, 1.0), batches=batches)))
+    cases = [(name, run) for name, run in cases if a.only in name]
     failed = 0
-    width = max(len(r[0]) for r in results) if results else 10
-    for name, worst, where, tol in results:
+    results = []
+    width = max((len(name) for name, _ in cases), default=10)
+    for name, run in cases:
+        try:
+            name, worst, where, tol = run()
+        except Exception as e:  # the probe failed or crashed: this case fails, the others still run
+            worst, where, tol = math.inf, f"error: {e}", 0.0
+        results.append((name, worst, where, tol))
         ok = worst <= tol
         failed += not ok
         print(f"{'ok  ' if ok else 'FAIL'} {name:<{width}}  worst {worst:.2e} ({where}), tolerance {tol:.0e}", flush=True)

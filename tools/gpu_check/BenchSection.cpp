@@ -2,10 +2,11 @@
 
 #include <cstdio>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <tuple>
-#include <vector>
 #include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -46,12 +47,26 @@ struct Model {
   int64_t small;  // the batch where the goal is twice the graph-captured peer
 };
 
-std::string table(const Device& device, const Model& m, const std::map<PeerKey, double>& peer) {
+// A row that could not be measured says why in the table and fails a record,
+// and the other rows are still measured.
+std::string table(const Device& device, const Model& m, const std::map<PeerKey, double>& peer,
+                  std::vector<CheckRecord>& failures) {
   std::string md = std::string("### ") + m.title + "\n\n" +
                    "| batch | Strata samples/s | step | new device memory | PyTorch eager | PyTorch graph | PyTorch graph TF32 "
                    "| Strata / graph | goal |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   for (const int64_t batch : m.batches) {
-    const ThroughputFigure f = measure_throughput(device, m.project, batch);
+    ThroughputFigure f;
+    try {
+      f = measure_throughput(device, m.project, batch);
+    } catch (const std::exception& e) {
+      std::string why = e.what();
+      for (char& c : why)
+        if (c == '|' || c == '\n') c = ' ';
+      md += "| " + std::to_string(batch) + " | not measured: " + why + " | | | | | | | |\n";
+      failures.push_back(CheckRecord{"bench", std::string(m.title) + ", batch " + std::to_string(batch),
+                                     std::numeric_limits<double>::infinity(), 0, false, e.what()});
+      continue;
+    }
     auto find = [&](const char* mode, bool tf32) {
       auto it = peer.find({m.peer_name, batch, mode, tf32});
       return it == peer.end() ? 0.0 : it->second;
@@ -73,8 +88,10 @@ std::string table(const Device& device, const Model& m, const std::map<PeerKey, 
 
 std::vector<CheckRecord> BenchSection::run(const SectionContext& context) {
   const auto peer = read_peer(context.peer_results);
-  std::string md = table(context.device, Model{"mlp", "fashion-mlp", "MLP (784-256-128-10)", {128, 1024, 8192}, 128}, peer);
-  md += table(context.device, Model{"cnn", "fashion-cnn", "TF-tutorial CNN", {64, 256, 1024}, 64}, peer);
+  std::vector<CheckRecord> failures;
+  std::string md = table(context.device, Model{"mlp", "fashion-mlp", "MLP (784-256-128-10)", {128, 1024, 8192}, 128}, peer,
+                         failures);
+  md += table(context.device, Model{"cnn", "fashion-cnn", "TF-tutorial CNN", {64, 256, 1024}, 64}, peer, failures);
   md +=
       "Strata: median step interval after 20 warm-up steps over 200 steps of the real training loop (batches "
       "drawn from the Fashion-MNIST files in a shuffled order, gathered and converted on the device from the training set "
@@ -83,7 +100,7 @@ std::vector<CheckRecord> BenchSection::run(const SectionContext& context) {
       "what earlier runs of the process freed). PyTorch: bench/pytorch_gpu_peer.py on random inputs already on the "
       "GPU, cuDNN autotuned, TF32 off unless the column says so.\n";
   table_ = md;
-  return {};
+  return failures;
 }
 
 }  // namespace strata::gpu_check

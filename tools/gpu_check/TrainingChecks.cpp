@@ -317,9 +317,14 @@ std::vector<CheckRecord> check_fashion_cnn(const Device& device) {
         throw runtime_error("no test accuracy reported on " + d.str());
       return *r.events.last_epoch->val_accuracy;
     };
+    // The two runs start alike and part ways through rounding alone; after
+    // 2 epochs that moves test accuracy by about as much as another seed
+    // does (a few tenths of a percent), so the margin is 0.01: a GPU that
+    // trains worse than the CPU by more is a defect, not noise.
+    constexpr double kMargin = 0.01;
     const double cpu = accuracy(Device{}), dev = accuracy(device);
-    CheckRecord rec{"fashion_mnist_cnn", "2 epochs, Adam, test accuracy against the CPU's", dev, cpu - 0.005,
-                    dev >= cpu - 0.005, ""};
+    CheckRecord rec{
+        "fashion_mnist_cnn", "2 epochs, Adam, test accuracy against the CPU's", dev, cpu - kMargin, dev >= cpu - kMargin, ""};
     rec.detail = "test accuracy " + std::to_string(dev) + " on " + device.str() + ", " + std::to_string(cpu) + " on cpu:0";
     return std::vector<CheckRecord>{rec};
   });
