@@ -55,22 +55,20 @@ void StepGraph::capture(const PerReplica<Batch>& inputs) {
       const auto r = static_cast<size_t>(ctx.local_replica_id());
       enqueue_(ctx, inputs_[r], stats_[r]);
     });
-  } catch (const Error& e) {
-    try {
-      be.end_capture();
-    } catch (...) {
-      // The capture is being abandoned; its own error says less than e.
-    }
-    throw Error(e.kind(), "capturing the training step as a device graph failed (run with graphs off: --no-graphs): " +
-                              std::string(e.what()));
   } catch (...) {
-    // Any other exception must end the capture too: a stream left capturing
+    // Whatever went wrong, the capture is ended: a stream left capturing
     // refuses every later copy and synchronisation of the process.
     try {
       be.end_capture();
     } catch (...) {
+      // The capture is being abandoned; its own error says less than the first.
     }
-    throw;
+    try {
+      throw;
+    } catch (const Error& e) {
+      throw Error(e.kind(), "capturing the training step as a device graph failed (run with graphs off: --no-graphs): " +
+                                std::string(e.what()));
+    }
   }
   graph_ = be.end_capture();
   captured_key_ = key_of(inputs);

@@ -216,7 +216,8 @@ bool CudnnConvolution::ran(cudnnStatus_t status, const Window2D& w, int64_t filt
   if (status == CUDNN_STATUS_SUCCESS) return true;
   // cuDNN 9 answers with codes inside a category (CUDNN_STATUS_NOT_SUPPORTED_SHAPE, ...).
   const int category = CUDNN_STATUS_CATEGORY(static_cast<int>(status));
-  if (category != CUDNN_STATUS_NOT_SUPPORTED && category != CUDNN_STATUS_BAD_PARAM) lib().check(status, device_ + ": " + call);
+  if (category != CUDNN_STATUS_NOT_SUPPORTED && category != CUDNN_STATUS_BAD_PARAM)
+    lib().check(status, device_ + ": " + call);
   refused_.insert(key_of(w, filters));
   std::fprintf(stderr, "%s: %s: %s; this shape uses im2col and cuBLASLt from here on\n", device_.c_str(), call,
                lib().cudnnGetErrorString(status));
