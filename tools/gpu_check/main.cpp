@@ -91,9 +91,19 @@ std::vector<std::string> split(const std::string& list) {
   return out;
 }
 
+// The device's name, and for a GPU its memory, compute capability and the
+// driver's and runtime's versions, which a report must carry to be read later.
 std::string device_name(const Device& device) {
   for (const auto& info : list_devices())
-    if (info.device == device) return info.name;
+    if (info.device == device) {
+      std::string s = info.name;
+      if (info.memory_bytes > 0) {
+        char mem[64];
+        std::snprintf(mem, sizeof mem, ", %.1f GiB", static_cast<double>(info.memory_bytes) / (1 << 30));
+        s += mem;
+      }
+      return info.detail.empty() ? s : s + ", " + info.detail;
+    }
   if (device.kind == DeviceKind::Sim) return "simulated accelerator: the CPU kernels on a device thread";
   return "not listed by list_devices()";
 }
