@@ -330,33 +330,36 @@ def main():
     global DEVICE
     DEVICE = a.device
     torch.set_num_threads(1)
-    # (name, how to run it): every case is named first, then run and printed
-    # as it finishes, so a run cut short (a time limit) keeps what it did.
-    cases = []
-    for name, layers, example, opts in layer_cases():
-        cases.append((name, lambda name=name, layers=layers, example=example, opts=opts:
-                      run_case(a.probe, name, layers, example, **opts)))
-    for name, layers, objective in loss_cases():
-        cases.append(("loss " + name, lambda name=name, layers=layers, objective=objective:
-                      run_case(a.probe, "loss " + name, layers, [9], batch=6, objective=objective)))
-    opt_cases, model = optimizer_cases()
-    labels = RNG.integers(0, 4, 8).tolist()
-    obj = {"kind": "loss", "type": "sparse_categorical_crossentropy", "from_logits": True, "reduction": "mean", "labels": labels}
-    for name, opt in opt_cases:
-        cases.append(("optimizer " + name, lambda name=name, opt=opt:
-                      run_case(a.probe, "optimizer " + name, model, [6], batch=8, objective=obj, optimizer=opt)))
-    for name, layers, batches, tol in ([] if a.no_trajectories else trajectory_cases(a.source, a.fashion_mnist)):
-        traj_obj = {"kind": "loss", "type": "sparse_categorical_crossentropy", "from_logits": True, "reduction": "mean",
+    # The cases one at a time, each run and printed as it comes, so a run cut
+    # short (a time limit) keeps what it did. A generator, so the random
+    # draws of each part happen after the cases before it ran, in the order
+    # the inputs were always drawn in.
+    def cases():
+        for name, layers, example, opts in layer_cases():
+            yield name, lambda: run_case(a.probe, name, layers, example, **opts)
+        for name, layers, objective in loss_cases():
+            yield "loss " + name, lambda: run_case(a.probe, "loss " + name, layers, [9], batch=6, objective=objective)
+        opt_cases, model = optimizer_cases()
+        labels = RNG.integers(0, 4, 8).tolist()
+        obj = {"kind": "loss", "type": "sparse_categorical_crossentropy", "from_logits": True, "reduction": "mean",
+               "labels": labels}
+        for name, opt in opt_cases:
+            yield "optimizer " + name, lambda: run_case(a.probe, "optimizer " + name, model, [6], batch=8, objective=obj,
+                                                        optimizer=opt)
+        for name, layers, batches, tol in ([] if a.no_trajectories else trajectory_cases(a.source, a.fashion_mnist)):
+            traj = {"kind": "loss", "type": "sparse_categorical_crossentropy", "from_logits": True, "reduction": "mean",
                     "labels": batches[0]["labels"]}
-        cases.append(("trajectory " + name, lambda name=name, layers=layers, batches=batches, tol=tol, traj_obj=traj_obj:
-                      run_case(a.probe, "trajectory " + name, layers, [28, 28, 1], batch=8, objective=traj_obj,
-                               optimizer={"type": "sgd", "learning_rate": 0.01, "steps": 20},
-                               tol=tol, x_range=(0.0, 1.0), batches=batches)))
-    cases = [(name, run) for name, run in cases if a.only in name]
+            yield "trajectory " + name, lambda: run_case(a.probe, "trajectory " + name, layers, [28, 28, 1], batch=8,
+                                                         objective=traj,
+                                                         optimizer={"type": "sgd", "learning_rate": 0.01, "steps": 20},
+                                                         tol=tol, x_range=(0.0, 1.0), batches=batches)
+
     failed = 0
     results = []
-    width = max((len(name) for name, _ in cases), default=10)
-    for name, run in cases:
+    width = 64
+    for name, run in cases():
+        if a.only not in name:
+            continue
         try:
             name, worst, where, tol = run()
         except Exception as e:  # the probe failed or crashed: this case fails, the others still run
