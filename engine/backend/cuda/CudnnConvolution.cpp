@@ -15,19 +15,24 @@ const CudnnLibrary& lib() { return CudnnLibrary::get(); }
 
 int as_int(int64_t v) { return static_cast<int>(v); }
 
-// The first algorithm cuDNN's heuristics rank that runs, uses the allowed
-// arithmetic and fits the workspace budget; deterministic ones first. The
-// workspace is asked of cuDNN for exactly that algorithm, descriptor and
-// math type (the ranking's figure is an estimate), and an algorithm it will
-// not size is passed over, as PyTorch passes over one that fails. Without
-// TF32 every candidate runs with CUDNN_FMA_MATH: CUDNN_DEFAULT_MATH lets
-// cuDNN use TF32 tensor cores on Ampere and later. Leaves the chosen math
-// type on `conv`, returns the entry and that math type, and raises
-// `workspace` to the largest need.
-template <typename Perf, typename WorkspaceOf>
-std::pair<const Perf*, cudnnMathType_t> choose(const Perf* perf, int count, bool tf32, cudnnConvolutionDescriptor_t conv,
-                                               WorkspaceOf workspace_of, const std::string& what, size_t& workspace) {
+// The first algorithm cuDNN's heuristics rank (`rank`, asked under float32
+// arithmetic without TF32, so they rank FMA algorithms) that runs, uses the
+// allowed arithmetic and fits the workspace budget; deterministic ones
+// first. The workspace is asked of cuDNN for exactly that algorithm,
+// descriptor and math type (the ranking's figure is an estimate), and an
+// algorithm it will not size is passed over, as PyTorch passes over one
+// that fails. Without TF32 every candidate runs with CUDNN_FMA_MATH:
+// CUDNN_DEFAULT_MATH lets cuDNN use TF32 tensor cores on Ampere and later.
+// Returns the algorithm and its math type, and raises `workspace` to the
+// largest need.
+template <typename Perf, int kCount, typename Rank, typename WorkspaceOf>
+auto choose(Rank rank, WorkspaceOf workspace_of, bool tf32, cudnnConvolutionDescriptor_t conv, const std::string& what,
+            size_t& workspace) {
   constexpr size_t kBudget = size_t{512} << 20;
+  lib().check(lib().cudnnSetConvolutionMathType(conv, tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH), what);
+  Perf perf[kCount];
+  int count = 0;
+  lib().check(rank(kCount, &count, perf), what);
   for (int pass = 0; pass < 2; ++pass)
     for (int i = 0; i < count; ++i) {
       const Perf& p = perf[i];
@@ -42,7 +47,7 @@ std::pair<const Perf*, cudnnMathType_t> choose(const Perf* perf, int count, bool
       bytes = std::max(bytes, p.memory);
       if (bytes > kBudget) continue;
       workspace = std::max(workspace, bytes);
-      return {&p, math};
+      return std::make_pair(p.algo, math);
     }
   throw runtime_error(what + ": cuDNN offers no float32 algorithm for this convolution");
 }
@@ -139,56 +144,40 @@ void CudnnConvolution::make_plan(Plan& p, const Window2D& w, int64_t filters) {
   api.check(api.cudnnSetConvolution2dDescriptor(p.conv, as_int(w.pad_top), as_int(w.pad_left), as_int(w.stride_h),
                                                 as_int(w.stride_w), 1, 1, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
             what);
-  // The math type the heuristics rank under (choose() leaves its pick's on
-  // the descriptor): without TF32, float32 arithmetic, so they rank FMA
-  // algorithms.
-  const auto rank_under_default = [&] {
-    api.check(api.cudnnSetConvolutionMathType(p.conv, tf32_ ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH), what);
-  };
-  rank_under_default();
   int n = 0, c = 0, h = 0, wd = 0;
   api.check(api.cudnnGetConvolution2dForwardOutputDim(p.conv, p.x, p.kernel, &n, &c, &h, &wd), what);
   if (h != w.out_h || wd != w.out_w || c != filters)
     throw runtime_error(what + ": cuDNN gives a " + std::to_string(h) + "x" + std::to_string(wd) + " output, the layer " +
                         std::to_string(w.out_h) + "x" + std::to_string(w.out_w));
 
-  int count = 0;
   size_t need = 0;
-  cudnnConvolutionFwdAlgoPerf_t fwd[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-  api.check(api.cudnnGetConvolutionForwardAlgorithm_v7(handle_, p.x, p.kernel, p.conv, p.y,
-                                                       CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, fwd),
-            what);
-  const auto [f, f_math] = choose(
-      fwd, count, tf32_, p.conv,
+  const auto [fa, fm] = choose<cudnnConvolutionFwdAlgoPerf_t, CUDNN_CONVOLUTION_FWD_ALGO_COUNT>(
+      [&](int wanted, int* got, cudnnConvolutionFwdAlgoPerf_t* perf) {
+        return api.cudnnGetConvolutionForwardAlgorithm_v7(handle_, p.x, p.kernel, p.conv, p.y, wanted, got, perf);
+      },
       [&](cudnnConvolutionFwdAlgo_t a, size_t* bytes) {
         return api.cudnnGetConvolutionForwardWorkspaceSize(handle_, p.x, p.kernel, p.conv, p.y, a, bytes);
       },
-      what + " (forward)", need);
-  p.forward = {f->algo, f_math};
-  rank_under_default();
-  cudnnConvolutionBwdDataAlgoPerf_t bwd_data[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
-  api.check(api.cudnnGetConvolutionBackwardDataAlgorithm_v7(handle_, p.kernel, p.y, p.conv, p.x,
-                                                            CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, bwd_data),
-            what);
-  const auto [d, d_math] = choose(
-      bwd_data, count, tf32_, p.conv,
+      tf32_, p.conv, what + " (forward)", need);
+  p.forward = {fa, fm};
+  const auto [da, dm] = choose<cudnnConvolutionBwdDataAlgoPerf_t, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT>(
+      [&](int wanted, int* got, cudnnConvolutionBwdDataAlgoPerf_t* perf) {
+        return api.cudnnGetConvolutionBackwardDataAlgorithm_v7(handle_, p.kernel, p.y, p.conv, p.x, wanted, got, perf);
+      },
       [&](cudnnConvolutionBwdDataAlgo_t a, size_t* bytes) {
         return api.cudnnGetConvolutionBackwardDataWorkspaceSize(handle_, p.kernel, p.y, p.conv, p.x, a, bytes);
       },
-      what + " (gradient of the input)", need);
-  p.backward_data = {d->algo, d_math};
-  rank_under_default();
-  cudnnConvolutionBwdFilterAlgoPerf_t bwd_filter[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
-  api.check(api.cudnnGetConvolutionBackwardFilterAlgorithm_v7(handle_, p.x, p.y, p.conv, p.kernel,
-                                                              CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count, bwd_filter),
-            what);
-  const auto [k, k_math] = choose(
-      bwd_filter, count, tf32_, p.conv,
+      tf32_, p.conv, what + " (gradient of the input)", need);
+  p.backward_data = {da, dm};
+  const auto [ka, km] = choose<cudnnConvolutionBwdFilterAlgoPerf_t, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT>(
+      [&](int wanted, int* got, cudnnConvolutionBwdFilterAlgoPerf_t* perf) {
+        return api.cudnnGetConvolutionBackwardFilterAlgorithm_v7(handle_, p.x, p.y, p.conv, p.kernel, wanted, got, perf);
+      },
       [&](cudnnConvolutionBwdFilterAlgo_t a, size_t* bytes) {
         return api.cudnnGetConvolutionBackwardFilterWorkspaceSize(handle_, p.x, p.y, p.conv, p.kernel, a, bytes);
       },
-      what + " (gradient of the kernel)", need);
-  p.backward_filter = {k->algo, k_math};
+      tf32_, p.conv, what + " (gradient of the kernel)", need);
+  p.backward_filter = {ka, km};
   // One workspace for every plan, as large as the largest needs: sized here,
   // on the first (eager) step of each shape, never while a step is captured.
   reserve(need);
