@@ -206,13 +206,11 @@ int main(int argc, char** argv) {
     for (size_t i = sections_done; i < chosen.size(); ++i) not_run.push_back(chosen[i]->name());
     std::ofstream report(report_path, std::ios::out | std::ios::trunc);
     report << render_markdown_report(header, results, not_run);
+    if (!report) std::fprintf(stderr, "strata-gpu-check: could not write the report to %s\n", report_path.c_str());
     return static_cast<bool>(report);
   };
   for (CheckSection* section : chosen) {
-    if (!write_report(results.size())) {
-      std::fprintf(stderr, "strata-gpu-check: could not write the report to %s\n", report_path.c_str());
-      return 2;
-    }
+    if (!write_report(results.size())) return 2;
     out.line("== " + section->name() + ": " + section->title());
     SectionResult result{section->name(), section->title(), {}, 0, {}};
     const auto start = std::chrono::steady_clock::now();
@@ -248,10 +246,7 @@ int main(int argc, char** argv) {
   out.line(summary);
 
   if (!report_path.empty()) {
-    if (!write_report(results.size())) {
-      std::fprintf(stderr, "strata-gpu-check: could not write the report to %s\n", report_path.c_str());
-      return 2;
-    }
+    if (!write_report(results.size())) return 2;
     out.line("report: " + report_path);
   }
   for (const auto& r : results)
