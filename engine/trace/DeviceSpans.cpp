@@ -50,12 +50,12 @@ size_t DeviceSpans::mark() const {
   return opened_;
 }
 
-void DeviceSpans::keep_for_replays(size_t since_mark) {
+void DeviceSpans::keep_for_replays(size_t since_mark, int graph) {
   std::lock_guard lock(mutex_);
   // The newest `opened_ - since_mark` spans were opened during the capture
   // (pending_ keeps the order spans were opened in).
   const size_t captured = std::min(opened_ - since_mark, pending_.size());
-  graph_.assign(pending_.end() - static_cast<std::ptrdiff_t>(captured), pending_.end());
+  graphs_[graph & 1].assign(pending_.end() - static_cast<std::ptrdiff_t>(captured), pending_.end());
   pending_.resize(pending_.size() - captured);
 }
 
@@ -70,7 +70,7 @@ bool DeviceSpans::resolve(const Pending& p, Span& out) {
   return true;
 }
 
-void DeviceSpans::drain(TraceRecorder& recorder, int64_t replayed_step) {
+void DeviceSpans::drain(TraceRecorder& recorder, int64_t replayed_step, int graph) {
   std::lock_guard lock(mutex_);
   Span s;
   std::erase_if(pending_, [&](const std::shared_ptr<Pending>& p) {
@@ -79,7 +79,7 @@ void DeviceSpans::drain(TraceRecorder& recorder, int64_t replayed_step) {
     return true;
   });
   if (replayed_step < 0) return;
-  for (const auto& p : graph_)
+  for (const auto& p : graphs_[graph & 1])
     if (resolve(*p, s)) {
       s.step = replayed_step;
       recorder.record(s);
@@ -88,7 +88,7 @@ void DeviceSpans::drain(TraceRecorder& recorder, int64_t replayed_step) {
 
 bool DeviceSpans::empty() const {
   std::lock_guard lock(mutex_);
-  return pending_.empty() && graph_.empty();
+  return pending_.empty() && graphs_[0].empty() && graphs_[1].empty();
 }
 
 }  // namespace strata::trace

@@ -59,15 +59,16 @@ public:
   // A span whose two marks the caller queued itself (on a stream of its own).
   void add(const Device& device, const Span& span, EventPtr begin, EventPtr end);
 
-  // Step graphs: the spans opened since `mark()` were captured into the
-  // graph; a replay notes their marks again, and drain() records them for
-  // the replayed step.
+  // Step graphs: the spans opened since `mark()` were captured into graph
+  // `graph` (0 or 1: StepGraph alternates two when tracing); a replay notes
+  // their marks again, and drain() records them for the replayed step.
   size_t mark() const;
-  void keep_for_replays(size_t since_mark);
+  void keep_for_replays(size_t since_mark, int graph = 0);
   // Records every span whose two marks the devices have passed (the rest
-  // stay until a later call). The graph's spans are recorded for `replayed_step`
-  // when it is >= 0 (a replay just ran).
-  void drain(TraceRecorder& recorder, int64_t replayed_step = -1);
+  // stay until a later call). Graph `graph`'s spans are recorded for
+  // `replayed_step` when it is >= 0 (that graph ran the step, and the step
+  // has completed).
+  void drain(TraceRecorder& recorder, int64_t replayed_step = -1, int graph = 0);
   bool empty() const;
 
   struct Pending {
@@ -82,7 +83,7 @@ private:
 
   mutable std::mutex mutex_;  // replicas mark from their own threads
   std::vector<std::shared_ptr<Pending>> pending_;
-  std::vector<std::shared_ptr<Pending>> graph_;
+  std::vector<std::shared_ptr<Pending>> graphs_[2];
   size_t opened_ = 0;  // spans ever opened (mark())
 };
 

@@ -17,9 +17,12 @@ std::string StepGraph::unsupported_reason(const Strategy& strategy) {
   return {};
 }
 
-StepGraph::StepGraph(Strategy& strategy, Enqueue enqueue, std::function<void()> replayed)
-    : strategy_(strategy), enqueue_(std::move(enqueue)), replayed_(std::move(replayed)),
-      device_(strategy.devices().front()) {}
+StepGraph::StepGraph(Strategy& strategy, Enqueue enqueue, std::function<void()> replayed, int graphs_per_shape)
+    : strategy_(strategy),
+      enqueue_(std::move(enqueue)),
+      replayed_(std::move(replayed)),
+      device_(strategy.devices().front()),
+      per_shape_(graphs_per_shape == 2 ? 2 : 1) {}
 
 StepGraph::Key StepGraph::key_of(const PerReplica<Batch>& inputs) {
   Key k;
@@ -38,14 +41,18 @@ void StepGraph::copy_inputs(const PerReplica<Batch>& inputs) {
   }
 }
 
-void StepGraph::capture(const PerReplica<Batch>& inputs) {
-  graph_.reset();
-  inputs_.clear();
-  stats_.clear();
-  for (const Batch& b : inputs) {
-    inputs_.push_back(Batch{Tensor::empty(b.features.shape(), b.features.dtype(), device_),
-                            Tensor::empty(b.labels.shape(), b.labels.dtype(), device_), b.global_batch_size});
-    stats_.push_back(step_stats(device_));
+void StepGraph::capture(const PerReplica<Batch>& inputs, int slot) {
+  if (slot == 0) {
+    // A new shape: the old graphs go before the buffers they point into.
+    for (GraphPtr& g : graphs_) g.reset();
+    captured_ = 0;
+    inputs_.clear();
+    stats_.clear();
+    for (const Batch& b : inputs) {
+      inputs_.push_back(Batch{Tensor::empty(b.features.shape(), b.features.dtype(), device_),
+                              Tensor::empty(b.labels.shape(), b.labels.dtype(), device_), b.global_batch_size});
+      stats_.push_back(step_stats(device_));
+    }
   }
   copy_inputs(inputs);
   Backend& be = backend_for(device_);
@@ -70,7 +77,8 @@ void StepGraph::capture(const PerReplica<Batch>& inputs) {
                                 std::string(e.what()));
     }
   }
-  graph_ = be.end_capture();
+  graphs_[slot] = be.end_capture();
+  captured_ = slot + 1;
   captured_key_ = key_of(inputs);
   ++captures_;
 }
@@ -80,21 +88,27 @@ std::optional<std::vector<Tensor>> StepGraph::run(const PerReplica<Batch>& input
   // seen_ is the previous step's shape: a shape is captured only when two
   // steps in a row have it, so an epoch's partial last batch (one step,
   // after replays of the full one) never replaces the full batch's graph.
-  if (graph_ && key == captured_key_) {
+  int slot = 0;
+  if (captured_ > 0 && key == captured_key_) {
     seen_ = key;
-    copy_inputs(inputs);
-    backend_for(device_).replay(graph_);
-    replayed_();
-    return stats_;
-  }
-  if (key != seen_) {
+    slot = (last_ + 1) % per_shape_;
+    if (slot < captured_) {
+      copy_inputs(inputs);
+      backend_for(device_).replay(graphs_[slot]);
+      last_ = slot;
+      replayed_();
+      return stats_;
+    }
+    // The shape's second graph is captured from its third step (below).
+  } else if (key != seen_) {
     seen_ = key;
     return std::nullopt;
   }
   // The second step of this shape: record it, then run the recording (the
-  // capture itself computed nothing).
-  capture(inputs);
-  backend_for(device_).replay(graph_);
+  // capture itself computed nothing, and ran the step's host code once).
+  capture(inputs, slot);
+  backend_for(device_).replay(graphs_[slot]);
+  last_ = slot;
   return stats_;
 }
 

@@ -17,6 +17,11 @@
 // a GPU. Anything that reads device memory through a pointer the graph
 // holds must keep that memory where it is (the optimizer's learning-rate
 // and step scalars, dropout's call counters, the loss scale do).
+//
+// With two graphs per shape (a traced run) the steps alternate between two
+// captures of the same step. A graph's timing marks are its own events, so
+// step k's stay readable while step k + 1 runs on the other graph: tracing
+// keeps one step in flight instead of waiting for each step's marks.
 #include <functional>
 #include <optional>
 #include <string>
@@ -40,21 +45,25 @@ public:
   // Why the steps of a run with `strategy` cannot be captured; empty when they can.
   static std::string unsupported_reason(const Strategy& strategy);
 
-  StepGraph(Strategy& strategy, Enqueue enqueue, std::function<void()> replayed);
+  // `graphs_per_shape`: 1, or 2 to alternate (above).
+  StepGraph(Strategy& strategy, Enqueue enqueue, std::function<void()> replayed, int graphs_per_shape = 1);
 
   // Runs this step as a graph (capturing it first when its shape comes the
   // second time) and returns each replica's stats tensor to read; nullopt
   // when the step must run eagerly.
   std::optional<std::vector<Tensor>> run(const PerReplica<Batch>& inputs);
-  bool captured() const { return graph_ != nullptr; }
-  // How many times a step was captured (a new shape replaces the graph).
+  bool captured() const { return captured_ > 0; }
+  // How many times a step was captured (a new shape replaces the graphs).
   int captures() const { return captures_; }
+  // Which of the shape's graphs the last run() captured or replayed (0 or 1).
+  int last_graph() const { return last_; }
   const Device& device() const { return device_; }
 
 private:
   using Key = std::vector<std::vector<int64_t>>;
   static Key key_of(const PerReplica<Batch>& inputs);
-  void capture(const PerReplica<Batch>& inputs);
+  // Captures graph `slot` of this shape; slot 0 is a new shape's first.
+  void capture(const PerReplica<Batch>& inputs, int slot);
   void copy_inputs(const PerReplica<Batch>& inputs);
 
   Strategy& strategy_;
@@ -64,7 +73,10 @@ private:
   Key seen_, captured_key_;
   std::vector<Batch> inputs_;   // the graph's input buffers, one batch per replica
   std::vector<Tensor> stats_;   // the graph's outputs, one per replica
-  GraphPtr graph_;
+  int per_shape_;
+  GraphPtr graphs_[2];  // the current shape's; both share inputs_ and stats_
+  int captured_ = 0;    // how many of them are captured
+  int last_ = 0;
   int captures_ = 0;
 };
 

@@ -108,8 +108,8 @@ void Trainer::prepare() {
                     std::to_string(t.batch_size) + " with drop_remainder");
 }
 
-void Trainer::drain_device_spans(int64_t replayed_step) {
-  if (trace::TraceRecorder* r = recorder()) device_spans_.drain(*r, replayed_step);
+void Trainer::drain_device_spans(int64_t replayed_step, int graph) {
+  if (trace::TraceRecorder* r = recorder()) device_spans_.drain(*r, replayed_step, graph);
 }
 
 void Trainer::flush_trace(int64_t completed) {
@@ -136,25 +136,21 @@ std::optional<PerReplica<Trainer::StepResult>> Trainer::run_step(const PerReplic
     const size_t marks = device_spans_.mark();
     if (auto stats = step_graph_->run(inputs)) {
       if (step_graph_->captures() != captures) {
-        sink_.emit(LogEvent{"info", "step " + std::to_string(step) + ": the training step is captured as a graph on " +
-                                        strategy_->devices().front().str() +
-                                        " and replayed from now on (--no-graphs turns this off)",
-                            elapsed()});
+        if (step_graph_->last_graph() == 0)
+          sink_.emit(LogEvent{"info",
+                              "step " + std::to_string(step) + ": the training step is captured as a graph on " +
+                                  strategy_->devices().front().str() +
+                                  " and replayed from now on (--no-graphs turns this off)",
+                              elapsed()});
         // The device spans opened while capturing are the graph's: each replay times them again.
-        device_spans_.keep_for_replays(marks);
+        device_spans_.keep_for_replays(marks, step_graph_->last_graph());
       }
-      // Read one step late, except when tracing: the device timeline's
-      // marks are the graph's, and the next replay would time them again
-      // before this step's were read.
-      if (!tracer_) {
-        if (!stats_queue_) stats_queue_ = std::make_unique<StepStatsQueue>(step_graph_->device(), inputs.num_replicas());
-        stats_queue_->push(*stats);
-        return std::nullopt;
-      }
-      std::vector<StepResult> out;
-      for (int r = 0; r < inputs.num_replicas(); ++r) out.push_back(step_result((*stats)[static_cast<size_t>(r)], inputs[r]));
-      drain_device_spans(step);
-      return PerReplica<StepResult>(std::move(out));
+      // Read one step late (finish_queued), traced or not: a traced run
+      // alternates two graphs, so this step's timing marks stay as they are
+      // while the next step runs.
+      if (!stats_queue_) stats_queue_ = std::make_unique<StepStatsQueue>(step_graph_->device(), inputs.num_replicas());
+      stats_queue_->push(*stats);
+      return std::nullopt;
     }
   }
   return strategy_->run([this, &dist](ReplicaContext& ctx, const Batch& in) { return train_step(ctx, in, dist); }, inputs);
@@ -173,7 +169,8 @@ void Trainer::prepare_step_graph() {
       [this] {
         optimizer_->count_replayed_step();
         model_->count_replayed_step();
-      });
+      },
+      config_.trace.enabled ? 2 : 1);
 }
 
 void Trainer::straggle(int replica, double step_seconds) const {
@@ -499,7 +496,7 @@ void Trainer::run_epoch_sync(TrainingPosition& pos, int64_t steps_per_epoch, Dis
     // The step before, in flight until now, is read while this one runs.
     if (!settle()) return;
     if (!results) {
-      QueuedStep q{step, lr, {}, {}};
+      QueuedStep q{step, lr, step_graph_->last_graph(), {}, {}};
       for (const Batch& b : *inputs) {
         q.examples.push_back(b.size());
         q.global_batch.push_back(b.global_batch_size);
@@ -516,6 +513,7 @@ bool Trainer::finish_queued(TrainingPosition& pos, EpochProgress& ep, FinishedEv
   const QueuedStep q = std::move(*queued_);
   queued_.reset();
   const std::vector<StepReadback> back = stats_queue_->pop(logit_width_);
+  drain_device_spans(q.step, q.graph);  // the step has completed: its graph's marks are read
   std::vector<StepResult> out;
   for (size_t r = 0; r < back.size(); ++r) out.push_back(result_of(back[r], q.examples[r], q.global_batch[r]));
   // The device runs steps back to back: a step's time is the interval

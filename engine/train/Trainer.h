@@ -108,10 +108,11 @@ private:
   struct QueuedStep {
     int64_t step = 0;
     float lr = 0;                                 // the rate the step ran at (the next step may set another)
+    int graph = 0;                                // which of StepGraph's graphs ran it
     std::vector<int64_t> examples, global_batch;  // per replica
   };
   std::optional<QueuedStep> queued_;
-  std::unique_ptr<StepStatsQueue> stats_queue_;  // the first replayed step makes it, when not tracing
+  std::unique_ptr<StepStatsQueue> stats_queue_;  // the first replayed step makes it
   double last_step_end_ = 0;                     // when the previous step's figures were in (monotonic)
   int64_t steps_per_epoch_ = 0;                  // run()
   bool finish_queued(TrainingPosition& pos, EpochProgress& ep, FinishedEvent& fin);
@@ -182,7 +183,7 @@ private:
   trace::DeviceSpans device_spans_;
   trace::DeviceSpans* device_spans() { return tracer_ ? &device_spans_ : nullptr; }
   // Records the device spans whose work has completed (after a step's synchronisation).
-  void drain_device_spans(int64_t replayed_step = -1);
+  void drain_device_spans(int64_t replayed_step = -1, int graph = 0);
   int64_t traced_step_ = -1;  // the step run_step is running
 
   std::atomic<bool> stop_{false};

@@ -289,6 +289,24 @@ private slots:
                                                             .arg(s.start_us, 0, 'f', 1)
                                                             .arg(host->second, 0, 'f', 1)));
     }
+    // Each step's device frame is its own, in step order: replays read late
+    // (traced graphs alternate) never report another step's marks.
+    std::map<int, std::map<int64_t, const trace::Span*>> frames;  // replica -> step -> device frame
+    for (const trace::Span& s : spans)
+      if (s.lane.kind == trace::LaneKind::Device && s.kind == trace::SpanKind::Step)
+        QVERIFY2(frames[s.lane.index].emplace(s.step, &s).second, qPrintable(QString("step %1 twice").arg(s.step)));
+    for (const auto& [replica, by_step] : frames) {
+      const trace::Span* before = nullptr;
+      for (const auto& [step, frame] : by_step) {
+        if (before)
+          QVERIFY2(frame->start_us >= before->start_us + before->duration_us,
+                   qPrintable(QString("replica %1: step %2's device frame starts inside step %3's")
+                                  .arg(replica)
+                                  .arg(step)
+                                  .arg(before->step)));
+        before = frame;
+      }
+    }
     const auto summaries = sink.all<StepSpansEvent>();
     QCOMPARE(on_device.size(), summaries.size());  // every step
     for (const auto& [step, replicas] : on_device) {
@@ -453,11 +471,13 @@ private slots:
   }
 
   // On an accelerator, steps replayed as a graph have their figures read
-  // one step late (the host queues step k + 1 before it reads step k).
-  // Tracing reads every step at once, so the traced run is the step-by-step
-  // reference: the same events, the same checkpoints (a checkpoint waits for
-  // the step in flight), the same final weights; and a stop from another
-  // thread still reports every step it ran, the last one saved.
+  // one step late (the host queues step k + 1 before it reads step k), also
+  // when traced (two graphs alternate, each with its own timing marks).
+  // Steps run op by op (graphs off) are read at once, so that run is the
+  // step-by-step reference: the same events, the same checkpoints (a
+  // checkpoint waits for the step in flight), the same final weights; and a
+  // stop from another thread still reports every step it ran, the last one
+  // saved.
   void steps_read_one_late_equal_the_synchronous_run() {
     struct Result {
       std::vector<StepEvent> steps;
@@ -476,13 +496,15 @@ private slots:
         record.emit(e);
       }
     };
-    int ahead[2] = {0, 0};
-    auto run = [&](bool traced, const std::string& dir, int64_t stop_after) {
+    enum Mode { Late, Traced, Synchronous };
+    int ahead[3] = {0, 0, 0};
+    auto run = [&](Mode mode, const std::string& dir, int64_t stop_after) {
       AheadSink ahead_sink;
       RecordingSink& sink = ahead_sink.record;
       RunConfig c = synthetic_config(3);
       c.strategy.devices = {"sim:0"};
-      c.trace.enabled = traced;
+      c.trace.enabled = mode == Traced;
+      c.training.step_graphs = mode != Synchronous;
       c.training.checkpoint.every_steps = 7;
       c.training.checkpoint.keep = 100;
       Trainer trainer(c, ahead_sink);
@@ -503,42 +525,47 @@ private slots:
       bool captured = false;
       for (const LogEvent& log : sink.all<LogEvent>())
         captured |= log.message.find("captured as a graph") != std::string::npos;
-      if (!captured) qWarning("the steps were not captured as a graph");
-      ahead[traced] = ahead_sink.ahead;
+      if (captured != (mode != Synchronous)) qWarning("the steps were captured as a graph: %d", int(captured));
+      ahead[mode] = ahead_sink.ahead;
       return r;
     };
-    const std::string late = tmp.path().toStdString() + "/late", synchronous = tmp.path().toStdString() + "/sync";
-    const Result a = run(false, late, 0), b = run(true, synchronous, 0);
-    QCOMPARE(QString(status_name(a.fin.status)), QString("completed"));
-    QCOMPARE(a.steps.size(), size_t{48});
-    QCOMPARE(a.steps.size(), b.steps.size());
-    // Read late: most steps (not the eager ones, nor those before a
-    // checkpoint or the epoch's end); traced: none.
-    QVERIFY2(ahead[0] >= 30, qPrintable(QString::number(ahead[0])));
-    QCOMPARE(ahead[1], 0);
-    for (size_t i = 0; i < a.steps.size(); ++i) {
-      QCOMPARE(a.steps[i].step, static_cast<int64_t>(i + 1));
-      QCOMPARE(a.steps[i].epoch_step, b.steps[i].epoch_step);
-      QCOMPARE(a.steps[i].loss, b.steps[i].loss);
-      QCOMPARE(a.steps[i].accuracy, b.steps[i].accuracy);
-      QCOMPARE(a.steps[i].lr, b.steps[i].lr);
-      QCOMPARE(a.steps[i].replica_losses, b.steps[i].replica_losses);
+    const std::string dir = tmp.path().toStdString();
+    const std::string synchronous = dir + "/sync";
+    const Result b = run(Synchronous, synchronous, 0);
+    for (Mode mode : {Late, Traced}) {
+      const std::string late = dir + (mode == Late ? "/late" : "/traced");
+      const Result a = run(mode, late, 0);
+      QCOMPARE(QString(status_name(a.fin.status)), QString("completed"));
+      QCOMPARE(a.steps.size(), size_t{48});
+      QCOMPARE(a.steps.size(), b.steps.size());
+      // Read late: most steps (not the eager ones, nor those before a
+      // checkpoint or the epoch's end); op by op: none.
+      QVERIFY2(ahead[mode] >= 30, qPrintable(QString::number(ahead[mode])));
+      for (size_t i = 0; i < a.steps.size(); ++i) {
+        QCOMPARE(a.steps[i].step, static_cast<int64_t>(i + 1));
+        QCOMPARE(a.steps[i].epoch_step, b.steps[i].epoch_step);
+        QCOMPARE(a.steps[i].loss, b.steps[i].loss);
+        QCOMPARE(a.steps[i].accuracy, b.steps[i].accuracy);
+        QCOMPARE(a.steps[i].lr, b.steps[i].lr);
+        QCOMPARE(a.steps[i].replica_losses, b.steps[i].replica_losses);
+      }
+      QVERIFY(a.weights == b.weights);
+      // Every checkpoint holds the model after its own step, not the step in flight.
+      for (int64_t step : {7, 14, 21, 42}) {
+        const std::string name = "/ckpt-" + std::to_string(step) + "/model.safetensors";
+        QVERIFY2(QFile::exists(QString::fromStdString(late + name)), (late + name).c_str());
+        QFile x(QString::fromStdString(late + name)), y(QString::fromStdString(synchronous + name));
+        QVERIFY(x.open(QIODevice::ReadOnly) && y.open(QIODevice::ReadOnly));
+        QVERIFY2(x.readAll() == y.readAll(), name.c_str());
+      }
     }
-    QVERIFY(a.weights == b.weights);
-    // Every checkpoint holds the model after its own step, not the step in flight.
-    for (int64_t step : {7, 14, 21, 42}) {
-      const std::string name = "/ckpt-" + std::to_string(step) + "/model.safetensors";
-      QVERIFY2(QFile::exists(QString::fromStdString(late + name)), (late + name).c_str());
-      QFile x(QString::fromStdString(late + name)), y(QString::fromStdString(synchronous + name));
-      QVERIFY(x.open(QIODevice::ReadOnly) && y.open(QIODevice::ReadOnly));
-      QVERIFY2(x.readAll() == y.readAll(), name.c_str());
-    }
+    QCOMPARE(ahead[Synchronous], 0);
 
-    const Result stopped = run(false, tmp.path().toStdString() + "/stopped", 10);
+    const Result stopped = run(Late, dir + "/stopped", 10);
     QCOMPARE(QString(status_name(stopped.fin.status)), QString("stopped"));
     QCOMPARE(static_cast<int64_t>(stopped.steps.size()), stopped.fin.steps);
     QCOMPARE(stopped.steps.back().step, stopped.fin.steps);
-    for (size_t i = 0; i < stopped.steps.size(); ++i) QCOMPARE(stopped.steps[i].loss, a.steps[i].loss);
+    for (size_t i = 0; i < stopped.steps.size(); ++i) QCOMPARE(stopped.steps[i].loss, b.steps[i].loss);
   }
 
   void stop_before_run() {

@@ -1,5 +1,6 @@
 #include "BenchSection.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <limits>
@@ -84,6 +85,34 @@ std::string table(const Device& device, const Model& m, const std::map<PeerKey, 
   }
   return md + "\n";
 }
+
+// What recording the step timeline costs (#19's goal: traced >= 0.99 of
+// untraced), where it shows most: the launch-bound MLP at batch 128. Runs
+// alternate, untraced then traced, so drift in the machine hits both alike.
+std::string tracing_cost(const Device& device, std::vector<CheckRecord>& failures) {
+  std::string md =
+      "### Step timeline recorded (--trace) against not\n\n| pair | untraced samples/s | traced | traced / untraced "
+      "|\n|---:|---:|---:|---:|\n";
+  std::vector<double> ratios;
+  try {
+    for (int pair = 1; pair <= 3; ++pair) {
+      const double off = measure_throughput(device, "fashion-mlp", 128).samples_per_sec;
+      const double on = measure_throughput(device, "fashion-mlp", 128, 20, 200, true).samples_per_sec;
+      ratios.push_back(on / off);
+      char row[160];
+      std::snprintf(row, sizeof row, "| %d | %s | %s | %.3f |\n", pair, figure(off).c_str(), figure(on).c_str(), on / off);
+      md += row;
+    }
+  } catch (const std::exception& e) {
+    failures.push_back(
+        CheckRecord{"bench", "tracing cost, MLP batch 128", std::numeric_limits<double>::infinity(), 0, false, e.what()});
+    return md + "\nnot measured: " + e.what() + "\n\n";
+  }
+  std::sort(ratios.begin(), ratios.end());
+  char line[128];
+  std::snprintf(line, sizeof line, "\nMLP, batch 128: median traced / untraced %.3f (goal >= 0.99).\n\n", ratios[1]);
+  return md + line;
+}
 }  // namespace
 
 std::vector<CheckRecord> BenchSection::run(const SectionContext& context) {
@@ -99,6 +128,8 @@ std::vector<CheckRecord> BenchSection::run(const SectionContext& context) {
       "float32. New device memory: what the device's pool took from the driver during that run (the pool keeps "
       "what earlier runs of the process freed). PyTorch: bench/pytorch_gpu_peer.py on random inputs already on the "
       "GPU, cuDNN autotuned, TF32 off unless the column says so.\n";
+  md += "\n";
+  md += tracing_cost(context.device, failures);
   table_ = md;
   return failures;
 }

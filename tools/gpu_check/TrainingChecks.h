@@ -47,13 +47,14 @@ std::vector<CheckRecord> check_fashion_mnist(const Device& device);
 std::vector<CheckRecord> check_fashion_cnn(const Device& device);
 
 // Training-step throughput of an example project ("fashion-mlp",
-// "fashion-cnn"; Adam) at one global batch.
+// "fashion-cnn"; Adam) at one global batch; `traced`: with the step
+// timeline recorded (host and device spans), as --trace does.
 struct ThroughputFigure {
   int64_t batch = 0;
   double samples_per_sec = 0, step_us = 0;
   int64_t device_bytes = 0;  // device memory allocated from the system during the run
 };
 ThroughputFigure measure_throughput(const Device& device, const std::string& project, int64_t batch, int warmup = 20,
-                                    int steps = 200);
+                                    int steps = 200, bool traced = false);
 
 }  // namespace strata::gpu_check
