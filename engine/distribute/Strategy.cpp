@@ -76,6 +76,7 @@ Strategy::Strategy(std::vector<Device> devices, const StrategyOptions& options, 
   const int n = static_cast<int>(devices.size());
   threads_per_replica_ = std::max(1, total / n);
   const bool sharded = use_sharded_update(options.sharded_update, *ops, devices, variables_shared, *cluster_);
+  ops->set_timeout(options.collective_timeout);
   // Host replicas under the sharded update keep one copy of the variables:
   // each updates its shard of it in place, so the all-gather has nothing to
   // copy (a barrier remains), and the replicas' caches hold one copy of the

@@ -36,7 +36,7 @@ struct StrategyOptions {
   // all-reduce overlaps the backward pass, as NCCL's does), "on" (an error
   // where it cannot), "off".
   std::string sharded_update = "auto";
-  double collective_timeout = 300;      // seconds a worker waits for the others (multi-worker)
+  double collective_timeout = 300;  // seconds a collective waits for the others (workers; NCCL GPUs)
   ParameterServerOptions parameter_server;
 };
 

@@ -90,6 +90,12 @@ inline bool default_step_graphs() {
   return !(env && env[0] == '0' && env[1] == '\0');
 }
 
+// STRATA_READ_LATE=0 makes every run of the process read each step's figures as it ends.
+inline bool default_read_late() {
+  const char* env = std::getenv("STRATA_READ_LATE");
+  return !(env && env[0] == '0' && env[1] == '\0');
+}
+
 struct TrainingConfig {
   int epochs = 10;
   int64_t batch_size = 128;  // global batch
@@ -110,6 +116,11 @@ struct TrainingConfig {
   // off for debugging (strata-run --no-graphs, STRATA_STEP_GRAPHS=0). Not
   // saved in projects: how a run executes, not what it trains.
   bool step_graphs = default_step_graphs();
+  // Read the figures of steps on accelerators one step late, while the next
+  // step runs (StepStatsQueue); off for debugging (STRATA_READ_LATE=0):
+  // each step then waits for its devices, so a device error is reported
+  // at the step that caused it. Not saved in projects either.
+  bool read_late = default_read_late();
 };
 
 struct StrategyConfig {
@@ -118,7 +129,7 @@ struct StrategyConfig {
   std::string cross_device_ops = "auto";
   int64_t fusion_bytes = 4 << 20;
   std::string sharded_update = "auto";  // auto | on | off (StrategyOptions::sharded_update)
-  double collective_timeout = 300;  // multi-worker: seconds to wait for the other workers
+  double collective_timeout = 300;      // seconds a collective waits for the other workers (or NCCL GPUs)
   // parameter_server: servers, staleness bound (-1 = unbounded, 0 = synchronous)
   // and the minimum piece size when variables are split (0 = whole variables).
   int servers = 1;

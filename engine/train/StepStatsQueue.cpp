@@ -1,5 +1,6 @@
 #include "train/StepStatsQueue.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <new>
 
@@ -7,15 +8,18 @@
 
 namespace strata {
 
-StepStatsQueue::StepStatsQueue(const Device& device, int replicas) : device_(device), replicas_(replicas) {
+StepStatsQueue::StepStatsQueue(std::vector<Device> devices) : devices_(std::move(devices)) {
+  for (const Device& d : devices_)
+    if (std::find(distinct_.begin(), distinct_.end(), d) == distinct_.end()) distinct_.push_back(d);
   // Whole pages of their own: page-locking registers pages, and another
-  // buffer sharing one would be registered twice (an error on CUDA).
+  // buffer sharing one would be registered twice (an error on CUDA). One
+  // registration serves every device (CUDA: registered portable).
   constexpr size_t page = 4096;
-  bytes_ = (2 * static_cast<size_t>(replicas) * 4 * sizeof(float) + page - 1) / page * page;
+  bytes_ = (2 * devices_.size() * 4 * sizeof(float) + page - 1) / page * page;
   host_ = static_cast<float*>(std::aligned_alloc(page, bytes_));
   if (!host_) throw std::bad_alloc();
   try {
-    device_memory(device_).pin_host_memory(host_, bytes_);
+    device_memory(devices_.front()).pin_host_memory(host_, bytes_);
   } catch (...) {
     std::free(host_);
     throw;
@@ -23,42 +27,55 @@ StepStatsQueue::StepStatsQueue(const Device& device, int replicas) : device_(dev
 }
 
 StepStatsQueue::~StepStatsQueue() {
-  DeviceMemory& memory = device_memory(device_);
   for (int i = 0; i < pending_; ++i) {
     try {
-      memory.wait_host(done_[(first_ + i) % 2]);
+      wait((first_ + i) % 2);
     } catch (...) {
       // The run already failed (or is failing) for this reason; the memory
       // must outlive the copy all the same, so the wait is still made.
     }
   }
-  memory.unpin_host_memory(host_);
+  device_memory(devices_.front()).unpin_host_memory(host_);
   std::free(host_);
+}
+
+void StepStatsQueue::wait(int s) {
+  // Every device's wait is made even when one throws: the copies must have landed before the slot is reused or freed.
+  std::exception_ptr first;
+  for (size_t i = 0; i < done_[s].size(); ++i) {
+    try {
+      device_memory(distinct_[i]).wait_host(done_[s][i]);
+    } catch (...) {
+      if (!first) first = std::current_exception();
+    }
+  }
+  done_[s].clear();
+  if (first) std::rethrow_exception(first);
 }
 
 void StepStatsQueue::push(const std::vector<Tensor>& stats) {
   if (pending_ == 2) throw runtime_error("StepStatsQueue: a third step pushed before the oldest was read");
-  if (static_cast<int>(stats.size()) != replicas_)
-    throw runtime_error("StepStatsQueue: " + std::to_string(stats.size()) + " stats for " + std::to_string(replicas_) +
+  if (stats.size() != devices_.size())
+    throw runtime_error("StepStatsQueue: " + std::to_string(stats.size()) + " stats for " + std::to_string(devices_.size()) +
                         " replicas");
   const int s = (first_ + pending_) % 2;
-  DeviceMemory& memory = device_memory(device_);
-  for (int r = 0; r < replicas_; ++r)
-    memory.copy_to_host(slot(s) + 4 * r, stats[static_cast<size_t>(r)].ptr(), 4 * sizeof(float));
-  done_[s] = memory.record_event();
+  done_[s].clear();
+  for (int r = 0; r < replicas(); ++r)
+    device_memory(devices_[static_cast<size_t>(r)])
+        .copy_to_host(slot(s) + 4 * r, stats[static_cast<size_t>(r)].ptr(), 4 * sizeof(float));
+  for (const Device& d : distinct_) done_[s].push_back(device_memory(d).record_event());
   ++pending_;
 }
 
 std::vector<StepReadback> StepStatsQueue::pop(int64_t classes) {
   if (pending_ == 0) throw runtime_error("StepStatsQueue: nothing to read");
   const int s = first_;
-  device_memory(device_).wait_host(done_[s]);
-  done_[s].reset();
   first_ = (first_ + 1) % 2;
   --pending_;
+  wait(s);
   std::vector<StepReadback> out;
-  out.reserve(static_cast<size_t>(replicas_));
-  for (int r = 0; r < replicas_; ++r) out.push_back(decode_stats(slot(s) + 4 * r, classes));
+  out.reserve(devices_.size());
+  for (int r = 0; r < replicas(); ++r) out.push_back(decode_stats(slot(s) + 4 * r, classes));
   return out;
 }
 

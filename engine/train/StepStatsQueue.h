@@ -8,18 +8,19 @@
 
 namespace strata {
 
-// The figures of training steps queued on an accelerator, read back one
-// step late: while the device runs step k the host reads step k - 1's
-// figures and prepares step k + 1's batch, so the device never idles
-// between steps waiting for the host (the host's per-step work hides behind
-// the step it has just queued). Each push queues copies of the replicas'
-// stats tensors (step_stats()) behind the step's work into page-locked host
-// memory, so the copies are as asynchronous as the step; two slots, one
-// filling while the other is read.
+// The figures of training steps queued on accelerators, read back one
+// step late: while the devices run step k the host reads step k - 1's
+// figures and prepares step k + 1's batch, so a device never idles between
+// steps waiting for the host (the host's per-step work hides behind the step
+// it has just queued). Each push queues copies of the replicas' stats
+// tensors (step_stats()) behind each replica's work on its own device into
+// page-locked host memory, so the copies are as asynchronous as the step;
+// two slots, one filling while the other is read.
 class StepStatsQueue {
 public:
-  StepStatsQueue(const Device& device, int replicas);
-  // Waits for a copy still in flight: it writes into memory this owns.
+  // `devices`: each replica's (replicas may share one: a step graph's).
+  explicit StepStatsQueue(std::vector<Device> devices);
+  // Waits for copies still in flight: they write into memory this owns.
   ~StepStatsQueue();
   StepStatsQueue(const StepStatsQueue&) = delete;
   StepStatsQueue& operator=(const StepStatsQueue&) = delete;
@@ -31,15 +32,17 @@ public:
   std::vector<StepReadback> pop(int64_t classes);
 
 private:
-  float* slot(int i) { return host_ + static_cast<size_t>(i) * static_cast<size_t>(replicas_) * 4; }
+  int replicas() const { return static_cast<int>(devices_.size()); }
+  float* slot(int i) { return host_ + static_cast<size_t>(i) * devices_.size() * 4; }
+  void wait(int slot);
 
-  Device device_;
-  int replicas_;
+  std::vector<Device> devices_;
+  std::vector<Device> distinct_;  // the devices, each once
   size_t bytes_ = 0;
-  float* host_ = nullptr;  // two slots of replicas × 4 floats, page-aligned and page-locked
-  EventPtr done_[2];
-  int first_ = 0;    // the oldest pending slot
-  int pending_ = 0;  // slots pushed and not yet popped
+  float* host_ = nullptr;          // two slots of replicas × 4 floats, page-aligned and page-locked
+  std::vector<EventPtr> done_[2];  // per slot, one event per distinct device
+  int first_ = 0;                  // the oldest pending slot
+  int pending_ = 0;                // slots pushed and not yet popped
 };
 
 }  // namespace strata

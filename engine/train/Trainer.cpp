@@ -2,6 +2,7 @@
 
 #include "core/ShortestDecimal.h"
 
+#include <algorithm>
 #include <cmath>
 #include <thread>
 
@@ -148,12 +149,37 @@ std::optional<PerReplica<Trainer::StepResult>> Trainer::run_step(const PerReplic
       // Read one step late (finish_queued), traced or not: a traced run
       // alternates two graphs, so this step's timing marks stay as they are
       // while the next step runs.
-      if (!stats_queue_) stats_queue_ = std::make_unique<StepStatsQueue>(step_graph_->device(), inputs.num_replicas());
-      stats_queue_->push(*stats);
-      return std::nullopt;
+      if (config_.training.read_late) {
+        queue_stats(*stats, step_graph_->last_graph());
+        return std::nullopt;
+      }
+      std::vector<StepResult> out;
+      for (int r = 0; r < inputs.num_replicas(); ++r) out.push_back(step_result((*stats)[static_cast<size_t>(r)], inputs[r]));
+      drain_device_spans(step, step_graph_->last_graph());
+      return PerReplica<StepResult>(std::move(out));
     }
   }
+  if (read_eager_steps_late_) {
+    // Op by op on accelerators (replicas on different GPUs): queued like a
+    // replay, read one step late. The replicas' host time is only their
+    // queueing; the device lanes of the timeline show their compute.
+    const PerReplica<Tensor> stats = strategy_->run(
+        [this, &dist](ReplicaContext& ctx, const Batch& input) {
+          const trace::ScopedSpan frame(recorder(), trace::SpanKind::Step, ctx.lane(), traced_step_);
+          Batch in;
+          return queue_train_step(ctx, input, dist, in);
+        },
+        inputs);
+    queue_stats(std::vector<Tensor>(stats.begin(), stats.end()), -1);
+    return std::nullopt;
+  }
   return strategy_->run([this, &dist](ReplicaContext& ctx, const Batch& in) { return train_step(ctx, in, dist); }, inputs);
+}
+
+void Trainer::queue_stats(const std::vector<Tensor>& stats, int graph) {
+  if (!stats_queue_) stats_queue_ = std::make_unique<StepStatsQueue>(strategy_->devices());
+  stats_queue_->push(stats);
+  queued_graph_ = graph;
 }
 
 void Trainer::prepare_step_graph() {
@@ -161,7 +187,11 @@ void Trainer::prepare_step_graph() {
   // parameter server and central storage move weights between devices
   // around each step), without the host-timed straggler demonstration.
   const std::string& name = config_.strategy.name;
-  if (!config_.training.step_graphs || (name != "one_device" && name != "mirrored") || config_.strategy.straggler >= 0 ||
+  const bool own_variables = name == "one_device" || name == "mirrored" || name == "multi_worker_mirrored";
+  const auto& devices = strategy_->devices();
+  read_eager_steps_late_ = config_.training.read_late && own_variables && config_.strategy.straggler < 0 &&
+                           std::none_of(devices.begin(), devices.end(), [](const Device& d) { return d.is_host(); });
+  if (!config_.training.step_graphs || name == "multi_worker_mirrored" || !own_variables || config_.strategy.straggler >= 0 ||
       !StepGraph::unsupported_reason(*strategy_).empty())
     return;
   step_graph_ = std::make_unique<StepGraph>(
@@ -225,6 +255,16 @@ Trainer::StepResult Trainer::train_step(ReplicaContext& ctx, const Batch& input,
   const trace::ScopedSpan frame(recorder(), trace::SpanKind::Step, ctx.lane(), traced_step_);
   const double t0 = monotonic_seconds(), c0 = ctx.collective_seconds();
   Batch in;
+  const Tensor stats = queue_train_step(ctx, input, dist, in);
+  StepResult r = step_result(stats, in);
+  drain_device_spans();
+  // The step less the waits for the other replicas: equal-speed replicas
+  // show equal times, a slow one a larger time.
+  r.figures.compute_seconds = (monotonic_seconds() - t0) - (ctx.collective_seconds() - c0);
+  return r;
+}
+
+Tensor Trainer::queue_train_step(ReplicaContext& ctx, const Batch& input, DistributedDataset& dist, Batch& in) {
   {
     // Host replicas that gather their own rows (gather_in_replicas): the
     // batch's way to the replica, inside its step.
@@ -234,12 +274,7 @@ Trainer::StepResult Trainer::train_step(ReplicaContext& ctx, const Batch& input,
   }
   Tensor stats = step_stats(ctx.device());
   enqueue_step(ctx, in, stats);
-  StepResult r = step_result(stats, in);
-  drain_device_spans();
-  // The step less the waits for the other replicas: equal-speed replicas
-  // show equal times, a slow one a larger time.
-  r.figures.compute_seconds = (monotonic_seconds() - t0) - (ctx.collective_seconds() - c0);
-  return r;
+  return stats;
 }
 
 Trainer::StepResult Trainer::step_result(const Tensor& stats, const Batch& in) const {
@@ -496,7 +531,7 @@ void Trainer::run_epoch_sync(TrainingPosition& pos, int64_t steps_per_epoch, Dis
     // The step before, in flight until now, is read while this one runs.
     if (!settle()) return;
     if (!results) {
-      QueuedStep q{step, lr, step_graph_->last_graph(), {}, {}};
+      QueuedStep q{step, lr, queued_graph_, {}, {}};
       for (const Batch& b : *inputs) {
         q.examples.push_back(b.size());
         q.global_batch.push_back(b.global_batch_size);
@@ -513,7 +548,8 @@ bool Trainer::finish_queued(TrainingPosition& pos, EpochProgress& ep, FinishedEv
   const QueuedStep q = std::move(*queued_);
   queued_.reset();
   const std::vector<StepReadback> back = stats_queue_->pop(logit_width_);
-  drain_device_spans(q.step, q.graph);  // the step has completed: its graph's marks are read
+  // The step has completed: its marks (its graph's, when replayed) are read.
+  drain_device_spans(q.graph >= 0 ? q.step : -1, std::max(q.graph, 0));
   std::vector<StepResult> out;
   for (size_t r = 0; r < back.size(); ++r) out.push_back(result_of(back[r], q.examples[r], q.global_batch[r]));
   // The device runs steps back to back: a step's time is the interval

@@ -94,27 +94,37 @@ private:
   // The step's device work, its figures into `stats` (step_stats()); reads
   // nothing back, so it can be captured as a graph (StepGraph).
   void enqueue_step(ReplicaContext& ctx, const Batch& in, Tensor& stats);
+  // train_step without the read: the batch to the replica (into `in`), the
+  // step queued; returns the stats tensor its figures will be in.
+  Tensor queue_train_step(ReplicaContext& ctx, const Batch& input, DistributedDataset& dist, Batch& in);
+  // The replicas' stats of a step queued on accelerators, to be read by
+  // finish_queued; `graph`: which of StepGraph's graphs ran it, -1 op by op.
+  void queue_stats(const std::vector<Tensor>& stats, int graph);
   StepResult step_result(const Tensor& stats, const Batch& in) const;
   static StepResult result_of(const StepReadback& back, int64_t examples, int64_t global_batch);
   // One synchronous step of every local replica: replayed as a graph where
-  // the run has one (StepGraph), op by op otherwise. A replayed step whose
-  // figures are read one step late (StepStatsQueue) returns nullopt and
-  // becomes queued_.
+  // the run has one (StepGraph), op by op otherwise. A step on accelerators
+  // (replayed, or op by op when read_eager_steps_late_) has its figures read
+  // one step late (StepStatsQueue): it returns nullopt and becomes queued_.
   std::optional<PerReplica<StepResult>> run_step(const PerReplica<Batch>& inputs, int64_t step, DistributedDataset& dist);
-  // A step replayed as a graph whose figures are still on their way from
+  // A step queued on accelerators whose figures are still on their way from
   // the device: the host prepares and queues the next step meanwhile. At
   // most one; it is finished before anything that must see the model after
   // it (a pause, a stop, a checkpoint, the epoch's end).
   struct QueuedStep {
     int64_t step = 0;
     float lr = 0;                                 // the rate the step ran at (the next step may set another)
-    int graph = 0;                                // which of StepGraph's graphs ran it
+    int graph = -1;                               // which of StepGraph's graphs ran it; -1: op by op
     std::vector<int64_t> examples, global_batch;  // per replica
   };
   std::optional<QueuedStep> queued_;
-  std::unique_ptr<StepStatsQueue> stats_queue_;  // the first replayed step makes it
-  double last_step_end_ = 0;                     // when the previous step's figures were in (monotonic)
-  int64_t steps_per_epoch_ = 0;                  // run()
+  std::unique_ptr<StepStatsQueue> stats_queue_;  // the first queued step makes it
+  int queued_graph_ = -1;                        // queue_stats(): the graph of the step just queued
+  // Op-by-op steps of replicas that are all on accelerators are queued and
+  // read one step late as replays are (prepare_step_graph()).
+  bool read_eager_steps_late_ = false;
+  double last_step_end_ = 0;     // when the previous step's figures were in (monotonic)
+  int64_t steps_per_epoch_ = 0;  // run()
   bool finish_queued(TrainingPosition& pos, EpochProgress& ep, FinishedEvent& fin);
   // A step's figures become its event (exchanged among the workers first)
   // and, when due, a checkpoint; false when the run must end (diverged).

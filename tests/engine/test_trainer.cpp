@@ -470,15 +470,22 @@ private slots:
     }
   }
 
-  // On an accelerator, steps replayed as a graph have their figures read
-  // one step late (the host queues step k + 1 before it reads step k), also
-  // when traced (two graphs alternate, each with its own timing marks).
-  // Steps run op by op (graphs off) are read at once, so that run is the
-  // step-by-step reference: the same events, the same checkpoints (a
-  // checkpoint waits for the step in flight), the same final weights; and a
-  // stop from another thread still reports every step it ran, the last one
-  // saved.
+  // On accelerators, steps have their figures read one step late (the host
+  // queues step k + 1 before it reads step k): replayed as a graph, also
+  // when traced (two graphs alternate, each with its own timing marks), and
+  // op by op on replicas of different devices. With read_late off each step
+  // is read as it ends, so that run is the step-by-step reference: the same
+  // events, the same checkpoints (a checkpoint waits for the step in
+  // flight), the same final weights; and a stop from another thread still
+  // reports every step it ran, the last one saved.
+  void steps_read_one_late_equal_the_synchronous_run_data() {
+    QTest::addColumn<QStringList>("devices");
+    QTest::newRow("one device, step graphs") << QStringList{"sim:0"};
+    QTest::newRow("mirrored on two devices, op by op") << QStringList{"sim:0", "sim:1"};
+  }
   void steps_read_one_late_equal_the_synchronous_run() {
+    QFETCH(QStringList, devices);
+    const bool graphs = devices.size() == 1;
     struct Result {
       std::vector<StepEvent> steps;
       FinishedEvent fin;
@@ -502,9 +509,11 @@ private slots:
       AheadSink ahead_sink;
       RecordingSink& sink = ahead_sink.record;
       RunConfig c = synthetic_config(3);
-      c.strategy.devices = {"sim:0"};
+      c.strategy.name = graphs ? "one_device" : "mirrored";
+      c.strategy.devices.clear();
+      for (const QString& d : devices) c.strategy.devices.push_back(d.toStdString());
       c.trace.enabled = mode == Traced;
-      c.training.step_graphs = mode != Synchronous;
+      c.training.read_late = mode != Synchronous;
       c.training.checkpoint.every_steps = 7;
       c.training.checkpoint.keep = 100;
       Trainer trainer(c, ahead_sink);
@@ -525,7 +534,7 @@ private slots:
       bool captured = false;
       for (const LogEvent& log : sink.all<LogEvent>())
         captured |= log.message.find("captured as a graph") != std::string::npos;
-      if (captured != (mode != Synchronous)) qWarning("the steps were captured as a graph: %d", int(captured));
+      if (captured != graphs) qWarning("the steps were captured as a graph: %d", int(captured));
       ahead[mode] = ahead_sink.ahead;
       return r;
     };
@@ -538,8 +547,8 @@ private slots:
       QCOMPARE(QString(status_name(a.fin.status)), QString("completed"));
       QCOMPARE(a.steps.size(), size_t{48});
       QCOMPARE(a.steps.size(), b.steps.size());
-      // Read late: most steps (not the eager ones, nor those before a
-      // checkpoint or the epoch's end); op by op: none.
+      // Read late: most steps (not those before a checkpoint or the
+      // epoch's end); with read_late off: none.
       QVERIFY2(ahead[mode] >= 30, qPrintable(QString::number(ahead[mode])));
       for (size_t i = 0; i < a.steps.size(); ++i) {
         QCOMPARE(a.steps[i].step, static_cast<int64_t>(i + 1));

@@ -79,6 +79,10 @@ public:
   }
   // Makes the replica's later work wait for every collective it started.
   virtual void wait_all(ReplicaGroup& /*group*/, int /*replica*/) {}
+  // How long a collective may wait for the other replicas before it is
+  // failed (the project's strategy.collective_timeout); for implementations
+  // that can give up on a stuck collective (NCCL's watchdog).
+  virtual void set_timeout(double /*seconds*/) {}
   // Throws a failure seen outside the calls (NCCL's watchdog aborting a
   // collective past its timeout lets the step's kernels end): a step whose
   // collectives were aborted must be neither recorded nor checkpointed.

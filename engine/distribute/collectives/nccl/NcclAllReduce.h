@@ -50,6 +50,8 @@ public:
   // Throws the failure fail() recorded: no NCCL call may follow an abort,
   // which freed the communicators.
   void throw_if_failed() const override;
+  // Set by the strategy before the first collective (the watchdog reads it).
+  void set_timeout(double seconds) override { timeout_ = seconds; }
   // The sharded update as grouped ncclReduce calls (each piece summed to its
   // owner's GPU) and grouped ncclBroadcast calls (each owner's updated
   // pieces to the others): the shards' pieces lie in the tensors where they
@@ -128,7 +130,7 @@ private:
   void fail(const std::string& message);
 
   std::shared_ptr<Cluster> cluster_;
-  double timeout_ = 300;
+  double timeout_ = 300;  // the cluster's, or strategy.collective_timeout (set_timeout)
   int ranks_ = 0;
   std::vector<Gpu> gpus_;
   std::vector<int> gpu_of_;  // replica -> gpus_ index
