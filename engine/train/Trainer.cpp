@@ -95,7 +95,7 @@ void Trainer::prepare() {
   po.drop_remainder = t.drop_remainder;
   po.prefetch = t.prefetch;
   pipeline_ = std::make_shared<BatchPipeline>(data_.train, po);
-  prepare_step_graph();
+  prepare_step_execution();
   device_stats_ = std::make_unique<DeviceStatsSampler>(strategy_->devices());
   if (config_.trace.enabled) {
     Cluster& cluster = strategy_->cluster();
@@ -182,7 +182,7 @@ void Trainer::queue_stats(const std::vector<Tensor>& stats, int graph) {
   queued_graph_ = graph;
 }
 
-void Trainer::prepare_step_graph() {
+void Trainer::prepare_step_execution() {
   // Synchronous strategies whose replicas keep their own variables (the
   // parameter server and central storage move weights between devices
   // around each step), without the host-timed straggler demonstration.

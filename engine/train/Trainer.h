@@ -121,7 +121,7 @@ private:
   std::unique_ptr<StepStatsQueue> stats_queue_;  // the first queued step makes it
   int queued_graph_ = -1;                        // queue_stats(): the graph of the step just queued
   // Op-by-op steps of replicas that are all on accelerators are queued and
-  // read one step late as replays are (prepare_step_graph()).
+  // read one step late as replays are (prepare_step_execution()).
   bool read_eager_steps_late_ = false;
   double last_step_end_ = 0;     // when the previous step's figures were in (monotonic)
   int64_t steps_per_epoch_ = 0;  // run()
@@ -132,8 +132,9 @@ private:
                    EpochProgress& ep, FinishedEvent& fin);
   bool checkpoint_due(int64_t step) const;
   int64_t logit_width_ = 0;  // the model's outputs per example (prepare())
-  // The step graph of this run, when its steps can be captured (prepare()).
-  void prepare_step_graph();
+  // How this run's steps execute (prepare()): captured as a graph where
+  // they can be (step_graph_), and whether op-by-op steps are read late.
+  void prepare_step_execution();
   std::unique_ptr<StepGraph> step_graph_;
   std::unique_ptr<DeviceStatsSampler> device_stats_;  // GPUs' load between steps (prepare())
   // 1 / global batch size on a local replica's device: the loss scale a step
