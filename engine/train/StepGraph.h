@@ -52,7 +52,6 @@ public:
   // second time) and returns each replica's stats tensor to read; nullopt
   // when the step must run eagerly.
   std::optional<std::vector<Tensor>> run(const PerReplica<Batch>& inputs);
-  bool captured() const { return captured_ > 0; }
   // How many times a step was captured (a new shape replaces the graphs).
   int captures() const { return captures_; }
   // Which of the shape's graphs the last run() captured or replayed (0 or 1).

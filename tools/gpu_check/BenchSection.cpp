@@ -93,9 +93,10 @@ std::string tracing_cost(const Device& device, std::vector<CheckRecord>& failure
   std::string md =
       "### Step timeline recorded (--trace) against not\n\n| pair | untraced samples/s | traced | traced / untraced "
       "|\n|---:|---:|---:|---:|\n";
+  constexpr int kPairs = 3;
   std::vector<double> ratios;
   try {
-    for (int pair = 1; pair <= 3; ++pair) {
+    for (int pair = 1; pair <= kPairs; ++pair) {
       const double off = measure_throughput(device, "fashion-mlp", 128).samples_per_sec;
       const double on = measure_throughput(device, "fashion-mlp", 128, 20, 200, true).samples_per_sec;
       ratios.push_back(on / off);
@@ -110,7 +111,8 @@ std::string tracing_cost(const Device& device, std::vector<CheckRecord>& failure
   }
   std::sort(ratios.begin(), ratios.end());
   char line[128];
-  std::snprintf(line, sizeof line, "\nMLP, batch 128: median traced / untraced %.3f (goal >= 0.99).\n\n", ratios[1]);
+  std::snprintf(line, sizeof line, "\nMLP, batch 128: median traced / untraced %.3f (goal >= 0.99).\n\n",
+                ratios[ratios.size() / 2]);
   return md + line;
 }
 }  // namespace
