@@ -9,6 +9,7 @@
 
 #include <set>
 
+#include "MultiDeviceSection.h"
 #include "OpsSection.h"
 #include "TrainingSection.h"
 #include "core/Device.h"
@@ -31,6 +32,31 @@ private slots:
     QCOMPARE(ops, (std::set<std::string>{"train_step", "sgd_trajectory", "graph_replay", "mirrored_x2", "mirrored_x4_shared",
                                          "sharded_update", "device_timeline"}));
     QVERIFY(records.size() > 20);  // every variable of every comparison has its own record
+  }
+
+  void multi_device_section_passes_on_sim() {
+    // Across sim:0 and sim:1: every comparison against one_device passes, and
+    // the figures' tables come with numbers, not "not measured".
+    MultiDeviceSection section;
+    std::set<std::string> ops;
+    const auto records = section.run({Device{DeviceKind::Sim, 0}, 1, {}, {}});
+    for (const auto& r : records) {
+      QVERIFY2(r.passed, (r.op + " " + r.shape + ": " + r.detail).c_str());
+      ops.insert(r.op);
+    }
+    QCOMPARE(ops, (std::set<std::string>{"mirrored_across", "mixed_placement", "synchronized_batch_norm"}));
+    const std::string figures = section.appendix();
+    QVERIFY2(figures.find("not measured") == std::string::npos, figures.c_str());
+    QVERIFY2(figures.find("| 1 MiB |") != std::string::npos && figures.find("exact") != std::string::npos, figures.c_str());
+    QVERIFY2(figures.find("| fashion-mlp | 256 |") != std::string::npos, figures.c_str());
+  }
+
+  void multi_device_section_says_why_it_checks_nothing_on_one_gpu() {
+    // A CPU device stands for a machine with one GPU: no device of its kind
+    // to pair with, so no records and an appendix that says so.
+    MultiDeviceSection section;
+    QVERIFY(section.run({Device{DeviceKind::Cpu, 0}, 1, {}, {}}).empty());
+    QVERIFY2(section.appendix().find("Nothing checked") != std::string::npos, section.appendix().c_str());
   }
 
   void ops_and_training_on_a_gpu() {

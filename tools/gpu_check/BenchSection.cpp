@@ -11,6 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "MarkdownReport.h"
+#include "MultiDeviceChecks.h"
 #include "TrainingChecks.h"
 
 namespace strata::gpu_check {
@@ -58,12 +60,9 @@ std::string table(const Device& device, const Model& m, const std::map<PeerKey, 
   for (const int64_t batch : m.batches) {
     ThroughputFigure f;
     try {
-      f = measure_throughput(device, m.project, batch);
+      f = measure_throughput({device}, m.project, batch);
     } catch (const std::exception& e) {
-      std::string why = e.what();
-      for (char& c : why)
-        if (c == '|' || c == '\n') c = ' ';
-      md += "| " + std::to_string(batch) + " | not measured: " + why + " | | | | | | | |\n";
+      md += "| " + std::to_string(batch) + " | not measured: " + table_cell(e.what()) + " | | | | | | | |\n";
       failures.push_back(CheckRecord{"bench", std::string(m.title) + ", batch " + std::to_string(batch),
                                      std::numeric_limits<double>::infinity(), 0, false, e.what()});
       continue;
@@ -97,8 +96,8 @@ std::string tracing_cost(const Device& device, std::vector<CheckRecord>& failure
   std::vector<double> ratios;
   try {
     for (int pair = 1; pair <= kPairs; ++pair) {
-      const double off = measure_throughput(device, "fashion-mlp", 128).samples_per_sec;
-      const double on = measure_throughput(device, "fashion-mlp", 128, 20, 200, true).samples_per_sec;
+      const double off = measure_throughput({device}, "fashion-mlp", 128).samples_per_sec;
+      const double on = measure_throughput({device}, "fashion-mlp", 128, 20, 200, true).samples_per_sec;
       ratios.push_back(on / off);
       char row[160];
       std::snprintf(row, sizeof row, "| %d | %s | %s | %.3f |\n", pair, figure(off).c_str(), figure(on).c_str(), on / off);
@@ -131,6 +130,10 @@ std::vector<CheckRecord> BenchSection::run(const SectionContext& context) {
       "what earlier runs of the process freed). PyTorch: bench/pytorch_gpu_peer.py on random inputs already on the "
       "GPU, cuDNN autotuned, TF32 off unless the column says so.\n";
   md += "\n";
+  // What two replicas sharing the device cost against one on the same
+  // global batch (#15): each runs half the batch, and the gradients are
+  // summed through device memory before the update.
+  md += scaling_table({context.device, context.device}, {{"fashion-mlp", 1024}, {"fashion-cnn", 256}}, 20, 200, failures);
   md += tracing_cost(context.device, failures);
   table_ = md;
   return failures;

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "CheckRecord.h"
@@ -20,6 +21,15 @@ struct SectionContext {
   std::function<void(const CheckRecord&)> on_record;  // called as each check finishes
   std::string peer_results;  // --peer: the PyTorch peer's JSON lines, for the benchmark
 };
+
+// Appends `more` to `out`, announcing each record as it goes (on_record), for
+// sections made of several checks that return their records together.
+inline void announce(std::vector<CheckRecord>& out, std::vector<CheckRecord> more, const SectionContext& context) {
+  for (auto& r : more) {
+    if (context.on_record) context.on_record(r);
+    out.push_back(std::move(r));
+  }
+}
 
 class CheckSection {
 public:

@@ -6,9 +6,7 @@
 
 namespace strata::gpu_check {
 
-namespace {
-// Table cells: a '|' would end the cell, a newline the row.
-std::string cell(const std::string& s) {
+std::string table_cell(const std::string& s) {
   std::string out;
   for (char ch : s) {
     if (ch == '|') out += "\\|";
@@ -17,7 +15,6 @@ std::string cell(const std::string& s) {
   }
   return out;
 }
-}  // namespace
 
 std::string format_error(double e) {
   if (std::isinf(e)) return "inf";
@@ -74,8 +71,8 @@ std::string render_markdown_report(const ReportHeader& header, const std::vector
       md << "| result | op | shape | max error | tolerance | detail |\n";
       md << "|---|---|---|---:|---:|---|\n";
       for (const auto& r : s.records)
-        md << "| " << (r.passed ? "pass" : "**FAIL**") << " | " << cell(r.op) << " | " << cell(r.shape) << " | "
-           << format_error(r.max_error) << " | " << format_tolerance(r.tolerance) << " | " << cell(r.detail) << " |\n";
+        md << "| " << (r.passed ? "pass" : "**FAIL**") << " | " << table_cell(r.op) << " | " << table_cell(r.shape) << " | "
+           << format_error(r.max_error) << " | " << format_tolerance(r.tolerance) << " | " << table_cell(r.detail) << " |\n";
       md << "\n";
     }
     if (!s.appendix.empty()) md << s.appendix << "\n";

@@ -32,6 +32,8 @@ std::string summary_line(const std::vector<SectionResult>& sections);
 // run stopped before them, which is what a reader sees if it never went on.
 std::string render_markdown_report(const ReportHeader& header, const std::vector<SectionResult>& sections,
                                    const std::vector<std::string>& not_run = {});
+// Text for a markdown table cell: a '|' would end the cell, a newline the row.
+std::string table_cell(const std::string& text);
 // An error or tolerance as the console and the report print it ("0", "exact", "1.2e-06", "inf").
 std::string format_error(double e);
 std::string format_tolerance(double t);

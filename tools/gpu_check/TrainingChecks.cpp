@@ -1,6 +1,6 @@
 #include "TrainingChecks.h"
 
-#include "ResultComparison.h"
+#include "TrainingRun.h"
 
 #include <algorithm>
 #include <chrono>
@@ -9,6 +9,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 
 #include "backend/Backend.h"
 #include "core/Error.h"
@@ -20,71 +21,6 @@ namespace strata::gpu_check {
 
 namespace {
 
-RunConfig example(const std::string& name, const Device& device, int64_t steps) {
-  RunConfig c = load_project(std::string(STRATA_SOURCE_DIR) + "/resources/examples/" + name + ".strata");
-  c.training.epochs = 1;
-  c.training.max_steps_per_epoch = steps;
-  c.strategy.name = "one_device";
-  c.strategy.devices = {device.str()};
-  return c;
-}
-
-RunConfig example_mlp(const Device& device, int64_t steps, const std::string& optimizer) {
-  RunConfig c = example("fashion-mlp", device, steps);
-  c.training.optimizer.type = optimizer;
-  // SGD makes the weight change proportional to the gradient, so a
-  // difference in the last bits stays a difference in the last bits (Adam's
-  // m / sqrt(v) turns a near-zero gradient's rounding into a full step).
-  if (optimizer == "sgd") c.training.optimizer.learning_rate = 0.05f;
-  return c;
-}
-
-class Collector final : public EventSink {
-public:
-  std::vector<double> losses;
-  std::vector<double> step_times;
-  std::optional<EpochEvent> last_epoch;
-  void emit(const Event& e) override {
-    if (auto* s = std::get_if<StepEvent>(&e)) {
-      losses.push_back(s->loss);
-      step_times.push_back(s->time);
-    }
-    if (auto* ep = std::get_if<EpochEvent>(&e)) last_epoch = *ep;
-  }
-};
-
-struct Run {
-  Collector events;
-  // Every variable's values, per component (replica).
-  std::vector<std::vector<std::vector<float>>> weights;
-  // Host-side state: every layer's extra state and the optimizer's step.
-  std::string host_state;
-};
-
-Run train(const RunConfig& config) {
-  Run r;
-  Trainer trainer(config, r.events);
-  trainer.prepare();
-  const FinishedEvent fin = trainer.run();
-  if (fin.status != RunStatus::Completed)
-    throw runtime_error("the run on " + config.strategy.devices.front() + " " + status_name(fin.status) + ": " + fin.message);
-  for (Variable* v : trainer.model().variables()) {
-    std::vector<std::vector<float>> parts;
-    for (int c = 0; c < v->num_components(); ++c) parts.push_back(v->component(c).values());
-    r.weights.push_back(std::move(parts));
-  }
-  for (const auto& layer : trainer.model().layers()) r.host_state += layer->extra_state().dump() + ";";
-  r.host_state += "iterations=" + std::to_string(trainer.optimizer().iterations());
-  return r;
-}
-
-// One record comparing two vectors by the op section's rule (ResultComparison.h).
-CheckRecord compare(const std::string& op, const std::string& shape, const std::vector<float>& got,
-                    const std::vector<float>& want, double tolerance) {
-  const Comparison c = compare_floats(got, want, tolerance);
-  return CheckRecord{op, shape, c.max_error, tolerance, c.passed, c.detail};
-}
-
 CheckRecord same_host_state(const std::string& shape, const Run& got, const Run& want) {
   CheckRecord r{"graph_replay", shape, 0, 0, true, ""};
   if (got.host_state != want.host_state) {
@@ -93,26 +29,6 @@ CheckRecord same_host_state(const std::string& shape, const Run& got, const Run&
     r.detail = "graph: " + got.host_state + "; op by op: " + want.host_state;
   }
   return r;
-}
-
-std::vector<float> as_floats(const std::vector<double>& v) { return {v.begin(), v.end()}; }
-
-// Every variable of `got` (component `c`) against `want`'s component 0.
-void compare_weights(std::vector<CheckRecord>& out, const std::string& op, const Run& got, int c, const Run& want,
-                     double tolerance) {
-  for (size_t v = 0; v < want.weights.size(); ++v)
-    out.push_back(compare(op, "variable " + std::to_string(v) + (c > 0 ? " replica " + std::to_string(c) : ""),
-                          got.weights[v][static_cast<size_t>(c)], want.weights[v][0], tolerance));
-}
-
-// A section's failure to run at all is one failed record with the message.
-template <typename Fn>
-std::vector<CheckRecord> guarded(const std::string& op, Fn body) {
-  try {
-    return body();
-  } catch (const std::exception& e) {
-    return {CheckRecord{op, "run", INFINITY, 0, false, e.what()}};
-  }
 }
 
 }  // namespace
@@ -232,19 +148,8 @@ std::vector<CheckRecord> check_device_timeline(const Device& device, int steps) 
   return guarded("device_timeline", [&] {
     RunConfig c = example_mlp(device, steps, "adam");
     c.training.step_graphs = true;
-    c.trace.enabled = true;
-    Collector events;
-    Trainer trainer(c, events);
-    trainer.prepare();
-    std::mutex mutex;
     std::vector<trace::Span> spans;
-    trainer.set_span_listener([&](const std::vector<trace::Span>& s) {
-      std::lock_guard lock(mutex);
-      spans.insert(spans.end(), s.begin(), s.end());
-    });
-    const FinishedEvent fin = trainer.run();
-    if (fin.status != RunStatus::Completed)
-      throw runtime_error(std::string("the traced run ") + status_name(fin.status) + ": " + fin.message);
+    train(c, &spans);
     std::map<int64_t, std::map<trace::SpanKind, trace::Span>> by_step;
     for (const trace::Span& s : spans)
       if (s.lane.kind == trace::LaneKind::Device) by_step[s.step][s.kind] = s;
@@ -335,9 +240,16 @@ std::vector<CheckRecord> check_fashion_cnn(const Device& device) {
   });
 }
 
-ThroughputFigure measure_throughput(const Device& device, const std::string& project, int64_t batch, int warmup, int steps,
-                                    bool traced) {
-  RunConfig c = project == "fashion-mlp" ? example_mlp(device, warmup + steps, "adam") : example(project, device, warmup + steps);
+ThroughputFigure measure_throughput(const std::vector<Device>& replicas, const std::string& project, int64_t batch,
+                                    int warmup, int steps, bool traced) {
+  const Device& first = replicas.front();
+  RunConfig c = project == "fashion-mlp" ? example_mlp(first, warmup + steps, "adam")
+                                         : example(project, first, warmup + steps);
+  if (replicas.size() > 1) {
+    c.strategy.name = "mirrored";
+    c.strategy.devices.clear();
+    for (const Device& d : replicas) c.strategy.devices.push_back(d.str());
+  }
   c.training.batch_size = batch;
   c.trace.enabled = traced;
   // One epoch of 60,000 examples holds fewer large batches than asked for:
@@ -345,12 +257,20 @@ ThroughputFigure measure_throughput(const Device& device, const std::string& pro
   const int64_t per_epoch = (60000 + batch - 1) / batch, wanted = warmup + steps;
   c.training.max_steps_per_epoch = wanted <= per_epoch ? wanted : 0;
   c.training.epochs = static_cast<int>((wanted + per_epoch - 1) / per_epoch);
-  Backend& be = backend_for(device);
-  const int64_t before = be.counters().allocated_bytes;
+  std::set<std::string> distinct;
+  std::vector<Backend*> backends;
+  for (const Device& d : replicas)
+    if (distinct.insert(d.str()).second) backends.push_back(&backend_for(d));
+  auto allocated = [&] {
+    int64_t bytes = 0;
+    for (Backend* be : backends) bytes += be->counters().allocated_bytes;
+    return bytes;
+  };
+  const int64_t before = allocated();
   Run r = train(c);
   ThroughputFigure f;
   f.batch = batch;
-  f.device_bytes = be.counters().allocated_bytes - before;
+  f.device_bytes = allocated() - before;
   // Step events carry the run's clock: the median step interval after the
   // warm-up, which leaves out the epoch ends (evaluation, reshuffle).
   std::vector<double> dt;

@@ -47,14 +47,15 @@ std::vector<CheckRecord> check_fashion_mnist(const Device& device);
 std::vector<CheckRecord> check_fashion_cnn(const Device& device);
 
 // Training-step throughput of an example project ("fashion-mlp",
-// "fashion-cnn"; Adam) at one global batch; `traced`: with the step
-// timeline recorded (host and device spans), as --trace does.
+// "fashion-cnn"; Adam) at one global batch, on one device or mirrored over
+// `replicas` (a device may repeat); `traced`: with the step timeline
+// recorded (host and device spans), as --trace does.
 struct ThroughputFigure {
   int64_t batch = 0;
   double samples_per_sec = 0, step_us = 0;
-  int64_t device_bytes = 0;  // device memory allocated from the system during the run
+  int64_t device_bytes = 0;  // device memory allocated from the system during the run, all devices
 };
-ThroughputFigure measure_throughput(const Device& device, const std::string& project, int64_t batch, int warmup = 20,
-                                    int steps = 200, bool traced = false);
+ThroughputFigure measure_throughput(const std::vector<Device>& replicas, const std::string& project, int64_t batch,
+                                    int warmup = 20, int steps = 200, bool traced = false);
 
 }  // namespace strata::gpu_check

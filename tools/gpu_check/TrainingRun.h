@@ -1,0 +1,65 @@
+#pragma once
+// What the GPU check's whole-run checks share (TrainingChecks, MultiDevice-
+// Checks): the example projects as run configurations, one training run's
+// outcome (its events, every replica's weights, the host-side state) and the
+// comparison of two runs as check records.
+#include <cmath>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "CheckRecord.h"
+#include "core/Device.h"
+#include "core/Error.h"
+#include "trace/Span.h"
+#include "train/Events.h"
+#include "train/RunConfig.h"
+
+namespace strata::gpu_check {
+
+// resources/examples/<name>.strata on `device` alone (one_device), one epoch
+// of at most `steps` steps (0: the whole epoch).
+RunConfig example(const std::string& name, const Device& device, int64_t steps);
+// The example MLP with `optimizer` ("sgd" gets a larger learning rate, see
+// the definition).
+RunConfig example_mlp(const Device& device, int64_t steps, const std::string& optimizer);
+
+class Collector final : public EventSink {
+public:
+  std::vector<double> losses;
+  std::vector<double> step_times;
+  std::optional<EpochEvent> last_epoch;
+  void emit(const Event& e) override;
+};
+
+struct Run {
+  Collector events;
+  // Every variable's values, per component (replica).
+  std::vector<std::vector<std::vector<float>>> weights;
+  // Host-side state: every layer's extra state and the optimizer's step.
+  std::string host_state;
+};
+
+// Trains `config` to the end; throws unless the run completed. With `spans`,
+// the run is traced into it (the step timeline's spans, host and device).
+Run train(const RunConfig& config, std::vector<trace::Span>* spans = nullptr);
+
+// One record comparing two vectors by the op section's rule (ResultComparison.h).
+CheckRecord compare(const std::string& op, const std::string& shape, const std::vector<float>& got,
+                    const std::vector<float>& want, double tolerance);
+// Every variable of `got` (component `c`) against `want`'s component 0.
+void compare_weights(std::vector<CheckRecord>& out, const std::string& op, const Run& got, int c, const Run& want,
+                     double tolerance);
+std::vector<float> as_floats(const std::vector<double>& v);
+
+// A check's failure to run at all is one failed record with the message.
+template <typename Fn>
+std::vector<CheckRecord> guarded(const std::string& op, Fn body) {
+  try {
+    return body();
+  } catch (const std::exception& e) {
+    return {CheckRecord{op, "run", INFINITY, 0, false, e.what()}};
+  }
+}
+
+}  // namespace strata::gpu_check
