@@ -9,6 +9,7 @@
 
 #include <set>
 
+#include "ErrorsSection.h"
 #include "MultiDeviceSection.h"
 #include "OpsSection.h"
 #include "TrainingSection.h"
@@ -32,6 +33,16 @@ private slots:
     QCOMPARE(ops, (std::set<std::string>{"train_step", "sgd_trajectory", "graph_replay", "mirrored_x2", "mirrored_x4_shared",
                                          "sharded_update", "device_timeline"}));
     QVERIFY(records.size() > 20);  // every variable of every comparison has its own record
+  }
+
+  void errors_section_passes_on_sim() {
+    // sim:8 does not exist; sim:0 refuses more than its 16 GiB and then
+    // still computes.
+    ErrorsSection section;
+    const auto records = section.run({Device{DeviceKind::Sim, 0}, 1, {}, {}});
+    QCOMPARE(records.size(), size_t{4});
+    for (const auto& r : records) QVERIFY2(r.passed, (r.shape + ": " + r.detail).c_str());
+    QVERIFY2(records[0].detail.find("sim:0 to sim:7") != std::string::npos, records[0].detail.c_str());
   }
 
   void multi_device_section_passes_on_sim() {

@@ -1,6 +1,7 @@
 #include "Sections.h"
 
 #include "BenchSection.h"
+#include "ErrorsSection.h"
 #include "MultiDeviceSection.h"
 #include "OpsSection.h"
 #include "TrainingSection.h"
@@ -11,6 +12,7 @@ std::vector<std::unique_ptr<CheckSection>> all_sections() {
   std::vector<std::unique_ptr<CheckSection>> out;
   // Cheapest and most basic first: a broken kernel explains later failures.
   out.push_back(std::make_unique<OpsSection>());
+  out.push_back(std::make_unique<ErrorsSection>());
   out.push_back(std::make_unique<TrainingSection>());
   out.push_back(std::make_unique<MultiDeviceSection>());
   out.push_back(std::make_unique<MnistSection>());
