@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
 # The GPU check: one call on a GPU machine builds the Qt-free targets with
 # CMake + ninja and runs strata-gpu-check on gpu:0, in this order: every CUDA
-# operation against the CPU backend, a full training step and 50 SGD steps
-# against the CPU, mirrored x2 on one GPU against one_device, four replicas
-# on the GPU through NCCL against one_device and the device-memory reduce, the
-# Fashion-MNIST MLP for 5 epochs, then the benchmark table beside PyTorch
-# (bench/pytorch_gpu_peer.py: the MLP and the CNN) when the machine has it.
+# operation against the CPU backend; the error messages (a GPU the machine
+# lacks, device memory exhausted); a full training step and 50 SGD steps
+# against the CPU, graph replay against op by op, mirrored x2 on one GPU and
+# four replicas through NCCL against one_device; across GPUs where there are
+# two or more (mirrored, mixed placement, synchronised batch norm, NCCL bus
+# bandwidth); the Fashion-MNIST MLP and CNN; then the benchmark tables beside
+# PyTorch (bench/pytorch_gpu_peer.py: the MLP and the CNN) when the machine
+# has it. Then the differential suite against PyTorch with the engine on
+# gpu:0, and last, in a process of its own with STRATA_TF32=1, the CNN's
+# throughput with TF32 beside PyTorch's (appended to the report).
 #
 #   scripts/gpu-check.sh [DEPS_DIR]
 #
@@ -105,7 +110,8 @@ fi
 echo "== against PyTorch"
 # gpu:0 could not be opened (the log says why): nothing on it can be compared.
 [ "$rc" -eq 2 ] && finish 2
-suite_limit=$(( $(left) - 10 ))
+# The TF32 table comes after the suite and keeps a minute for itself.
+suite_limit=$(( $(left) - 70 ))
 if ! python3 -c 'import torch' 2>/dev/null; then
   echo "no PyTorch here: the differential suite did not run"
 elif [ "$suite_limit" -lt 60 ]; then
@@ -121,5 +127,25 @@ else
     77) echo "the differential suite skipped itself (see above)" ;;
     *) echo "the differential suite failed (exit $torch_rc)"; [ "$rc" -eq 0 ] && rc=1 ;;
   esac
+fi
+
+echo "== TF32"
+tf32_limit=$(( $(left) - 5 ))
+if [ ${#peer_args[@]} -eq 0 ]; then
+  echo "no PyTorch peer: the TF32 table was not measured"
+elif [ "$tf32_limit" -lt 40 ]; then
+  echo "the TF32 table was not measured: ${tf32_limit} s of the ${budget} s budget left"
+else
+  # The backend chooses its arithmetic once per process: a process of its own.
+  STRATA_TF32=1 timeout -k 5 "$tf32_limit" build-gpu/tools/gpu_check/strata-gpu-check --device gpu:0 \
+    --sections bench-tf32 --report "$out/gpu-report-tf32.md" "${peer_args[@]}"
+  tf32_rc=$?
+  if [ -f "$out/gpu-report-tf32.md" ]; then
+    { printf '\n---\n\n'; cat "$out/gpu-report-tf32.md"; } >> "$out/gpu-report.md"
+  fi
+  if [ "$tf32_rc" -ne 0 ]; then
+    echo "the TF32 table's run ended with exit $tf32_rc"
+    [ "$rc" -eq 0 ] && rc=1
+  fi
 fi
 finish $rc

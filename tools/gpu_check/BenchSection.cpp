@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <limits>
 #include <map>
@@ -52,11 +53,15 @@ struct Model {
 
 // A row that could not be measured says why in the table and fails a record,
 // and the other rows are still measured.
-std::string table(const Device& device, const Model& m, const std::map<PeerKey, double>& peer,
+// With `tf32` (the process runs with STRATA_TF32=1) Strata's figure is
+// compared with the peer's graph with TF32 on, else with TF32 off.
+std::string table(const Device& device, const Model& m, const std::map<PeerKey, double>& peer, bool tf32,
                   std::vector<CheckRecord>& failures) {
-  std::string md = std::string("### ") + m.title + "\n\n" +
-                   "| batch | Strata samples/s | step | new device memory | PyTorch eager | PyTorch graph | PyTorch graph TF32 "
-                   "| Strata / graph | goal |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+  std::string md =
+      std::string("### ") + m.title + (tf32 ? ", TF32 on both sides" : "") + "\n\n" +
+      "| batch | Strata samples/s | step | new device memory | PyTorch eager | PyTorch graph | PyTorch graph TF32 "
+      "| Strata / graph" +
+      (tf32 ? " TF32" : "") + " | goal |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   for (const int64_t batch : m.batches) {
     ThroughputFigure f;
     try {
@@ -67,14 +72,15 @@ std::string table(const Device& device, const Model& m, const std::map<PeerKey, 
                                      std::numeric_limits<double>::infinity(), 0, false, e.what()});
       continue;
     }
-    auto find = [&](const char* mode, bool tf32) {
-      auto it = peer.find({m.peer_name, batch, mode, tf32});
+    auto find = [&](const char* mode, bool with_tf32) {
+      auto it = peer.find({m.peer_name, batch, mode, with_tf32});
       return it == peer.end() ? 0.0 : it->second;
     };
     const double eager = find("eager", false), graph = find("graph", false), graph_tf32 = find("graph", true);
     auto cell = [](double v) { return v > 0 ? figure(v) : std::string("-"); };
     char ratio[32] = "-";
-    if (graph > 0) std::snprintf(ratio, sizeof ratio, "%.2fx", f.samples_per_sec / graph);
+    const double against = tf32 ? graph_tf32 : graph;
+    if (against > 0) std::snprintf(ratio, sizeof ratio, "%.2fx", f.samples_per_sec / against);
     char row[512];
     std::snprintf(row, sizeof row, "| %lld | %s | %.0f us | %.0f MiB | %s | %s | %s | %s | %s |\n",
                   static_cast<long long>(batch), figure(f.samples_per_sec).c_str(), f.step_us,
@@ -119,9 +125,24 @@ std::string tracing_cost(const Device& device, std::vector<CheckRecord>& failure
 std::vector<CheckRecord> BenchSection::run(const SectionContext& context) {
   const auto peer = read_peer(context.peer_results);
   std::vector<CheckRecord> failures;
+  const Model cnn{"cnn", "fashion-cnn", "TF-tutorial CNN", {64, 256, 1024}, 64};
+  if (tf32_) {
+    // The backend chooses its arithmetic once per process, from the environment.
+    const char* env = std::getenv("STRATA_TF32");
+    if (!env || std::string(env) != "1") {
+      table_ = "not measured: run this section in a process started with STRATA_TF32=1\n";
+      return {CheckRecord{"bench", "TF32", std::numeric_limits<double>::infinity(), 0, false,
+                          "STRATA_TF32=1 is not set: the backend would measure float32"}};
+    }
+    table_ = table(context.device, cnn, peer, true, failures) +
+             "Strata with STRATA_TF32=1 (TF32 tensor cores in cuBLASLt and cuDNN), measured as in the float32 table, "
+             "against PyTorch graph-captured with TF32 on (torch.backends.cuda.matmul.allow_tf32 and "
+             "torch.backends.cudnn.allow_tf32).\n\n";
+    return failures;
+  }
   std::string md = table(context.device, Model{"mlp", "fashion-mlp", "MLP (784-256-128-10)", {128, 1024, 8192}, 128}, peer,
-                         failures);
-  md += table(context.device, Model{"cnn", "fashion-cnn", "TF-tutorial CNN", {64, 256, 1024}, 64}, peer, failures);
+                         false, failures);
+  md += table(context.device, cnn, peer, false, failures);
   md +=
       "Strata: median step interval after 20 warm-up steps over 200 steps of the real training loop (batches "
       "drawn from the Fashion-MNIST files in a shuffled order, gathered and converted on the device from the training set "

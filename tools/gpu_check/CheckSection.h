@@ -44,6 +44,8 @@ public:
   // Markdown printed and reported after the records (figures that are not
   // pass/fail checks); empty for most sections. Valid after run().
   virtual std::string appendix() const { return {}; }
+  // Whether a run that names no sections runs this one (else only when named).
+  virtual bool by_default() const { return true; }
 };
 
 }  // namespace strata::gpu_check

@@ -17,6 +17,7 @@ std::vector<std::unique_ptr<CheckSection>> all_sections() {
   out.push_back(std::make_unique<MultiDeviceSection>());
   out.push_back(std::make_unique<MnistSection>());
   out.push_back(std::make_unique<BenchSection>());
+  out.push_back(std::make_unique<BenchSection>(true));
   return out;
 }
 

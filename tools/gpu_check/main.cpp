@@ -30,7 +30,7 @@ void usage(std::FILE* out) {
                "compares the results, printing one line per check.\n\n"
                "options:\n"
                "  --device DEVICE     the device under test: gpu:N, or sim:N (the simulated accelerator)\n"
-               "  --sections A,B      sections to run (default: all; see --list-sections)\n"
+               "  --sections A,B      sections to run (default: all but bench-tf32; see --list-sections)\n"
                "  --report FILE.md    write a markdown report\n"
                "  --log FILE          write the printed lines to FILE too\n"
                "  --seed N            seed of the random inputs (default: a fresh one, printed)\n"
@@ -164,7 +164,8 @@ int main(int argc, char** argv) {
     // Any device error (no GPU, no CUDA in this build, sim index out of range) is the user's to fix.
     (void)backend_for(device);
     if (sections_text.empty()) {
-      for (auto& s : sections) chosen.push_back(s.get());
+      for (auto& s : sections)
+        if (s->by_default()) chosen.push_back(s.get());
     } else {
       std::set<std::string> seen;
       for (const auto& name : split(sections_text)) {
