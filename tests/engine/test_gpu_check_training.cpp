@@ -1,10 +1,13 @@
-// The GPU check's training sections (tools/gpu_check/TrainingChecks), run on
-// the simulated accelerator: a step and 50 SGD steps against the CPU, graph
-// replay against op-by-op, mirrored x2 and x4 on one device, the Fashion-MNIST MLP.
-// On sim every comparison must pass (it runs the CPU's kernels), which checks
-// the harness and the engine's device paths (step graphs, replicas sharing
-// a device) before a GPU ever runs them. On a machine with a GPU the same
-// sections run on gpu:0 too.
+// The GPU check's training, errors and multi-device sections
+// (tools/gpu_check), run on the simulated accelerator: a step and 50 SGD
+// steps against the CPU, graph replay against op-by-op, mirrored x2 and x4 on
+// one device; a device that does not exist and memory exhausted; mirrored,
+// mixed placement and synchronised batch norm across sim:0 and sim:1 with the
+// all-reduce bandwidth. On sim every comparison must pass (it runs the CPU's
+// kernels), which checks the harness and the engine's device paths (step
+// graphs, replicas sharing a device, replicas on two devices) before a GPU
+// ever runs them. On a machine with a GPU the ops and training sections run
+// on gpu:0 too.
 #include <QtTest/QtTest>
 
 #include <set>

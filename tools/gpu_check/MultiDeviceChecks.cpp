@@ -1,6 +1,5 @@
 #include "MultiDeviceChecks.h"
 
-#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -88,6 +87,8 @@ AllReduceTiming time_all_reduce(Strategy& strategy, const std::vector<Device>& d
     double timed = 0;
     int64_t calls = 0;
     for (;;) {
+      // The refill done, every replica here, and the stream waits the
+      // barrier queued on devices done too: the clock starts on idle devices.
       one.front().copy_from(start);
       memory.synchronize();
       ctx.barrier();
