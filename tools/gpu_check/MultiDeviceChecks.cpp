@@ -254,9 +254,9 @@ std::string comm_overlap_table(const std::vector<Device>& devices, const std::st
         if (b.step < warmup) continue;
         ++counted;
         hidden += b.comm_hidden_us;
-        for (const trace::Span& s : spans)
-          if (s.step == b.step && s.lane.kind == trace::LaneKind::CommStream) comm += s.duration_us;
       }
+      for (const trace::Span& s : spans)
+        if (s.step >= warmup && s.lane.kind == trace::LaneKind::CommStream) comm += s.duration_us;
       char row[192];
       if (comm > 0)
         std::snprintf(row, sizeof row, "| %s | %.1f us | %.1f us | %.0f%% |\n", mib(fusion).c_str(), comm / counted,
