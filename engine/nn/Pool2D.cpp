@@ -1,5 +1,7 @@
 #include "nn/Pool2D.h"
 
+#include <limits>
+
 #include <nlohmann/json.hpp>
 
 #include "backend/Backend.h"
@@ -51,6 +53,10 @@ Tensor Pool2DLayer::call(const Tensor& x, bool) {
   Tensor y = Tensor::empty(out_shape, x.device());
   const Shape in_shape = x.shape();
   if (kind_ == Kind::Max) {
+    // The winners' places are 32-bit flat indices into the input.
+    if (x.numel() > std::numeric_limits<int32_t>::max())
+      throw bad_input(type() + ": an input of " + std::to_string(x.numel()) + " elements " + x.shape().str() +
+                      " is more than max pooling's 32-bit indices reach (2^31 - 1); use a smaller batch");
     Tensor argmax = Tensor::empty(out_shape, DType::Int32, x.device());
     be.max_pool(win, x.ptr(), y.ptr(), argmax.int_ptr());
     record_op({x}, y, [win, argmax, in_shape](const Tensor& g, const std::vector<bool>&) {

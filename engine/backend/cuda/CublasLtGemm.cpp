@@ -10,14 +10,27 @@
 
 namespace strata::cuda {
 
+namespace {
+const CublasLtLibrary& lt() { return CublasLtLibrary::get(); }
+}  // namespace
+
+// Owns its descriptors: a plan that fails half made (no algorithm for a
+// shape) releases what it had created.
 struct CublasLtGemm::Plan {
   cublasLtMatmulDesc_t op = nullptr;
   cublasLtMatrixLayout_t first = nullptr, second = nullptr, out = nullptr;
   cublasLtMatmulAlgo_t algo{};
+  Plan() = default;
+  Plan(const Plan&) = delete;
+  Plan& operator=(const Plan&) = delete;
+  ~Plan() {
+    for (cublasLtMatrixLayout_t l : {first, second, out})
+      if (l) lt().cublasLtMatrixLayoutDestroy(l);
+    if (op) lt().cublasLtMatmulDescDestroy(op);
+  }
 };
 
 namespace {
-const CublasLtLibrary& lt() { return CublasLtLibrary::get(); }
 
 // The largest power of two (up to 256) dividing the address: cuBLASLt's
 // heuristic may pick vectorised kernels only for what the pointers allow, and
@@ -51,12 +64,7 @@ CublasLtGemm::CublasLtGemm(std::string device_name, void* workspace, size_t work
 }
 
 CublasLtGemm::~CublasLtGemm() {
-  for (auto& [key, p] : plans_) {
-    lt().cublasLtMatrixLayoutDestroy(p->first);
-    lt().cublasLtMatrixLayoutDestroy(p->second);
-    lt().cublasLtMatrixLayoutDestroy(p->out);
-    lt().cublasLtMatmulDescDestroy(p->op);
-  }
+  plans_.clear();
   if (handle_) lt().cublasLtDestroy(handle_);
 }
 
@@ -95,11 +103,16 @@ CublasLtGemm::Plan& CublasLtGemm::plan(const Key& key) {
 
   cublasLtMatmulPreference_t pref = nullptr;
   check(lt().cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate");
+  const std::unique_ptr<std::remove_pointer_t<cublasLtMatmulPreference_t>, void (*)(cublasLtMatmulPreference_t)> pref_owner(
+      pref, [](cublasLtMatmulPreference_t q) { lt().cublasLtMatmulPreferenceDestroy(q); });
   const uint64_t ws = workspace_bytes_;
   const uint32_t al_first = static_cast<uint32_t>(align_b), al_second = static_cast<uint32_t>(align_a),
                  al_out = static_cast<uint32_t>(align_c);
+  // Checked: a workspace limit not set would leave the library's default
+  // (none), and the heuristic would choose worse algorithms unannounced.
   auto prefer = [&](cublasLtMatmulPreferenceAttributes_t attribute, const auto& value) {
-    lt().cublasLtMatmulPreferenceSetAttribute(pref, attribute, &value, sizeof value);
+    check(lt().cublasLtMatmulPreferenceSetAttribute(pref, attribute, &value, sizeof value),
+          "cublasLtMatmulPreferenceSetAttribute");
   };
   prefer(CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, ws);
   prefer(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, al_first);
@@ -110,7 +123,6 @@ CublasLtGemm::Plan& CublasLtGemm::plan(const Key& key) {
   int found = 0;
   const cublasStatus_t s = lt().cublasLtMatmulAlgoGetHeuristic(handle_, p->op, p->first, p->second, p->out, p->out, pref,
                                                           1, &result, &found);
-  lt().cublasLtMatmulPreferenceDestroy(pref);
   if (s != CUBLAS_STATUS_SUCCESS) fail(s, "cublasLtMatmulAlgoGetHeuristic", key);
   if (found == 0) fail(CUBLAS_STATUS_NOT_SUPPORTED, "cublasLtMatmulAlgoGetHeuristic (no algorithm)", key);
   // The algorithm's own check (e.g. its workspace or alignment needs).

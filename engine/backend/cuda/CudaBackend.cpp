@@ -57,6 +57,7 @@ public:
   }
   cudaGraph_t graph;
   cudaGraphExec_t exec;
+  bool owned_by(const DeviceMemory* m) const { return &owner_ == m; }
 
 private:
   DeviceMemory& owner_;
@@ -95,27 +96,38 @@ CudaBackend::CudaBackend(int index) : index_(index) {
   STRATA_CUDA(cudaGetDeviceProperties(&prop, index_));
   name_ = prop.name;
   STRATA_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-  // The device's own pool, told to keep what it has: freed blocks return to
-  // the pool in stream order and are handed out again without the driver.
-  STRATA_CUDA(cudaDeviceGetDefaultMemPool(&pool_, index_));
-  uint64_t keep = std::numeric_limits<uint64_t>::max();
-  STRATA_CUDA(cudaMemPoolSetAttribute(pool_, cudaMemPoolAttrReleaseThreshold, &keep));
-  // The GPUs this process uses reach each other's memory directly (mirrored
-  // replicas on several GPUs): each new one with those opened before it, so
-  // no GPU the run does not name gets a context (and its memory) for this.
-  {
-    std::lock_guard lock(g_opened_mutex);
-    for (const CudaBackend* other : g_opened) {
-      share_memory(index_, pool_, other->index_);
-      share_memory(other->index_, other->pool_, index_);
+  try {
+    // The device's own pool, told to keep what it has: freed blocks return to
+    // the pool in stream order and are handed out again without the driver.
+    STRATA_CUDA(cudaDeviceGetDefaultMemPool(&pool_, index_));
+    uint64_t keep = std::numeric_limits<uint64_t>::max();
+    STRATA_CUDA(cudaMemPoolSetAttribute(pool_, cudaMemPoolAttrReleaseThreshold, &keep));
+    // The GPUs this process uses reach each other's memory directly (mirrored
+    // replicas on several GPUs): each new one with those opened before it, so
+    // no GPU the run does not name gets a context (and its memory) for this.
+    {
+      std::lock_guard lock(g_opened_mutex);
+      for (const CudaBackend* other : g_opened) {
+        share_memory(index_, pool_, other->index_);
+        share_memory(other->index_, other->pool_, index_);
+      }
     }
+    STRATA_CUDA(cudaSetDevice(index_));  // share_memory changed it
+    t_current_device = index_;
+    workspace_ = allocate(kGemmWorkspaceBytes);
+    gemm_ = std::make_unique<cuda::CublasLtGemm>(device().str(), workspace_, kGemmWorkspaceBytes);
+    label_error_ = static_cast<float*>(allocate(2 * sizeof(float)));
+    fill32(label_error_, 2, 0);
+  } catch (...) {
+    // A constructor that throws runs no destructor, and the next
+    // backend_for() of this GPU tries again: what was made goes back here.
+    if (label_error_) cudaFreeAsync(label_error_, stream_);
+    if (workspace_) cudaFreeAsync(workspace_, stream_);
+    cudaStreamSynchronize(stream_);
+    cudaStreamDestroy(stream_);
+    cudaGetLastError();
+    throw;
   }
-  STRATA_CUDA(cudaSetDevice(index_));  // share_memory changed it
-  t_current_device = index_;
-  workspace_ = allocate(kGemmWorkspaceBytes);
-  gemm_ = std::make_unique<cuda::CublasLtGemm>(device().str(), workspace_, kGemmWorkspaceBytes);
-  label_error_ = static_cast<float*>(allocate(2 * sizeof(float)));
-  fill32(label_error_, 2, 0);
   // Listed last: a constructor that throws above (cuBLASLt missing, no
   // memory) runs no destructor, and a listed dead backend would be shared
   // with by the next GPU opened.
@@ -150,8 +162,11 @@ cudaStream_t CudaBackend::enter() const {
 std::string CudaBackend::out_of_memory(size_t bytes) const {
   size_t free = 0, total = 0;
   cudaMemGetInfo(&free, &total);
-  uint64_t held = 0;
+  uint64_t held = 0, graphs = 0;
   cudaMemPoolGetAttribute(pool_, cudaMemPoolAttrReservedMemCurrent, &held);
+  // The captured steps' memory is held apart from the pool.
+  if (cudaDeviceGetGraphMemAttribute(index_, cudaGraphMemAttrReservedMemCurrent, &graphs) == cudaSuccess) held += graphs;
+  cudaGetLastError();
   const std::string what = bytes > 0 ? "allocating " + mib(bytes) : "for a captured step's buffers";
   return device().str() + " (" + name_ + "): out of device memory " + what + " (" + mib(free) + " free of " + mib(total) +
          "; this process holds " + mib(held) + "). Use a smaller batch or model, or fewer replicas on this GPU";
@@ -162,7 +177,8 @@ void* CudaBackend::allocate(size_t bytes) {
   uint64_t before = 0, after = 0;
   cudaMemPoolGetAttribute(pool_, cudaMemPoolAttrReservedMemCurrent, &before);
   void* p = nullptr;
-  const cudaError_t e = cudaMallocAsync(&p, bytes == 0 ? 4 : bytes, s);
+  cudaError_t e = cudaMallocAsync(&p, bytes == 0 ? 4 : bytes, s);
+  if (e == cudaErrorMemoryAllocation && release_graph_memory()) e = cudaMallocAsync(&p, bytes == 0 ? 4 : bytes, s);
   if (e == cudaErrorMemoryAllocation) {
     cudaGetLastError();  // not sticky: clear it so the next call does not report it
     throw runtime_error(out_of_memory(bytes));
@@ -176,6 +192,32 @@ void* CudaBackend::allocate(size_t bytes) {
   std::lock_guard lock(capture_mutex_);
   if (capturing_) captured_allocations_.insert(p);
   return p;
+}
+
+bool CudaBackend::release_graph_memory() {
+  cudaGetLastError();
+  {
+    // Inside a capture the graph being recorded is what allocates.
+    std::lock_guard lock(capture_mutex_);
+    if (capturing_) return false;
+  }
+  // A captured step's buffers are the device's graph memory, apart from
+  // the pool, and CUDA keeps it after each replay (and after the graph is
+  // gone) until it is trimmed. Op-by-op steps beside a captured one (an
+  // epoch's partial last batch, evaluation) would otherwise need the
+  // op-by-op and the replayed step's memory at once. Trimming waits for the
+  // replays queued so far; the next replay maps its memory again.
+  uint64_t reserved = 0;
+  if (cudaDeviceGetGraphMemAttribute(index_, cudaGraphMemAttrReservedMemCurrent, &reserved) != cudaSuccess || reserved == 0) {
+    cudaGetLastError();
+    return false;
+  }
+  if (cudaStreamSynchronize(stream_) != cudaSuccess || cudaDeviceGraphMemTrim(index_) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  if (cudaMemPoolTrimTo(pool_, 0) != cudaSuccess) cudaGetLastError();
+  return true;
 }
 
 void CudaBackend::deallocate(void* p, size_t) {
@@ -199,7 +241,10 @@ void CudaBackend::deallocate(void* p, size_t) {
 
 void CudaBackend::refuse_while_capturing(const char* what) {
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-  STRATA_CUDA(cudaStreamIsCapturing(enter(), &status));
+  // The query also returns the failure of a kernel queued earlier (an
+  // illegal address): that is the failure to report, as a synchronisation
+  // would, not this query's.
+  if (const cudaError_t e = cudaStreamIsCapturing(enter(), &status); e != cudaSuccess) throw queued_failure(e);
   if (status != cudaStreamCaptureStatusNone)
     throw runtime_error(device().str() + ": " + what + " cannot be part of a captured step");
 }
@@ -250,6 +295,11 @@ void CudaBackend::synchronize() {
 }
 
 Error CudaBackend::queued_failure(cudaError_t e) const {
+  // Not sticky errors stay the thread's last one: cleared here, or the next
+  // kernel launch's check would report this failure under its own name.
+  cudaGetLastError();
+  if (e == cudaErrorCapturedEvent)
+    return runtime_error(device().str() + ": the host waited for an event recorded while a step was captured");
   return runtime_error(device().str() + " (" + name_ + "): a queued operation failed: " + cudaGetErrorString(e) + " (" +
                        cudaGetErrorName(e) + "). Run with CUDA_LAUNCH_BLOCKING=1 to stop at the failing kernel");
 }
@@ -379,9 +429,17 @@ GraphPtr CudaBackend::end_capture() {
 
 void CudaBackend::replay(const GraphPtr& graph) {
   auto* g = dynamic_cast<const CudaGraph*>(graph.get());
-  if (!g) throw runtime_error(device().str() + ": replay given a graph of another device");
-  const cudaError_t e = cudaGraphLaunch(g->exec, enter());
-  // The first launch allocates the graph's memory, apart from the pool's.
+  if (!g || !g->owned_by(this)) throw runtime_error(device().str() + ": replay given a graph of another device");
+  cudaError_t e = cudaGraphLaunch(g->exec, enter());
+  // A launch maps the graph's memory, apart from the pool's; op-by-op steps
+  // since the last replay (a partial batch, evaluation) may have grown the
+  // pool, which keeps what it has: given back once, then the launch again.
+  if (e == cudaErrorMemoryAllocation) {
+    cudaGetLastError();
+    if (cudaStreamSynchronize(stream_) == cudaSuccess && cudaMemPoolTrimTo(pool_, 0) == cudaSuccess)
+      e = cudaGraphLaunch(g->exec, stream_);
+    else cudaGetLastError();
+  }
   if (e == cudaErrorMemoryAllocation) {
     cudaGetLastError();
     throw runtime_error(out_of_memory(0) + " (replaying the captured step: --no-graphs runs it op by op)");

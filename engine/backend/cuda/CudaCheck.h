@@ -18,8 +18,14 @@ namespace strata::cuda {
   cudaGetLastError();
   std::string where = file;
   if (auto slash = where.rfind('/'); slash != std::string::npos) where = where.substr(slash + 1);
-  throw runtime_error(std::string(call) + " failed at " + where + ":" + std::to_string(line) + ": " +
-                      cudaGetErrorString(e) + " (" + cudaGetErrorName(e) + ")");
+  // Every call runs on the calling thread's current device (the backend
+  // sets it first), so that is the GPU to name: with replicas on several
+  // GPUs a message without it does not say which one failed.
+  int device = -1;
+  const std::string gpu = cudaGetDevice(&device) == cudaSuccess ? "gpu:" + std::to_string(device) + ": " : "";
+  cudaGetLastError();
+  throw runtime_error(gpu + call + " failed at " + where + ":" + std::to_string(line) + ": " + cudaGetErrorString(e) + " (" +
+                      cudaGetErrorName(e) + ")");
 }
 
 }  // namespace strata::cuda

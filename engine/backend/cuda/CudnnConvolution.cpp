@@ -83,14 +83,19 @@ bool CudnnConvolution::takes(const Window2D& w, int64_t filters) {
   const Key key = key_of(w, filters);
   std::lock_guard lock(mutex_);
   if (refused_.contains(key)) return false;
+  Plan* p = nullptr;
   try {
-    plan(w, filters);
-    return true;
+    p = &planned(w, filters);
   } catch (const std::exception& e) {
     refused_.insert(key);
     std::fprintf(stderr, "%s; this shape uses im2col and cuBLASLt\n", e.what());
     return false;
   }
+  // Not a refusal: out of memory for the workspace (im2col's patches would
+  // need more), or a shape first seen while a step is captured, is the
+  // caller's error, and the shape may use cuDNN later.
+  reserve(p->workspace);
+  return true;
 }
 
 bool CudnnConvolution::fits(const Window2D& w, int64_t filters) {
@@ -104,11 +109,20 @@ bool CudnnConvolution::fits(const Window2D& w, int64_t filters) {
   if (w.batch <= 0 || w.out_h <= 0 || w.out_w <= 0 || w.batch * w.height * w.width * w.channels >= limit ||
       w.batch * w.out_h * w.out_w * filters >= limit)
     return false;
+  // A padded image smaller than the window would pass the output-size test
+  // through truncating division alone (-1 / 2 == 0).
+  if (w.height + 2 * w.pad_top < w.kernel_h || w.width + 2 * w.pad_left < w.kernel_w) return false;
   return w.pad_top >= 0 && w.pad_left >= 0 && out(w.height, w.pad_top, w.kernel_h, w.stride_h) == w.out_h &&
          out(w.width, w.pad_left, w.kernel_w, w.stride_w) == w.out_w;
 }
 
 CudnnConvolution::Plan& CudnnConvolution::plan(const Window2D& w, int64_t filters) {
+  Plan& p = planned(w, filters);
+  reserve(p.workspace);
+  return p;
+}
+
+CudnnConvolution::Plan& CudnnConvolution::planned(const Window2D& w, int64_t filters) {
   const Key key = key_of(w, filters);
   auto [it, fresh] = plans_.try_emplace(key);
   if (fresh) {
@@ -178,9 +192,9 @@ void CudnnConvolution::make_plan(Plan& p, const Window2D& w, int64_t filters) {
       },
       tf32_, p.conv, what + " (gradient of the kernel)", need);
   p.backward_filter = {ka, km};
-  // One workspace for every plan, as large as the largest needs: sized here,
-  // on the first (eager) step of each shape, never while a step is captured.
-  reserve(need);
+  // One workspace for every plan, as large as the largest needs: sized on
+  // the first (eager) step of each shape (plan()), never while a step is captured.
+  p.workspace = need;
 }
 
 void CudnnConvolution::reserve(size_t bytes) {

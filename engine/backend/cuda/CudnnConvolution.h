@@ -60,12 +60,17 @@ private:
     Choice<cudnnConvolutionFwdAlgo_t> forward;
     Choice<cudnnConvolutionBwdDataAlgo_t> backward_data;
     Choice<cudnnConvolutionBwdFilterAlgo_t> backward_filter;
+    size_t workspace = 0;  // the largest of the three algorithms' needs
   };
   using Key = std::array<int64_t, 11>;
   static Key key_of(const Window2D& w, int64_t filters);
   static bool fits(const Window2D& w, int64_t filters);
   static void destroy(Plan& p);
+  // The shape's plan with the workspace it needs.
   Plan& plan(const Window2D& w, int64_t filters);
+  // The shape's descriptors and algorithms, made the first time; throws
+  // when cuDNN cannot plan the shape.
+  Plan& planned(const Window2D& w, int64_t filters);
   void make_plan(Plan& p, const Window2D& w, int64_t filters);
   void reserve(size_t bytes);
   // The call's status: true on success; false (and the shape refused) when

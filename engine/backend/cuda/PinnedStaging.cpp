@@ -27,7 +27,10 @@ void PinnedStaging::copy_to_device(void* dst, const void* src, size_t bytes, cud
   else STRATA_CUDA(cudaEventCreateWithFlags(&s.done, cudaEventDisableTiming));
   if (s.bytes < bytes) {
     if (s.host) STRATA_CUDA(cudaFreeHost(s.host));
+    // Until the new buffer is there the slot has none: a failed allocation
+    // must not leave a size that lets the next copy write through null.
     s.host = nullptr;
+    s.bytes = 0;
     // Rounded up so batches of slowly growing size do not reallocate each time.
     const size_t size = std::max(bytes, size_t{1} << 20);
     STRATA_CUDA(cudaHostAlloc(&s.host, size, cudaHostAllocDefault));
