@@ -13,6 +13,7 @@ ReplicaPool::ReplicaPool(std::vector<Device> devices, int threads_per_replica, s
     : devices_(std::move(devices)), ops_(std::move(ops)), group_(devices_), variables_shared_(variables_shared) {
   const int n = size();
   errors_.resize(static_cast<size_t>(n));
+  failed_order_.resize(static_cast<size_t>(n));
   for (int r = 0; r < n; ++r) {
     // Host replicas compute on their own share of cores; other devices'
     // backends are the devices' own (the replica thread only queues work).
@@ -63,9 +64,22 @@ void ReplicaPool::run_replica(int replica, const std::function<void(ReplicaConte
   try {
     job(*contexts_[static_cast<size_t>(replica)]);
   } catch (...) {
-    contexts_[static_cast<size_t>(replica)]->abandon_step();
-    errors_[static_cast<size_t>(replica)] = std::current_exception();
+    const auto r = static_cast<size_t>(replica);
+    contexts_[r]->abandon_step();
+    errors_[r] = std::current_exception();
+    failed_order_[r] = failures_.fetch_add(1, std::memory_order_relaxed);
     group_.barrier.abort();  // wake replicas waiting for us in a collective
+    ops_->abandon(replica, message_of(errors_[r]));
+  }
+}
+
+std::string ReplicaPool::message_of(const std::exception_ptr& e) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const std::exception& x) {
+    return x.what();
+  } catch (...) {
+    return "an unknown exception";
   }
 }
 
@@ -102,23 +116,28 @@ void ReplicaPool::run(const std::function<void(ReplicaContext&)>& fn) {
   job_ = nullptr;
   lock.unlock();
   fence_devices();
-  // Prefer the error that caused the abort over the Aborted it triggered.
+  // Prefer the error that caused the abort over the Aborted it triggered,
+  // and the first to fail over those that followed it.
   std::exception_ptr first, aborted;
-  for (auto& e : errors_) {
-    if (!e) continue;
+  int first_at = size(), aborted_at = size();
+  for (size_t r = 0; r < errors_.size(); ++r) {
+    if (!errors_[r]) continue;
+    bool is_aborted = false;
     try {
-      std::rethrow_exception(e);
+      std::rethrow_exception(errors_[r]);
     } catch (const Error& err) {
-      if (err.kind() == ErrorKind::Aborted) {
-        if (!aborted) aborted = e;
-        continue;
-      }
-      if (!first) first = e;
+      is_aborted = err.kind() == ErrorKind::Aborted;
     } catch (...) {
-      if (!first) first = e;
+    }
+    std::exception_ptr& pick = is_aborted ? aborted : first;
+    int& pick_at = is_aborted ? aborted_at : first_at;
+    if (failed_order_[r] < pick_at) {
+      pick = errors_[r];
+      pick_at = failed_order_[r];
     }
   }
   for (auto& e : errors_) e = nullptr;
+  failures_.store(0, std::memory_order_relaxed);
   if (first || aborted) {
     group_.barrier.reset();
     std::rethrow_exception(first ? first : aborted);

@@ -1,9 +1,11 @@
 #pragma once
 #include <atomic>
 #include <condition_variable>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -55,6 +57,7 @@ private:
   // Runs the job on `replica` from this thread; false if it threw.
   void run_replica(int replica, const std::function<void(ReplicaContext&)>& job);
   void finished_one();
+  static std::string message_of(const std::exception_ptr& e);
 
   std::vector<Device> devices_;
   std::unique_ptr<CrossDeviceOps> ops_;
@@ -71,6 +74,10 @@ private:
   bool stop_ = false;
   bool variables_shared_;
   std::vector<std::exception_ptr> errors_;
+  // In the order the replicas failed: the first is the cause, the others
+  // mostly its consequences (woken from a barrier, a collective aborted).
+  std::vector<int> failed_order_;
+  std::atomic<int> failures_{0};
 };
 
 }  // namespace strata

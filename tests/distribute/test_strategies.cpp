@@ -3,8 +3,10 @@
 #include <QtTest>
 
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <set>
+#include <thread>
 
 #include "StrategyTestUtil.h"
 #include "backend/Backend.h"
@@ -339,6 +341,23 @@ private slots:
       if (t.values()[3] == 3.0f) ++ok;
     });
     QCOMPARE(ok.load(), 3);
+  }
+
+  void the_first_replica_to_fail_is_reported() {
+    // Replica 0 fails later, for a reason of its own (as a peer whose NCCL
+    // call was aborted does): the report is the failure that came first.
+    MirroredStrategy m(devices(2));
+    try {
+      m.run_replicas([&](ReplicaContext& ctx) {
+        if (ctx.replica_id_in_sync_group() == 1) throw bad_input("replica 1 failed first");
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        throw runtime_error("replica 0 failed after it");
+      });
+      QFAIL("no error");
+    } catch (const Error& e) {
+      QCOMPARE(QString(e.what()), QString("replica 1 failed first"));
+      QCOMPARE(e.kind(), ErrorKind::BadInput);
+    }
   }
 
   void cross_device_ops_are_chosen_for_the_devices() {

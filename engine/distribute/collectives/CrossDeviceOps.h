@@ -87,6 +87,11 @@ public:
   // collective past its timeout lets the step's kernels end): a step whose
   // collectives were aborted must be neither recorded nor checkpointed.
   virtual void throw_if_failed() const {}
+  // A replica's step threw (`why`): peers that wait for it where the host
+  // barrier cannot wake them (inside an NCCL call, or its kernels) are
+  // released; the collectives fail from here on. Called on the failing
+  // replica's thread.
+  virtual void abandon(int /*replica*/, const std::string& /*why*/) {}
   // Whether this implementation is chosen by "auto" for these devices when
   // enabled (NCCL only for two or more GPUs: on one GPU the device-memory
   // reduce is cheaper, though NCCL can be named).

@@ -85,8 +85,14 @@ void NcclAllReduce::release(bool finished) {
     for (cudaEvent_t e : g.spare) cudaEventDestroy(e);
     if (g.ready) cudaEventDestroy(g.ready);
     if (g.done) cudaEventDestroy(g.done);
-    if (g.stream) cudaStreamDestroy(g.stream);
+    if (g.stream) {
+      // An aborted collective's stream may still hold the leader's copies
+      // into the other replicas' buckets, which are freed after this.
+      if (!finished) cudaStreamSynchronize(g.stream);
+      cudaStreamDestroy(g.stream);
+    }
   }
+  cudaGetLastError();  // a failed GPU's answers here are not news
   gpus_.clear();
   gpu_of_.clear();
 }
@@ -488,6 +494,11 @@ void NcclAllReduce::fail(const std::string& message) {
     lib().ncclCommAbort(g.comm);
   }
   if (cluster_ && cluster_->size() > 1) cluster_->abort(1, message);
+}
+
+void NcclAllReduce::abandon(int replica, const std::string& why) {
+  if (!initialized_ || aborted_) return;
+  fail("replica " + std::to_string(replica) + " failed (" + why + "); its peers' NCCL collectives were aborted");
 }
 
 void NcclAllReduce::throw_if_failed() const {

@@ -50,6 +50,10 @@ public:
   // Throws the failure fail() recorded: no NCCL call may follow an abort,
   // which freed the communicators.
   void throw_if_failed() const override;
+  // Aborts the communicators (fail()): a peer already inside a collective
+  // that waits for the failed replica would otherwise wait for ever, since
+  // a blocked call is not one the watchdog times.
+  void abandon(int replica, const std::string& why) override;
   // Set by the strategy before the first collective (the watchdog reads it).
   void set_timeout(double seconds) override { timeout_ = seconds; }
   // The sharded update as grouped ncclReduce calls (each piece summed to its
@@ -134,7 +138,8 @@ private:
   int ranks_ = 0;
   std::vector<Gpu> gpus_;
   std::vector<int> gpu_of_;  // replica -> gpus_ index
-  bool initialized_ = false;  // written by replica 0 between barriers only
+  // Written by replica 0 between barriers; read by a failing replica (abandon).
+  std::atomic<bool> initialized_{false};
 
   mutable std::mutex mutex_;  // pending, error_, the events' records and the watchdog's queries
   std::string error_;
