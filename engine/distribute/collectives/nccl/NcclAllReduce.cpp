@@ -469,7 +469,13 @@ void NcclAllReduce::watch() {
     }
     if (failure.empty()) continue;
     lock.unlock();
-    fail(failure);
+    try {
+      fail(failure);
+    } catch (...) {
+      // Across workers fail() ends the job; should that return by throwing,
+      // the error is recorded and the replicas' next call throws it: an
+      // exception leaving this thread would end the process unexplained.
+    }
     lock.lock();
   }
 }
