@@ -28,9 +28,20 @@
 # counted) a fix and a second run still fit; a session that wants one
 # longer run instead can give up to 560 (the machine's 10-minute limit for
 # one command, less its start and the copies).
+#
+# GPU_CHECK_SECTIONS (default: everything) narrows a second run to what the
+# first one left failing or unfinished: a comma-separated list of
+# strata-gpu-check's sections (--list-sections), plus `vs-torch` for the
+# differential suite and `bench-tf32` for the TF32 table; e.g.
+# GPU_CHECK_SECTIONS=training,bench GPU_CHECK_BUDGET=200.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 budget="${GPU_CHECK_BUDGET:-340}"
+wanted="${GPU_CHECK_SECTIONS:-}"
+# Whether part $1 runs: all of them unless GPU_CHECK_SECTIONS names some.
+runs() { [ -z "$wanted" ] || [[ ",$wanted," == *",$1,"* ]]; }
+# The strata-gpu-check sections named (vs-torch and bench-tf32 are this script's).
+check_sections=$(echo "$wanted" | tr ',' '\n' | grep -v -x -e vs-torch -e bench-tf32 | paste -sd, -)
 t0=$(date +%s)
 left() { echo $((budget - ($(date +%s) - t0))); }
 if [ ! -d "${1:-gpu-carry}/fashion-mnist" ]; then
@@ -79,7 +90,9 @@ echo "build: $(( $(date +%s) - t0 )) s"
 export STRATA_FASHION_MNIST_DIR="$deps/fashion-mnist"
 peer_args=()
 echo "== peer"
-if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+if ! runs bench && ! runs bench-tf32; then
+  echo "no benchmark asked for (GPU_CHECK_SECTIONS=$wanted): PyTorch's figures were not measured"
+elif python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
   { python3 bench/pytorch_gpu_peer.py --model mlp --batches 128,1024,8192
     python3 bench/pytorch_gpu_peer.py --model cnn --batches 64,256,1024 --tf32; } | tee "$out/pytorch_gpu_peer.jsonl"
   peer_args=(--peer "$out/pytorch_gpu_peer.jsonl")
@@ -99,8 +112,15 @@ build-gpu/app/strata-run --list-devices
 check_limit=$(( $(left) - 90 ))
 [ "$check_limit" -gt 420 ] && check_limit=420
 [ "$check_limit" -lt 60 ] && check_limit=60
-timeout -k 10 "$check_limit" build-gpu/tools/gpu_check/strata-gpu-check --device gpu:0 --report "$out/gpu-report.md" \
-  "${peer_args[@]}"
+section_args=()
+[ -n "$check_sections" ] && section_args=(--sections "$check_sections")
+if [ -n "$wanted" ] && [ -z "$check_sections" ]; then
+  # Only the suite or the TF32 table: gpu:0 is still opened, to see it can be.
+  build-gpu/tools/gpu_check/strata-gpu-check --device gpu:0 --sections errors --report "$out/gpu-report.md"
+else
+  timeout -k 10 "$check_limit" build-gpu/tools/gpu_check/strata-gpu-check --device gpu:0 --report "$out/gpu-report.md" \
+    "${section_args[@]}" "${peer_args[@]}"
+fi
 rc=$?
 if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
   echo "strata-gpu-check did not finish within ${check_limit} s: stopped (the report names the sections that never ran)"
@@ -115,7 +135,9 @@ echo "== against PyTorch"
 [ "$rc" -eq 2 ] && finish 2
 # The TF32 table comes after the suite and keeps a minute for itself.
 suite_limit=$(( $(left) - 70 ))
-if ! python3 -c 'import torch' 2>/dev/null; then
+if ! runs vs-torch; then
+  echo "the differential suite was not asked for (GPU_CHECK_SECTIONS=$wanted)"
+elif ! python3 -c 'import torch' 2>/dev/null; then
   echo "no PyTorch here: the differential suite did not run"
 elif [ "$suite_limit" -lt 60 ]; then
   echo "the differential suite did not run: ${suite_limit} s of the ${budget} s budget left"
@@ -134,7 +156,9 @@ fi
 
 echo "== TF32"
 tf32_limit=$(( $(left) - 5 ))
-if [ ${#peer_args[@]} -eq 0 ]; then
+if ! runs bench-tf32; then
+  echo "the TF32 table was not asked for (GPU_CHECK_SECTIONS=$wanted)"
+elif [ ${#peer_args[@]} -eq 0 ]; then
   echo "no PyTorch peer: the TF32 table was not measured"
 elif [ "$tf32_limit" -lt 40 ]; then
   echo "the TF32 table was not measured: ${tf32_limit} s of the ${budget} s budget left"
