@@ -254,6 +254,15 @@ private slots:
       STRATA_EXPECT_ERROR(be.wait_host(inside), ErrorKind::Runtime, "recorded while a step was captured");
       STRATA_EXPECT_ERROR(be.wait_event(inside), ErrorKind::Runtime, "recorded while it was captured");
     }
+    {
+      // Nor may a captured step wait for an event recorded before it
+      // (CUDA: cudaErrorStreamCaptureIsolation).
+      EventPtr before = be.record_event();
+      be.begin_capture();
+      STRATA_EXPECT_ERROR(be.wait_event(before), ErrorKind::Runtime, "recorded before the capture");
+      be.end_capture();
+      be.wait_host(before);
+    }
     // The device works as before afterwards.
     be.copy_from_host(t.ptr(), host.data(), 16);
     QCOMPARE(t.values(), host);

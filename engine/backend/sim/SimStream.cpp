@@ -173,8 +173,12 @@ std::optional<double> SimStream::mark_time_us(const EventPtr& mark) {
 void SimStream::wait(const EventPtr& event) {
   auto e = std::dynamic_pointer_cast<SimEvent>(event);
   if (!e) return;  // a host event: already complete
-  if (e->captured && !capturing())
+  const bool now = capturing();
+  if (e->captured && !now)
     throw runtime_error(name_ + ": work outside a captured step waited for an event recorded while it was captured");
+  // As on CUDA (cudaErrorStreamCaptureIsolation): a captured step may wait
+  // only for events recorded in the same capture.
+  if (now && !e->captured) throw runtime_error(name_ + ": a captured step waited for an event recorded before the capture");
   enqueue([e] { e->wait(); });
 }
 
