@@ -1,6 +1,7 @@
 #include "backend/cuda/PinnedStaging.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 
 #include "backend/cuda/CudaCheck.h"
@@ -32,7 +33,7 @@ void PinnedStaging::copy_to_device(void* dst, const void* src, size_t bytes, cud
     s.host = nullptr;
     s.bytes = 0;
     // Rounded up so batches of slowly growing size do not reallocate each time.
-    const size_t size = std::max(bytes, size_t{1} << 20);
+    const size_t size = std::bit_ceil(std::max(bytes, size_t{1} << 20));
     STRATA_CUDA(cudaHostAlloc(&s.host, size, cudaHostAllocDefault));
     s.bytes = size;
   }
