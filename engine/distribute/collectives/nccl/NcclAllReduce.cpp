@@ -480,7 +480,7 @@ void NcclAllReduce::watch() {
   }
 }
 
-void NcclAllReduce::fail(const std::string& message) {
+void NcclAllReduce::fail(const std::string& message, bool end_job) {
   {
     std::lock_guard lock(mutex_);
     if (!error_.empty()) return;
@@ -499,12 +499,12 @@ void NcclAllReduce::fail(const std::string& message) {
     (void)held.try_lock_for(std::chrono::seconds(2));
     lib().ncclCommAbort(g.comm);
   }
-  if (cluster_ && cluster_->size() > 1) cluster_->abort(1, message);
+  if (end_job && cluster_ && cluster_->size() > 1) cluster_->abort(1, message);
 }
 
 void NcclAllReduce::abandon(int replica, const std::string& why) {
   if (!initialized_ || aborted_) return;
-  fail("replica " + std::to_string(replica) + " failed (" + why + "); its peers' NCCL collectives were aborted");
+  fail("replica " + std::to_string(replica) + " failed (" + why + "); its peers' NCCL collectives were aborted", false);
 }
 
 void NcclAllReduce::throw_if_failed() const {

@@ -130,8 +130,10 @@ private:
   void refuse_shared_gpus(int most);
   std::string describe(const Gpu& gpu) const;
   void watch();
-  // Records the error, aborts every communicator; ends the job across workers.
-  void fail(const std::string& message);
+  // Records the error, aborts every communicator; ends the job across
+  // workers unless `end_job` is false (a replica's own failure, which its
+  // trainer reports before the process ends, and mpirun ends the others).
+  void fail(const std::string& message, bool end_job = true);
 
   std::shared_ptr<Cluster> cluster_;
   double timeout_ = 300;  // the cluster's, or strategy.collective_timeout (set_timeout)
