@@ -178,7 +178,7 @@ void* CudaBackend::allocate(size_t bytes) {
   cudaMemPoolGetAttribute(pool_, cudaMemPoolAttrReservedMemCurrent, &before);
   void* p = nullptr;
   cudaError_t e = cudaMallocAsync(&p, bytes == 0 ? 4 : bytes, s);
-  if (e == cudaErrorMemoryAllocation && release_graph_memory()) e = cudaMallocAsync(&p, bytes == 0 ? 4 : bytes, s);
+  if (e == cudaErrorMemoryAllocation && release_cached_memory()) e = cudaMallocAsync(&p, bytes == 0 ? 4 : bytes, s);
   if (e == cudaErrorMemoryAllocation) {
     cudaGetLastError();  // not sticky: clear it so the next call does not report it
     throw runtime_error(out_of_memory(bytes));
@@ -194,29 +194,28 @@ void* CudaBackend::allocate(size_t bytes) {
   return p;
 }
 
-bool CudaBackend::release_graph_memory() {
-  cudaGetLastError();
+bool CudaBackend::release_cached_memory() {
+  cudaGetLastError();  // the failed call's error is not sticky
   {
     // Inside a capture the graph being recorded is what allocates.
     std::lock_guard lock(capture_mutex_);
     if (capturing_) return false;
   }
-  // A captured step's buffers are the device's graph memory, apart from
-  // the pool, and CUDA keeps it after each replay (and after the graph is
-  // gone) until it is trimmed. Op-by-op steps beside a captured one (an
-  // epoch's partial last batch, evaluation) would otherwise need the
-  // op-by-op and the replayed step's memory at once. Trimming waits for the
-  // replays queued so far; the next replay maps its memory again.
-  uint64_t reserved = 0;
-  if (cudaDeviceGetGraphMemAttribute(index_, cudaGraphMemAttrReservedMemCurrent, &reserved) != cudaSuccess || reserved == 0) {
+  // Two caches hold memory nobody uses at the moment: the pool keeps what
+  // op-by-op steps freed, and CUDA keeps a captured step's buffers (the
+  // device's graph memory, apart from the pool) after each replay, even
+  // after the graph is gone, until they are trimmed. Op-by-op steps beside
+  // a captured one (an epoch's partial last batch, evaluation) and its
+  // replays would otherwise need both at once. Trimming waits for the work
+  // queued so far; the next replay maps its memory again.
+  uint64_t graphs = 0, pooled = 0;
+  if (cudaDeviceGetGraphMemAttribute(index_, cudaGraphMemAttrReservedMemCurrent, &graphs) != cudaSuccess ||
+      cudaMemPoolGetAttribute(pool_, cudaMemPoolAttrReservedMemCurrent, &pooled) != cudaSuccess || graphs + pooled == 0 ||
+      cudaStreamSynchronize(stream_) != cudaSuccess || cudaDeviceGraphMemTrim(index_) != cudaSuccess ||
+      cudaMemPoolTrimTo(pool_, 0) != cudaSuccess) {
     cudaGetLastError();
     return false;
   }
-  if (cudaStreamSynchronize(stream_) != cudaSuccess || cudaDeviceGraphMemTrim(index_) != cudaSuccess) {
-    cudaGetLastError();
-    return false;
-  }
-  if (cudaMemPoolTrimTo(pool_, 0) != cudaSuccess) cudaGetLastError();
   return true;
 }
 
@@ -434,12 +433,7 @@ void CudaBackend::replay(const GraphPtr& graph) {
   // A launch maps the graph's memory, apart from the pool's; op-by-op steps
   // since the last replay (a partial batch, evaluation) may have grown the
   // pool, which keeps what it has: given back once, then the launch again.
-  if (e == cudaErrorMemoryAllocation) {
-    cudaGetLastError();
-    if (cudaStreamSynchronize(stream_) == cudaSuccess && cudaMemPoolTrimTo(pool_, 0) == cudaSuccess)
-      e = cudaGraphLaunch(g->exec, stream_);
-    else cudaGetLastError();
-  }
+  if (e == cudaErrorMemoryAllocation && release_cached_memory()) e = cudaGraphLaunch(g->exec, stream_);
   if (e == cudaErrorMemoryAllocation) {
     cudaGetLastError();
     throw runtime_error(out_of_memory(0) + " (replaying the captured step: --no-graphs runs it op by op)");

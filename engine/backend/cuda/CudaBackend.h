@@ -136,10 +136,10 @@ private:
   // Under scratch_mutex_.
   void* scratch(void*& buffer, size_t& capacity, size_t bytes);
   std::string out_of_memory(size_t bytes) const;
-  // After an allocation failed outside a capture: waits for the stream and
-  // gives back the memory captured steps hold between replays (and what the
-  // pool keeps unused); true when there was some to give back.
-  bool release_graph_memory();
+  // After an allocation or a replay's mapping failed outside a capture:
+  // waits for the stream and gives back what the pool keeps unused and the
+  // memory captured steps hold between replays; true when there was some.
+  bool release_cached_memory();
   // Host copies cannot be part of a captured step (a replay would repeat
   // stale data, or none): refused with a message, as on sim.
   void refuse_while_capturing(const char* what);
