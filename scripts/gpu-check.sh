@@ -93,8 +93,10 @@ echo "== peer"
 if ! runs bench && ! runs bench-tf32; then
   echo "no benchmark asked for (GPU_CHECK_SECTIONS=$wanted): PyTorch's figures were not measured"
 elif python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
-  { python3 bench/pytorch_gpu_peer.py --model mlp --batches 128,1024,8192
-    python3 bench/pytorch_gpu_peer.py --model cnn --batches 64,256,1024 --tf32; } | tee "$out/pytorch_gpu_peer.jsonl"
+  # Bounded: a peer that hangs (a capture, the driver coming up) must not take the run.
+  { timeout -k 5 150 python3 bench/pytorch_gpu_peer.py --model mlp --batches 128,1024,8192
+    timeout -k 5 90 python3 bench/pytorch_gpu_peer.py --model cnn --batches 64,256,1024 --tf32; } |
+    tee "$out/pytorch_gpu_peer.jsonl"
   peer_args=(--peer "$out/pytorch_gpu_peer.jsonl")
 else
   echo "no PyTorch with CUDA here: the benchmark table has no peer column"
@@ -106,7 +108,7 @@ echo "== checks"
 # each pay for bringing the GPU up when the driver is not kept loaded.
 python3 -c 'import time, torch; torch.zeros(1, device="cuda"); time.sleep(3600)' >/dev/null 2>&1 &
 holder=$!
-build-gpu/app/strata-run --list-devices
+timeout -k 5 60 build-gpu/app/strata-run --list-devices
 # A hang (a collective that never completes) must not take the whole run:
 # the report is rewritten after each section, so what finished is kept.
 check_limit=$(( $(left) - 90 ))
@@ -122,6 +124,11 @@ timeout -k 10 "$check_limit" build-gpu/tools/gpu_check/strata-gpu-check --device
 rc=$?
 if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
   echo "strata-gpu-check did not finish within ${check_limit} s: stopped (the report names the sections that never ran)"
+  rc=1
+elif [ "$rc" -gt 3 ]; then
+  # Killed by a signal (139: a segmentation fault; 134: an abort), perhaps at
+  # exit after the last check: a failure, with the report as far as it got.
+  echo "strata-gpu-check ended with exit $rc (a crash); the report holds the sections it finished"
   rc=1
 fi
 # The differential suite against PyTorch (float64, on the CPU) with the

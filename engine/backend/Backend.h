@@ -64,9 +64,9 @@ public:
   virtual void axpby(int64_t n, float alpha, const float* x, float beta, float* y) = 0;
   // y = x * mask_scale where a counter-based uniform draw keeps the element.
   // The draw's key is hash_combine(seed, (call[0] << 16) ^ stream), with the
-  // call number read from device memory (so a captured step draws a new mask
-  // each replay); element i uses counter + i.
-  virtual void dropout(int64_t n, float rate, uint64_t seed, uint64_t stream, const float* call, uint64_t counter,
+  // call number (read as unsigned) from device memory, so a captured step
+  // draws a new mask each replay; element i uses counter + i.
+  virtual void dropout(int64_t n, float rate, uint64_t seed, uint64_t stream, const int32_t* call, uint64_t counter,
                        const float* x, float* y, float* mask) = 0;
   virtual void mul(int64_t n, const float* a, const float* b, float* y) = 0;
   // y[r, c] = scale[r] * x[r, c] (per-example loss gradients).
@@ -91,6 +91,9 @@ public:
   virtual void broadcast_scaled(int64_t n, const float* g, const float* scale, float* y) = 0;
   // x[i] += value (step counters).
   virtual void add_scalar(int64_t n, float value, float* x) = 0;
+  // x[i] += 1 as unsigned, wrapping at 2^32: counters that must stay exact
+  // (dropout's call number; a float stops counting at 2^24).
+  virtual void increment(int64_t n, int32_t* x) = 0;
   // out[r] = the first column holding row r's largest value.
   virtual void argmax_rows(const float* x, int64_t rows, int64_t cols, int32_t* out) = 0;
   // count[0] += rows whose argmax equals their label.

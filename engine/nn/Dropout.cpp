@@ -1,5 +1,7 @@
 #include "nn/Dropout.h"
 
+#include <array>
+
 #include <nlohmann/json.hpp>
 
 #include "backend/Backend.h"
@@ -28,14 +30,20 @@ Tensor DropoutLayer::call(const Tensor& x, bool training) {
     std::lock_guard lock(mutex_);
     const uint64_t n = calls_[replica]++;
     Tensor& c = device_calls_[replica];
-    if (!c.defined() || !c.device().same_memory(x.device())) c = Tensor::full(Shape{1}, static_cast<float>(n), x.device());
+    // An int32 counted as unsigned: exact for 2^32 calls, where a float
+    // would stop at 2^24 (16.7M steps, about an hour of a small model on a
+    // GPU) and draw the same mask every step from then on.
+    if (!c.defined() || !c.device().same_memory(x.device())) {
+      const std::array<int32_t, 1> low_bits{static_cast<int32_t>(static_cast<uint32_t>(n))};
+      c = Tensor::from_ints(Shape{1}, low_bits, x.device());
+    }
     call = c;
   }
   Tensor y = Tensor::empty(x.shape(), x.device());
   Tensor mask = Tensor::empty(x.shape(), x.device());
   Backend& be = backend_for(x.device());
-  be.dropout(x.numel(), rate_, seed(), static_cast<uint64_t>(replica), call.ptr(), 0, x.ptr(), y.ptr(), mask.ptr());
-  be.add_scalar(1, 1.0f, call.ptr());
+  be.dropout(x.numel(), rate_, seed(), static_cast<uint64_t>(replica), call.int_ptr(), 0, x.ptr(), y.ptr(), mask.ptr());
+  be.increment(1, call.int_ptr());
   record_op({x}, y, [mask](const Tensor& g, const std::vector<bool>&) {
     Tensor dx = Tensor::empty(g.shape(), g.device());
     backend_for(g.device()).mul(g.numel(), g.ptr(), mask.ptr(), dx.ptr());

@@ -53,8 +53,8 @@ public:
     in_.softmax_xent(logits, targets, rows, cols, loss, dlogits);
   }
   void axpby(int64_t n, float alpha, const float* x, float beta, float* y) override { in_.axpby(n, alpha, x, beta, y); }
-  void dropout(int64_t n, float rate, uint64_t seed, uint64_t stream, const float* call, uint64_t counter,
-               const float* x, float* y, float* mask) override {
+  void dropout(int64_t n, float rate, uint64_t seed, uint64_t stream, const int32_t* call, uint64_t counter, const float* x,
+               float* y, float* mask) override {
     in_.dropout(n, rate, seed, stream, call, has("dropout_counter_off_by_one") ? counter + 1 : counter, x, y, mask);
   }
   void mul(int64_t n, const float* a, const float* b, float* y) override { in_.mul(n, a, b, y); }
@@ -77,6 +77,7 @@ public:
     in_.broadcast_scaled(n, g, scale, y);
   }
   void add_scalar(int64_t n, float value, float* x) override { in_.add_scalar(n, value, x); }
+  void increment(int64_t n, int32_t* x) override { in_.increment(n, x); }
   void argmax_rows(const float* x, int64_t rows, int64_t cols, int32_t* out) override {
     // Only the last row's result goes missing (its output keeps the poison).
     in_.argmax_rows(x, has("argmax_misses_last_row") && rows > 1 ? rows - 1 : rows, cols, out);

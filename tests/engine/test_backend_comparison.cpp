@@ -73,6 +73,7 @@ private slots:
                                          "scaled_sum",
                                          "broadcast_scaled",
                                          "add_scalar",
+                                         "increment",
                                          "argmax_rows",
                                          "count_correct",
                                          "check_labels",

@@ -11,9 +11,11 @@
 
 #include <cmath>
 #include <functional>
+#include <nlohmann/json.hpp>
 
 #include "TestUtil.h"
 #include "backend/Backend.h"
+#include "core/Rng.h"
 #include "core/Tensor.h"
 #include "nn/ActivationLayer.h"
 #include "nn/Dense.h"
@@ -238,6 +240,29 @@ private slots:
     bool differs = false;
     for (int64_t i = 0; i < x.numel() && !differs; ++i) differs = (y2.data()[i] == 0.0f) != (y.data()[i] == 0.0f);
     QVERIFY(differs);
+  }
+
+  void dropout_masks_go_on_changing_past_2_pow_24_calls() {
+    // A float call counter stops at 2^24 (16.7M steps): every step after it
+    // would draw the same mask. And a run resumed there draws what the
+    // uninterrupted run drew.
+    const Json at = Json{{"calls", Json{{"0", uint64_t{1} << 24}}}};
+    Tensor x = random_tensor(Shape{8, 64}, 0.5f, 1.5f);
+    set_global_seed(21);  // each layer draws its seed when made: the same for both
+    nn::DropoutLayer layer(0.5f);
+    layer.build(Shape{64});
+    layer.set_extra_state(at);
+    const Tensor first = layer.call(x, true).clone(), second = layer.call(x, true).clone();
+    bool differs = false;
+    for (int64_t i = 0; i < x.numel() && !differs; ++i) differs = first.data()[i] != second.data()[i];
+    QVERIFY2(differs, "the calls 2^24 and 2^24 + 1 drew the same mask");
+    QCOMPARE(layer.extra_state()["calls"]["0"].get<uint64_t>(), (uint64_t{1} << 24) + 2);
+    set_global_seed(21);
+    nn::DropoutLayer resumed(0.5f);
+    resumed.build(Shape{64});
+    resumed.set_extra_state(Json{{"calls", Json{{"0", (uint64_t{1} << 24) + 1}}}});
+    const Tensor again = resumed.call(x, true);
+    for (int64_t i = 0; i < x.numel(); ++i) QCOMPARE(again.data()[i], second.data()[i]);
   }
 
   void dropout_inference_is_identity() {

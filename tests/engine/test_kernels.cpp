@@ -340,7 +340,7 @@ private slots:
           auto y = nan_vector(static_cast<size_t>(n));
           auto mask = nan_vector(static_cast<size_t>(n));
           const uint64_t seed = 12345, stream = 3, counter = 77;
-          const float call = 5.0f;
+          const int32_t call = 5;
           const uint64_t key = hash_combine(seed, (uint64_t{5} << 16) ^ stream);
           be.dropout(n, rate, seed, stream, &call, counter, x.data(), y.data(), mask.data());
           const float scale = 1.0f / (1.0f - rate);
@@ -361,13 +361,39 @@ private slots:
         }
   }
 
+  void dropout_call_numbers_stay_exact() {
+    // Past 2^24 a float counter stops (x + 1 == x) and every later step would
+    // draw the same mask; the int32 counter goes on, and past 2^31 it is read
+    // as unsigned.
+    CpuBackend be(1);
+    for (uint32_t start : {uint32_t{1} << 24, 0x7fffffffu, 0xffffffffu}) {
+      int32_t call = static_cast<int32_t>(start);
+      be.increment(1, &call);
+      QCOMPARE(static_cast<uint32_t>(call), start + 1u);
+    }
+    const int64_t n = 4096;
+    auto x = random_vector(static_cast<size_t>(n));
+    std::vector<float> y(static_cast<size_t>(n)), m1(static_cast<size_t>(n)), m2(static_cast<size_t>(n));
+    int32_t call = int32_t{1} << 24;
+    be.dropout(n, 0.5f, 7, 0, &call, 0, x.data(), y.data(), m1.data());
+    be.increment(1, &call);
+    be.dropout(n, 0.5f, 7, 0, &call, 0, x.data(), y.data(), m2.data());
+    QVERIFY2(m1 != m2, "two calls past 2^24 drew the same mask");
+    // The key takes the call as unsigned: 2^31 + 5 is not -2^31 + 5 widened.
+    call = static_cast<int32_t>(0x80000005u);
+    be.dropout(n, 0.5f, 7, 0, &call, 0, x.data(), y.data(), m1.data());
+    const uint64_t key = hash_combine(7, uint64_t{0x80000005u} << 16);
+    for (int64_t i = 0; i < n; ++i)
+      QCOMPARE(m1[static_cast<size_t>(i)], uniform01(key, static_cast<uint64_t>(i)) >= 0.5f ? 2.0f : 0.0f);
+  }
+
   void dropout_counter_offset() {
     // A mask drawn in two pieces with counters 0 and k equals one drawn whole.
     CpuBackend be(2);
     const int64_t n = 70001, k = 33333;
     auto x = random_vector(static_cast<size_t>(n));
     std::vector<float> y(static_cast<size_t>(n)), m(static_cast<size_t>(n)), y2(static_cast<size_t>(n)), m2(static_cast<size_t>(n));
-    const float call = 0.0f;
+    const int32_t call = 0;
     be.dropout(n, 0.4f, 99, 0, &call, 0, x.data(), y.data(), m.data());
     be.dropout(k, 0.4f, 99, 0, &call, 0, x.data(), y2.data(), m2.data());
     be.dropout(n - k, 0.4f, 99, 0, &call, static_cast<uint64_t>(k), x.data() + k, y2.data() + k, m2.data() + k);

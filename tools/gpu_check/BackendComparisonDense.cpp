@@ -254,22 +254,28 @@ void BackendComparison::elementwise() {
   // Dropout draws the same counter-based numbers everywhere (core/Rng.h):
   // mask and output must be equal, not close. A call number past 2^16 checks
   // the key's (call << 16) in 64 bits, a counter past 2^32 the counter's width.
+  // Call numbers past 2^24 (where a float would stop counting) and past
+  // 2^31 (read as unsigned) check the counter's integer path.
   struct Drop {
     int64_t n;
-    float rate, call;
+    float rate;
+    uint32_t call;
     uint64_t stream, counter;
   };
-  for (const Drop& p : {Drop{1048583, 0.3f, 3.0f, 5, 12345}, Drop{37, 0.5f, 70000.0f, 1, uint64_t{1} << 40},
-                        Drop{1000, 0.0f, 0.0f, 0, 0}}) {
-    const std::string shape = dims({p.n}) + " rate=" + num(p.rate) + " call=" + num(p.call) + " counter=" +
-                              std::to_string(p.counter);
+  for (const Drop& p :
+       {Drop{1048583, 0.3f, 3, 5, 12345}, Drop{37, 0.5f, 70000, 1, uint64_t{1} << 40}, Drop{1000, 0.0f, 0, 0, 0},
+        Drop{4099, 0.5f, (1u << 24) + 1, 2, 7}, Drop{4099, 0.5f, 0x80000005u, 2, 7}}) {
+    const std::string shape = dims({p.n}) + " rate=" + num(p.rate) + " call=" + std::to_string(p.call) +
+                              " counter=" + std::to_string(p.counter);
     h_.check("dropout", shape, [&](OpCase& c) {
       const uint64_t seed = c.rng().next();
       auto& x = c.input(Shape{p.n}, -1.0f, 1.0f);
-      auto& call = c.values(Shape{1}, {p.call});
+      auto& call = c.ints(Shape{1}, {static_cast<int32_t>(p.call)});
       auto& y = c.poisoned(Shape{p.n});
       auto& mask = c.poisoned(Shape{p.n});
-      c.run([&](Backend& b, Side s) { b.dropout(p.n, p.rate, seed, p.stream, call.f(s), p.counter, x.f(s), y.f(s), mask.f(s)); });
+      c.run([&](Backend& b, Side s) {
+        b.dropout(p.n, p.rate, seed, p.stream, call.i(s), p.counter, x.f(s), y.f(s), mask.f(s));
+      });
       c.expect("y", y, kExact);
       c.expect("mask", mask, kExact);
     });
@@ -373,6 +379,12 @@ void BackendComparison::scalars() {
       c.expect("", x, kElementwise);
     });
   }
+  // Dropout's call counter: exact past 2^24, unsigned past 2^31, wrapping at 2^32.
+  h_.check("increment", "3 counters", [&](OpCase& c) {
+    auto& x = c.ints(Shape{3}, {1 << 24, 0x7fffffff, -1});
+    c.run([&](Backend& b, Side s) { b.increment(3, x.i(s)); });
+    c.expect("", x, 0);
+  });
 }
 
 // ---- metrics and the label error flag -----------------------------------------------

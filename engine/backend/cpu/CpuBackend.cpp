@@ -305,9 +305,9 @@ void CpuBackend::axpby(int64_t n, float alpha, const float* x, float beta, float
   });
 }
 
-void CpuBackend::dropout(int64_t n, float rate, uint64_t seed, uint64_t stream, const float* call, uint64_t counter,
+void CpuBackend::dropout(int64_t n, float rate, uint64_t seed, uint64_t stream, const int32_t* call, uint64_t counter,
                          const float* x, float* y, float* mask) {
-  const uint64_t key = hash_combine(seed, (static_cast<uint64_t>(call[0]) << 16) ^ stream);
+  const uint64_t key = hash_combine(seed, (uint64_t{static_cast<uint32_t>(call[0])} << 16) ^ stream);
   const float scale = rate < 1.0f ? 1.0f / (1.0f - rate) : 0.0f;
   pool_.parallel_for(n, kElementGrain, [&](int64_t lo, int64_t hi) {
     for (int64_t i = lo; i < hi; ++i) {
@@ -378,6 +378,10 @@ void CpuBackend::broadcast_scaled(int64_t n, const float* g, const float* scale,
 
 void CpuBackend::add_scalar(int64_t n, float value, float* x) {
   for (int64_t i = 0; i < n; ++i) x[i] += value;
+}
+
+void CpuBackend::increment(int64_t n, int32_t* x) {
+  for (int64_t i = 0; i < n; ++i) x[i] = static_cast<int32_t>(static_cast<uint32_t>(x[i]) + 1u);
 }
 
 namespace {

@@ -43,8 +43,8 @@ public:
   void softmax_xent(const float* logits, const float* targets, int64_t rows, int64_t cols, float* loss,
                     float* dlogits) override;
   void axpby(int64_t n, float alpha, const float* x, float beta, float* y) override;
-  void dropout(int64_t n, float rate, uint64_t seed, uint64_t stream, const float* call, uint64_t counter,
-               const float* x, float* y, float* mask) override;
+  void dropout(int64_t n, float rate, uint64_t seed, uint64_t stream, const int32_t* call, uint64_t counter, const float* x,
+               float* y, float* mask) override;
   void mul(int64_t n, const float* a, const float* b, float* y) override;
   void scale_rows(const float* x, const float* scale, int64_t rows, int64_t cols, float* y) override;
   void log_clamp(int64_t n, const float* x, float eps, float* y) override;
@@ -55,6 +55,7 @@ public:
   void scaled_sum(int64_t n, const float* x, const float* scale, float* out) override;
   void broadcast_scaled(int64_t n, const float* g, const float* scale, float* y) override;
   void add_scalar(int64_t n, float value, float* x) override;
+  void increment(int64_t n, int32_t* x) override;
   void argmax_rows(const float* x, int64_t rows, int64_t cols, int32_t* out) override;
   void count_correct(const float* predictions, const int32_t* labels, int64_t rows, int64_t cols, float* count) override;
   void check_labels(const int32_t* labels, int64_t n, int64_t classes, float* error) override;

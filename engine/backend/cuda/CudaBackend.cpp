@@ -512,7 +512,7 @@ void CudaBackend::axpby(int64_t n, float alpha, const float* x, float beta, floa
   cuda::axpby(enter(), n, alpha, x, beta, y);
 }
 
-void CudaBackend::dropout(int64_t n, float rate, uint64_t seed, uint64_t stream, const float* call, uint64_t counter,
+void CudaBackend::dropout(int64_t n, float rate, uint64_t seed, uint64_t stream, const int32_t* call, uint64_t counter,
                           const float* x, float* y, float* mask) {
   cuda::dropout(enter(), n, rate, seed, stream, call, counter, x, y, mask);
 }
@@ -547,6 +547,8 @@ void CudaBackend::broadcast_scaled(int64_t n, const float* g, const float* scale
 }
 
 void CudaBackend::add_scalar(int64_t n, float value, float* x) { cuda::add_scalar(enter(), n, value, x); }
+
+void CudaBackend::increment(int64_t n, int32_t* x) { cuda::increment(enter(), n, x); }
 
 void CudaBackend::argmax_rows(const float* x, int64_t rows, int64_t cols, int32_t* out) {
   cuda::argmax_rows(enter(), x, rows, cols, out);

@@ -170,10 +170,10 @@ __global__ void axpby_kernel(int64_t n, float alpha, const float* x, float beta,
   STRATA_GRID_STRIDE(i, n) y[i] = beta == 0.0f ? alpha * x[i] : alpha * x[i] + beta * y[i];
 }
 
-__global__ void dropout_kernel(int64_t n, float rate, uint64_t seed, uint64_t stream, const float* call,
-                               uint64_t counter, const float* x, float* y, float* mask) {
+__global__ void dropout_kernel(int64_t n, float rate, uint64_t seed, uint64_t stream, const int32_t* call, uint64_t counter,
+                               const float* x, float* y, float* mask) {
   // The call number is read on the device, so a replayed graph draws a new mask.
-  const uint64_t key = hash_combine(seed, (static_cast<uint64_t>(call[0]) << 16) ^ stream);
+  const uint64_t key = hash_combine(seed, (uint64_t{static_cast<uint32_t>(call[0])} << 16) ^ stream);
   const float scale = rate < 1.0f ? 1.0f / (1.0f - rate) : 0.0f;
   STRATA_GRID_STRIDE(i, n) {
     const float m = uniform01(key, counter + static_cast<uint64_t>(i)) >= rate ? scale : 0.0f;
@@ -251,6 +251,10 @@ __global__ void broadcast_scaled_kernel(int64_t n, const float* g, const float* 
 
 __global__ void add_scalar_kernel(int64_t n, float value, float* x) {
   STRATA_GRID_STRIDE(i, n) x[i] += value;
+}
+
+__global__ void increment_kernel(int64_t n, int32_t* x) {
+  STRATA_GRID_STRIDE(i, n) x[i] = static_cast<int32_t>(static_cast<uint32_t>(x[i]) + 1u);
 }
 
 // The first column holding the row's largest value (the CPU's tie rule).
@@ -399,7 +403,7 @@ void axpby(cudaStream_t s, int64_t n, float alpha, const float* x, float beta, f
   STRATA_CUDA_LAUNCHED("axpby");
 }
 
-void dropout(cudaStream_t s, int64_t n, float rate, uint64_t seed, uint64_t stream, const float* call, uint64_t counter,
+void dropout(cudaStream_t s, int64_t n, float rate, uint64_t seed, uint64_t stream, const int32_t* call, uint64_t counter,
              const float* x, float* y, float* mask) {
   if (n == 0) return;
   dropout_kernel<<<blocks_for(n), kThreads, 0, s>>>(n, rate, seed, stream, call, counter, x, y, mask);
@@ -467,6 +471,12 @@ void add_scalar(cudaStream_t s, int64_t n, float value, float* x) {
   if (n == 0) return;
   add_scalar_kernel<<<blocks_for(n), kThreads, 0, s>>>(n, value, x);
   STRATA_CUDA_LAUNCHED("add_scalar");
+}
+
+void increment(cudaStream_t s, int64_t n, int32_t* x) {
+  if (n == 0) return;
+  increment_kernel<<<blocks_for(n), kThreads, 0, s>>>(n, x);
+  STRATA_CUDA_LAUNCHED("increment");
 }
 
 void argmax_rows(cudaStream_t s, const float* x, int64_t rows, int64_t cols, int32_t* out) {

@@ -29,7 +29,7 @@ void sparse_softmax_xent(cudaStream_t s, const float* logits, const int32_t* lab
 void softmax_xent(cudaStream_t s, const float* logits, const float* targets, int64_t rows, int64_t cols, float* loss,
                   float* dlogits);
 void axpby(cudaStream_t s, int64_t n, float alpha, const float* x, float beta, float* y);
-void dropout(cudaStream_t s, int64_t n, float rate, uint64_t seed, uint64_t stream, const float* call, uint64_t counter,
+void dropout(cudaStream_t s, int64_t n, float rate, uint64_t seed, uint64_t stream, const int32_t* call, uint64_t counter,
              const float* x, float* y, float* mask);
 void mul(cudaStream_t s, int64_t n, const float* a, const float* b, float* y);
 void scale_rows(cudaStream_t s, const float* x, const float* scale, int64_t rows, int64_t cols, float* y);
@@ -41,6 +41,7 @@ void gather_rows(cudaStream_t s, const uint8_t* table, int64_t row_bytes, const 
 void scaled_sum(cudaStream_t s, int64_t n, const float* x, const float* scale, float* out);
 void broadcast_scaled(cudaStream_t s, int64_t n, const float* g, const float* scale, float* y);
 void add_scalar(cudaStream_t s, int64_t n, float value, float* x);
+void increment(cudaStream_t s, int64_t n, int32_t* x);
 void argmax_rows(cudaStream_t s, const float* x, int64_t rows, int64_t cols, int32_t* out);
 void count_correct(cudaStream_t s, const float* predictions, const int32_t* labels, int64_t rows, int64_t cols,
                    float* count);

@@ -221,6 +221,10 @@ bool CudnnConvolution::ran(cudnnStatus_t status, const Window2D& w, int64_t filt
   const int category = CUDNN_STATUS_CATEGORY(static_cast<int>(status));
   if (category != CUDNN_STATUS_NOT_SUPPORTED && category != CUDNN_STATUS_BAD_PARAM)
     lib().check(status, device_ + ": " + call);
+  // The algorithm was chosen blind to the pointers (the _v7 heuristics see
+  // none): a replica's slice of a batch may start less aligned than the
+  // engine wants. That refuses this call, not the shape.
+  if (status == CUDNN_STATUS_BAD_PARAM_MISALIGNED_POINTER) return false;
   refused_.insert(key_of(w, filters));
   std::fprintf(stderr, "%s: %s: %s; this shape uses im2col and cuBLASLt from here on\n", device_.c_str(), call,
                lib().cudnnGetErrorString(status));

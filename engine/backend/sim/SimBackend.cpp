@@ -241,9 +241,10 @@ void SimBackend::axpby(int64_t n, float alpha, const float* x, float beta, float
   run([=, this] { cpu_.axpby(n, alpha, X, beta, Y); });
 }
 
-void SimBackend::dropout(int64_t n, float rate, uint64_t seed, uint64_t stream, const float* call, uint64_t counter,
+void SimBackend::dropout(int64_t n, float rate, uint64_t seed, uint64_t stream, const int32_t* call, uint64_t counter,
                          const float* x, float* y, float* mask) {
-  auto X = view(x, "dropout"), C = view(call, "dropout");
+  auto X = view(x, "dropout");
+  auto C = view(call, "dropout");
   auto Y = view(y, "dropout"), M = view(mask, "dropout");
   run([=, this] { cpu_.dropout(n, rate, seed, stream, C, counter, X, Y, M); });
 }
@@ -302,6 +303,11 @@ void SimBackend::broadcast_scaled(int64_t n, const float* g, const float* scale,
 void SimBackend::add_scalar(int64_t n, float value, float* x) {
   auto X = view(x, "add_scalar");
   run([=, this] { cpu_.add_scalar(n, value, X); });
+}
+
+void SimBackend::increment(int64_t n, int32_t* x) {
+  auto X = view(x, "increment");
+  run([=, this] { cpu_.increment(n, X); });
 }
 
 void SimBackend::argmax_rows(const float* x, int64_t rows, int64_t cols, int32_t* out) {
