@@ -53,10 +53,14 @@ RunConfig run_config(const std::string& run_dir, const std::string& base_dir) {
 }
 
 CheckpointEvaluation evaluate_checkpoint(const RunConfig& config, const std::string& checkpoint, int samples) {
+  RunConfig on_host = config;
+  on_host.strategy = StrategyConfig{};  // one_device on the host; the run's own strategy settings do not apply
+  on_host.strategy.devices = {Device{}.str()};
   NullSink sink;
-  Trainer trainer(config, sink);
+  Trainer trainer(on_host, sink);
   CheckpointEvaluation out;
   out.checkpoint = checkpoint;
+  out.device = on_host.strategy.devices.front();
   out.evaluation = trainer.evaluate_checkpoint(checkpoint);
   const auto& data = trainer.data();
   for (size_t c = 0; c < out.evaluation.confusion.size(); ++c) out.class_names.push_back(class_name(config.dataset, static_cast<int>(c)));

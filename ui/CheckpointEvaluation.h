@@ -34,7 +34,8 @@ struct SamplePrediction {
 
 struct CheckpointEvaluation {
   std::string checkpoint;
-  std::string error;  // why the evaluation failed; the rest is empty then
+  std::string device;  // where it was evaluated (the host: see evaluate_checkpoint)
+  std::string error;   // why the evaluation failed; the rest is empty then
   Trainer::Evaluation evaluation;
   std::vector<std::string> class_names;
   std::vector<SamplePrediction> samples;
@@ -45,8 +46,11 @@ struct CheckpointEvaluation {
 RunConfig run_config(const std::string& run_dir, const std::string& base_dir);
 // Loads the checkpoint's weights into a freshly prepared model and evaluates
 // it on the test (validation) split, plus predictions for the first
-// `samples` test examples. Slow (loads data, builds the model): call it off
-// the UI thread. bad_input when the dataset has no test split.
+// `samples` test examples, on the host whatever devices the run trained on:
+// a run training meanwhile may be capturing its step as a CUDA graph on
+// that GPU, and a capture takes in whatever any thread queues on the device.
+// Slow (loads data, builds the model): call it off the UI thread. bad_input
+// when the dataset has no test split.
 CheckpointEvaluation evaluate_checkpoint(const RunConfig& config, const std::string& checkpoint, int samples);
 
 }  // namespace strata::ui

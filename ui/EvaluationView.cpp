@@ -236,11 +236,12 @@ void EvaluationView::showResult() {
     return;
   }
   const auto& e = result_->evaluation;
-  summary_->setText(tr("%1: test loss %2 · accuracy %3 · %4 examples")
+  summary_->setText(tr("%1: test loss %2 · accuracy %3 · %4 examples (on %5)")
                         .arg(QFileInfo(QString::fromStdString(result_->checkpoint)).fileName())
                         .arg(e.loss, 0, 'g', 5)
                         .arg(e.accuracy, 0, 'f', 4)
-                        .arg(e.examples));
+                        .arg(e.examples)
+                        .arg(QString::fromStdString(result_->device)));
   const int n = static_cast<int>(e.confusion.size());
   QStringList names;
   for (const auto& c : result_->class_names) names << QString::fromStdString(c);

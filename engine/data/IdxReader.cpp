@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
 #include "core/Error.h"
 
@@ -26,10 +27,19 @@ std::vector<uint8_t> read_maybe_gzip(const std::string& path) {
   if (inflateInit2(&zs, 15 + 32) != Z_OK) throw runtime_error(path + ": zlib initialisation failed");
   std::vector<uint8_t> out;
   std::vector<uint8_t> chunk(1 << 20);
-  zs.next_in = raw.data();
-  zs.avail_in = static_cast<uInt>(raw.size());
+  // zlib takes at most 4 GiB of input at a time (avail_in is 32-bit): a
+  // bigger file is fed in slices, or it would read as truncated.
+  size_t fed = 0;
+  auto feed = [&] {
+    const size_t slice = std::min<size_t>(raw.size() - fed, std::numeric_limits<uInt>::max());
+    zs.next_in = raw.data() + fed;
+    zs.avail_in = static_cast<uInt>(slice);
+    fed += slice;
+  };
+  feed();
   int rc = Z_OK;
   while (rc != Z_STREAM_END) {
+    if (zs.avail_in == 0 && fed < raw.size()) feed();
     zs.next_out = chunk.data();
     zs.avail_out = static_cast<uInt>(chunk.size());
     rc = inflate(&zs, Z_NO_FLUSH);
@@ -38,7 +48,7 @@ std::vector<uint8_t> read_maybe_gzip(const std::string& path) {
       throw bad_input(path + ": corrupt or truncated gzip data" + (zs.msg ? std::string(" (") + zs.msg + ")" : ""));
     }
     out.insert(out.end(), chunk.data(), chunk.data() + (chunk.size() - zs.avail_out));
-    if (rc == Z_OK && zs.avail_in == 0 && zs.avail_out != 0) {
+    if (rc == Z_OK && zs.avail_in == 0 && fed == raw.size() && zs.avail_out != 0) {
       inflateEnd(&zs);
       throw bad_input(path + ": truncated gzip data");
     }

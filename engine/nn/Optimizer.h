@@ -82,6 +82,8 @@ public:
   // disjoint ranges may be updated from different threads at once.
   // The variable must be on the host.
   void apply_slice(Variable& var, const float* grad, int64_t offset, int64_t count, int64_t step);
+  // The state kept per weight (Adam: "m", "v"), in update()'s slot order.
+  virtual std::vector<std::string> slot_names() const = 0;
 
 protected:
   // Updates elements [offset, offset + count) of `w`; grad points at the
@@ -90,7 +92,6 @@ protected:
   // device memory. `stores`: how to write w (Backend's WeightStores).
   virtual void update(Tensor& w, const float* grad, int64_t offset, int64_t count, float* const* slots, const float* lr_step,
                       WeightStores stores) = 0;
-  virtual std::vector<std::string> slot_names() const = 0;
 
 private:
   // With `pieces` (the sharded update, this replica's shard of `vars`) the
@@ -150,11 +151,11 @@ public:
   Json config() const override;
   float momentum() const { return momentum_; }
   bool nesterov() const { return nesterov_; }
+  std::vector<std::string> slot_names() const override;
 
 protected:
   void update(Tensor& w, const float* grad, int64_t offset, int64_t count, float* const* slots, const float* lr_step,
               WeightStores stores) override;
-  std::vector<std::string> slot_names() const override;
 
 private:
   float momentum_;
@@ -167,11 +168,11 @@ public:
   explicit Adam(float learning_rate = 0.001f, float beta_1 = 0.9f, float beta_2 = 0.999f, float epsilon = 1e-7f);
   std::string type() const override { return "adam"; }
   Json config() const override;
+  std::vector<std::string> slot_names() const override { return {"m", "v"}; }
 
 protected:
   void update(Tensor& w, const float* grad, int64_t offset, int64_t count, float* const* slots, const float* lr_step,
               WeightStores stores) override;
-  std::vector<std::string> slot_names() const override { return {"m", "v"}; }
 
 private:
   float beta_1_, beta_2_, epsilon_;

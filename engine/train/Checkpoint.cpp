@@ -29,7 +29,7 @@ std::string file_crc(const std::string& path) {
   ss << in.rdbuf();
   const std::string b = ss.str();
   char buf[16];
-  std::snprintf(buf, sizeof buf, "%08lx", crc32(0L, reinterpret_cast<const Bytef*>(b.data()), static_cast<uInt>(b.size())));
+  std::snprintf(buf, sizeof buf, "%08lx", crc32_z(0L, reinterpret_cast<const Bytef*>(b.data()), b.size()));
   return buf;
 }
 
@@ -64,7 +64,7 @@ std::string project_hash(const RunConfig& c) {
   j["loss"] = c.training.loss;
   const std::string s = j.dump();
   char buf[16];
-  std::snprintf(buf, sizeof buf, "%08lx", crc32(0L, reinterpret_cast<const Bytef*>(s.data()), static_cast<uInt>(s.size())));
+  std::snprintf(buf, sizeof buf, "%08lx", crc32_z(0L, reinterpret_cast<const Bytef*>(s.data()), s.size()));
   return buf;
 }
 

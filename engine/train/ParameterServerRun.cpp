@@ -1,6 +1,7 @@
 #include "train/ParameterServerRun.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "core/Clock.h"
 #include "core/Error.h"
@@ -40,6 +41,18 @@ ParameterServerRun::ParameterServerRun(ParameterServerStrategy& strategy, const 
           "training.lr_schedule / reduce_lr_on_plateau: a parameter-server run across processes moves the "
           "learning rate only with one server (strategy.servers is " +
           std::to_string(ps_.num_servers()) + ")");
+    // MPI counts are int: a shard's packed state (its weights and each
+    // optimizer slot, the biggest message) must fit one, or the messages
+    // would go out with a wrapped count. Every rank sees the same layout, so
+    // all refuse alike, before any message.
+    const int64_t per_element = 1 + static_cast<int64_t>(optimizer_.slot_names().size());
+    for (int s = 0; s < ps_.num_servers(); ++s)
+      if (ps_.store().shard_elements(s) * per_element > std::numeric_limits<int>::max())
+        throw bad_input("strategy.servers: parameter server " + std::to_string(s) + "'s shard holds " +
+                        std::to_string(ps_.store().shard_elements(s)) + " values (" + std::to_string(per_element) +
+                        " with the optimizer's state), more than one MPI message carries (" +
+                        std::to_string(std::numeric_limits<int>::max()) +
+                        "); use more servers (strategy.servers) or smaller pieces (strategy.min_shard_bytes)");
     // Worker ranks talk to the server ranks; the failure of a worker rank is
     // a real process death (see work_remotely).
     if (!ps_.is_server()) {

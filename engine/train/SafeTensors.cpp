@@ -20,8 +20,9 @@ const Tensor* SafeTensorsFile::find(const std::string& name) const {
 
 namespace {
 uint32_t crc_of(const std::string& bytes, size_t begin) {
-  return static_cast<uint32_t>(crc32(0L, reinterpret_cast<const Bytef*>(bytes.data() + begin),
-                                     static_cast<uInt>(bytes.size() - begin)));
+  // crc32_z: crc32 takes a 32-bit length, and past 4 GiB would check only
+  // the first (size mod 4 GiB) bytes.
+  return static_cast<uint32_t>(crc32_z(0L, reinterpret_cast<const Bytef*>(bytes.data() + begin), bytes.size() - begin));
 }
 
 std::string hex(uint32_t v) {
@@ -49,7 +50,7 @@ void write_safetensors(const std::string& path, const SafeTensorsFile& file) {
   }
   nlohmann::ordered_json meta = nlohmann::ordered_json::object();
   for (auto& [k, v] : file.metadata) meta[k] = v;
-  meta["strata_crc32"] = hex(static_cast<uint32_t>(crc32(0L, reinterpret_cast<const Bytef*>(data.data()), static_cast<uInt>(data.size()))));
+  meta["strata_crc32"] = hex(static_cast<uint32_t>(crc32_z(0L, reinterpret_cast<const Bytef*>(data.data()), data.size())));
   header["__metadata__"] = meta;
   std::string h = header.dump();
   while (h.size() % 8) h += ' ';  // keeps the data 8-byte aligned, as the reference writer does

@@ -7,6 +7,15 @@
 
 namespace strata {
 
+namespace {
+// The advice a failed capture carries, whichever part of it failed: the
+// step's enqueueing or ending the capture (memory made during it still in
+// use, work the device refused inside it).
+Error capture_failed(const Error& e) {
+  return Error(e.kind(), "capturing the training step as a device graph failed (run with graphs off: --no-graphs): " +
+                             std::string(e.what()));
+}
+}  // namespace
 
 std::string StepGraph::unsupported_reason(const Strategy& strategy) {
   if (strategy.cluster().size() > 1) return "the replicas of several workers exchange gradients through the host";
@@ -73,11 +82,14 @@ void StepGraph::capture(const PerReplica<Batch>& inputs, int slot) {
     try {
       throw;
     } catch (const Error& e) {
-      throw Error(e.kind(), "capturing the training step as a device graph failed (run with graphs off: --no-graphs): " +
-                                std::string(e.what()));
+      throw capture_failed(e);
     }
   }
-  graphs_[slot] = be.end_capture();
+  try {
+    graphs_[slot] = be.end_capture();
+  } catch (const Error& e) {
+    throw capture_failed(e);
+  }
   captured_ = slot + 1;
   captured_key_ = key_of(inputs);
   ++captures_;

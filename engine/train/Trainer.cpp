@@ -505,8 +505,11 @@ void Trainer::run_epoch_sync(TrainingPosition& pos, int64_t steps_per_epoch, Dis
   auto settle = [&] { return !queued_ || finish_queued(pos, ep, fin); };
   last_step_end_ = monotonic_seconds();
   while (pos.epoch_step + (queued_ ? 1 : 0) < steps_per_epoch) {
-    if (queued_ && (paused_ || checkpoint_due(queued_->step)) && !settle()) return;
-    wait_while_paused();
+    // Read once: a pause arriving after the step in flight was left unread
+    // waits for the next boundary, so the paused dashboard shows every step.
+    const bool pausing = paused_;
+    if (queued_ && (pausing || checkpoint_due(queued_->step)) && !settle()) return;
+    if (pausing) wait_while_paused();
     // Across workers a stop takes effect only once all have heard of it
     // (through the step's exchange); alone, at once.
     if (cluster.size() == 1 && stop_) ep.stopping = true;
@@ -630,7 +633,10 @@ bool Trainer::finish_epoch(TrainingPosition& pos, const EpochProgress& ep, Finis
     fin.message = *d.stop;
     fin.stopped_early = true;
   }
-  if (config_.training.checkpoint.every_epoch || pos.epoch == config_.training.epochs || stop_early) save_checkpoint(pos);
+  // A step checkpoint due at the epoch's last step was left to here (finish_step), to hold the epoch's figures.
+  if (config_.training.checkpoint.every_epoch || checkpoint_due(pos.step) || pos.epoch == config_.training.epochs ||
+      stop_early)
+    save_checkpoint(pos);
   return !stop_early;
 }
 

@@ -167,6 +167,21 @@ private slots:
     }
   }
 
+  void a_step_checkpoint_due_at_an_epochs_end_is_written() {
+    // 11 steps per epoch (480 examples, batch 45): every 11 steps falls on
+    // each epoch's last step, which finish_step leaves to the epoch's end.
+    QTemporaryDir tmp;
+    RunConfig c = config_for("one_device", {"cpu:0"});
+    c.training.epochs = 3;
+    c.training.checkpoint.every_steps = 11;
+    c.training.checkpoint.every_epoch = false;
+    c.training.checkpoint.keep = 10;
+    train(c, tmp.path().toStdString());
+    for (int step : {11, 22, 33})
+      QVERIFY2(fs::exists(tmp.path().toStdString() + "/ckpt-" + std::to_string(step) + "/state.json"),
+               ("no checkpoint at step " + std::to_string(step)).c_str());
+  }
+
   void corrupted_files_are_clear_errors() {
     QTemporaryDir tmp;
     const std::string ckpt = train(config_for("one_device", {}), tmp.path().toStdString() + "/c");
