@@ -371,6 +371,10 @@ void Trainer::enable_checkpoints(const std::string& dir) {
 
 CheckpointInfo Trainer::restore(const std::string& checkpoint_dir) {
   if (!strategy_) prepare();
+  // A restore remakes device scalars (the rate and step, dropout's counters)
+  // that a captured step reads at fixed addresses: before the first capture only.
+  if (step_graph_ && step_graph_->captures() > 0)
+    throw runtime_error("restore: the training step is already captured as a graph; restore before run()");
   CheckpointInfo info = CheckpointManager::load(checkpoint_dir, *model_, optimizer_.get());
   start_ = info.position;
   callbacks_->restore(info.position.callbacks);
