@@ -53,9 +53,17 @@ void print_devices() {
     std::printf("%-7s %s, %.1f GiB %s memory", d.device.str().c_str(), d.name.c_str(), gib, gpu ? "device" : "host");
     if (!d.detail.empty()) std::printf(", %s", d.detail.c_str());
     DeviceUsage u;
-    if (gpu && gpu_usage(d.device.index, u))
-      std::printf(" (now %.0f%% busy, %.1f GiB used)", u.utilization * 100,
-                  static_cast<double>(u.memory_used) / (1 << 30));
+    if (gpu && gpu_usage(d.device.index, u)) {
+      std::string now;
+      if (u.utilization) now += std::to_string(static_cast<int>(*u.utilization * 100 + 0.5)) + "% busy";
+      if (u.memory_used) {
+        char used[48];
+        std::snprintf(used, sizeof used, "%s%.1f GiB used", now.empty() ? "" : ", ",
+                      static_cast<double>(*u.memory_used) / (1 << 30));
+        now += used;
+      }
+      std::printf(" (now %s)", now.c_str());
+    }
     std::printf("\n");
   }
   std::printf("(logical CPU devices cpu:0..cpu:%d are accepted; replicas beyond the cores share them)\n",

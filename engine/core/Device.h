@@ -1,5 +1,6 @@
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,10 +41,11 @@ struct DeviceInfo {
   std::string detail;
 };
 
-// A GPU's load right now (NVML, when the driver has it).
+// A GPU's load right now (NVML, when the driver has it). Each figure is read
+// on its own: a MIG instance has memory figures but no utilization.
 struct DeviceUsage {
-  double utilization = 0;  // share of the last sample period a kernel ran, 0..1
-  int64_t memory_used = 0, memory_total = 0;
+  std::optional<double> utilization;  // share of the last sample period a kernel ran, 0..1
+  std::optional<int64_t> memory_used, memory_total;
 };
 
 // The GPUs this process can use. The CUDA backend provides them when the
@@ -55,7 +57,8 @@ struct GpuInventory {
 };
 struct GpuProvider {
   GpuInventory (*inventory)() = nullptr;
-  // False when the load cannot be read (no NVML); `out` is then untouched.
+  // False when the load cannot be read (no NVML, or no figure of it); `out`
+  // is then untouched.
   bool (*usage)(int index, DeviceUsage& out) = nullptr;
   // Whether kernels on GPU `reader` can address GPU `owner`'s memory (peer
   // access; consumer GPUs often have none). Asked without opening either GPU.

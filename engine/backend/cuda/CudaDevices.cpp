@@ -3,6 +3,7 @@
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
 
+#include <cstdlib>
 #include <mutex>
 #include <vector>
 
@@ -18,6 +19,16 @@ struct Census {
   std::vector<std::string> pci;
   std::vector<char> peer;  // peer[reader * count + owner]
 };
+
+std::string cuda_version(int v) { return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10); }
+
+// CUDA_VISIBLE_DEVICES limits and renumbers what this process sees: a
+// message about missing GPUs says so, or it reads as false on a machine
+// that has them.
+std::string visible_devices_note() {
+  const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
+  return visible ? std::string(" (CUDA_VISIBLE_DEVICES=") + visible + " limits the GPUs this process sees)" : "";
+}
 
 const Census& census() {
   static const Census c = [] {
@@ -35,10 +46,17 @@ const Census& census() {
         dlclose(driver);
         out.why = std::string("the CUDA runtime found no usable GPU: ") + cudaGetErrorString(e) + " (" +
                   cudaGetErrorName(e) + ")";
+        // The versions say which to upgrade (cudaDriverGetVersion answers
+        // even for a driver too old for this runtime).
+        int driver_version = 0;
+        if (e == cudaErrorInsufficientDriver && cudaDriverGetVersion(&driver_version) == cudaSuccess)
+          out.why += "; the driver supports CUDA " + cuda_version(driver_version) + ", this build needs " +
+                     cuda_version(CUDART_VERSION);
       }
     } else if (out.count == 0) {
       out.why = "the CUDA runtime found no GPU";
     }
+    if (!out.why.empty()) out.why += visible_devices_note();
     for (int i = 0; i < out.count; ++i) {
       char bus[32] = {};
       out.pci.push_back(cudaDeviceGetPCIBusId(bus, sizeof bus, i) == cudaSuccess ? bus : "");
@@ -118,7 +136,8 @@ void require_device(int index) {
   if (count == 0) throw bad_input("device " + name + " is not available: " + why);
   if (index < 0 || index >= count)
     throw bad_input("device " + name + " does not exist: this machine has " + std::to_string(count) +
-                    (count == 1 ? " GPU (gpu:0)" : " GPUs (gpu:0 to gpu:" + std::to_string(count - 1) + ")"));
+                    (count == 1 ? " GPU (gpu:0)" : " GPUs (gpu:0 to gpu:" + std::to_string(count - 1) + ")") +
+                    visible_devices_note());
 }
 
 }  // namespace strata::cuda

@@ -49,14 +49,18 @@ Nvml::Nvml() {
 bool Nvml::usage(const std::string& pci_bus_id, DeviceUsage& out) const {
   if (!ok_) return false;
   nvmlDevice_t device = nullptr;
+  if (api_->by_pci(pci_bus_id.c_str(), &device) != 0) return false;
+  // Each figure on its own: a MIG-partitioned GPU answers NOT_SUPPORTED for
+  // utilization and may still give memory.
   nvmlUtilization_t util{};
   nvmlMemory_t mem{};
-  if (api_->by_pci(pci_bus_id.c_str(), &device) != 0 || api_->utilization(device, &util) != 0 ||
-      api_->memory(device, &mem) != 0)
-    return false;
-  out.utilization = util.gpu / 100.0;
-  out.memory_used = static_cast<int64_t>(mem.used);
-  out.memory_total = static_cast<int64_t>(mem.total);
+  const bool has_util = api_->utilization(device, &util) == 0, has_mem = api_->memory(device, &mem) == 0;
+  if (!has_util && !has_mem) return false;
+  if (has_util) out.utilization = util.gpu / 100.0;
+  if (has_mem) {
+    out.memory_used = static_cast<int64_t>(mem.used);
+    out.memory_total = static_cast<int64_t>(mem.total);
+  }
   return true;
 }
 

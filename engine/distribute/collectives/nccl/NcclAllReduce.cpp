@@ -67,6 +67,9 @@ NcclAllReduce::~NcclAllReduce() {
   // replica that threw before its part). fail() aborted them already.
   bool finished = error_.empty();
   for (Gpu& g : gpus_) {
+    // On the GPU's own device: the dashboard destroys a run on a thread of
+    // its own, whose current device (0) would otherwise get a context.
+    DeviceGuard guard(g.index, false);
     for (const Gpu::Pending& p : g.pending) finished = finished && cudaEventQuery(p.event) == cudaSuccess;
     finished = finished && (!g.done || g.done_captured || cudaEventQuery(g.done) == cudaSuccess);
   }
