@@ -1,6 +1,7 @@
 // strata-run: the headless runner. Trains a project and reports as text or
 // JSON Lines. Exit codes: 0 completed, 1 training failed, 2 bad input,
 // 130 stopped by Ctrl-C (after finishing the current step).
+#include <cmath>
 #include <cstdio>
 #include <string>
 
@@ -54,13 +55,14 @@ void print_devices() {
     if (!d.detail.empty()) std::printf(", %s", d.detail.c_str());
     DeviceUsage u;
     if (gpu && gpu_usage(d.device.index, u)) {
+      // Each figure NVML gave (a MIG-partitioned GPU has no utilization).
       std::string now;
-      if (u.utilization) now += std::to_string(static_cast<int>(*u.utilization * 100 + 0.5)) + "% busy";
+      auto add = [&](const std::string& figure) { now += (now.empty() ? "" : ", ") + figure; };
+      if (u.utilization) add(std::to_string(std::lround(*u.utilization * 100)) + "% busy");
       if (u.memory_used) {
-        char used[48];
-        std::snprintf(used, sizeof used, "%s%.1f GiB used", now.empty() ? "" : ", ",
-                      static_cast<double>(*u.memory_used) / (1 << 30));
-        now += used;
+        char used[32];
+        std::snprintf(used, sizeof used, "%.1f GiB used", static_cast<double>(*u.memory_used) / (1 << 30));
+        add(used);
       }
       std::printf(" (now %s)", now.c_str());
     }

@@ -172,16 +172,9 @@ private slots:
       c.training.reduce_lr_on_plateau.min_delta = 1e9;
       RecordingSink sink;
       StopAtStep stopper(stop_at);
-      struct Both final : EventSink {
-        EventSink* a;
-        EventSink* b;
-        void emit(const Event& e) override {
-          a->emit(e);
-          b->emit(e);
-        }
-      } both;
-      both.a = &sink;
-      both.b = &stopper;
+      FanOutSink both;
+      both.add(&sink);
+      both.add(&stopper);
       Trainer t(c, both);
       stopper.trainer = &t;
       t.prepare();
