@@ -95,6 +95,15 @@ CudaBackend::CudaBackend(int index) : index_(index) {
   cudaDeviceProp prop{};
   STRATA_CUDA(cudaGetDeviceProperties(&prop, index_));
   name_ = prop.name;
+  // On a GPU the build has no code for, every launch fails with "no kernel
+  // image"; say so once, with what to rebuild for, before anything launches.
+  if (const cudaError_t image = cuda::kernel_image_status(); image != cudaSuccess) {
+    cudaGetLastError();
+    throw bad_input(device().str() + " (" + name_ + ", compute capability " + std::to_string(prop.major) + "." +
+                    std::to_string(prop.minor) + "): this build has no CUDA kernels it can run (" +
+                    cudaGetErrorString(image) + "; built for " + STRATA_CUDA_ARCHITECTURES +
+                    "); rebuild with -DCMAKE_CUDA_ARCHITECTURES=" + std::to_string(prop.major * 10 + prop.minor));
+  }
   STRATA_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   try {
     // The device's own pool, told to keep what it has: freed blocks return to

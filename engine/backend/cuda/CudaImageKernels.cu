@@ -7,8 +7,13 @@
 // (col2im, both pooling backwards) gather: one thread per input element walks
 // the windows over it in increasing (oy, ox) order, the order in which the
 // CPU's per-image scatter adds into that element, so both sum the same terms
-// in the same order. The per-channel reductions write per-chunk partial sums
-// and combine them in a fixed order in a second kernel.
+// in the same order. Where only additions are involved (col2im, max-pool's
+// backward) that gives the CPU's bits; where a product is added (average
+// pooling's backward, batch norm), nvcc fuses the multiply-add (--fmad=true)
+// and the result may differ from the CPU's in the last place, inside the GPU
+// check's tolerances. The per-channel reductions write per-chunk partial sums
+// and combine them in a fixed order in a second kernel, so a GPU's results
+// are the same from run to run.
 #include <cub/warp/warp_reduce.cuh>
 
 #include <algorithm>

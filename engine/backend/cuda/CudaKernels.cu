@@ -512,4 +512,9 @@ void adam_update(cudaStream_t s, int64_t n, float* w, const float* g, float* m, 
   STRATA_CUDA_LAUNCHED("adam_update");
 }
 
+cudaError_t kernel_image_status() {
+  cudaFuncAttributes attributes{};
+  return cudaFuncGetAttributes(&attributes, fill_kernel);
+}
+
 }  // namespace strata::cuda

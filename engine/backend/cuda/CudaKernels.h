@@ -18,6 +18,12 @@
 
 namespace strata::cuda {
 
+// cudaSuccess when this build has machine code or PTX that the current GPU
+// runs, else the runtime's error (cudaErrorNoKernelImageForDevice on a GPU
+// older than the build's CMAKE_CUDA_ARCHITECTURES). Asked of one kernel: all
+// are built for the same architectures.
+cudaError_t kernel_image_status();
+
 // ---- dense, element-wise and per-row (CudaKernels.cu) -------------------------
 void add_bias_rows(cudaStream_t s, float* y, const float* bias, int64_t rows, int64_t cols);
 void fill_ones(cudaStream_t s, float* y, int64_t n);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <limits>
+#include <string>
 #include <utility>
 
 #include "backend/cuda/CudnnLibrary.h"
@@ -17,8 +18,11 @@ int as_int(int64_t v) { return static_cast<int>(v); }
 
 // The first algorithm cuDNN's heuristics rank (`rank`, asked under float32
 // arithmetic without TF32, so they rank FMA algorithms) that runs, uses the
-// allowed arithmetic and fits the workspace budget; deterministic ones
-// first. The workspace is asked of cuDNN for exactly that algorithm,
+// allowed arithmetic, fits the workspace budget and is deterministic: the
+// others (backward-filter algorithms 0 and 3, backward-data 0) add with
+// atomics, so a replayed step or a resumed run would drift from its first
+// bits. Where none qualifies the caller refuses the shape, which then takes
+// im2col and cuBLASLt, deterministic too. The workspace is asked of cuDNN for exactly that algorithm,
 // descriptor and math type (the ranking's figure is an estimate), and an
 // algorithm it will not size is passed over, as PyTorch passes over one
 // that fails. Without TF32 every candidate runs with CUDNN_FMA_MATH:
@@ -33,23 +37,22 @@ auto choose(Rank rank, WorkspaceOf workspace_of, bool tf32, cudnnConvolutionDesc
   Perf perf[kCount];
   int count = 0;
   lib().check(rank(kCount, &count, perf), what);
-  for (int pass = 0; pass < 2; ++pass)
-    for (int i = 0; i < count; ++i) {
-      const Perf& p = perf[i];
-      if (p.status != CUDNN_STATUS_SUCCESS) continue;
-      if (!tf32 && (p.mathType == CUDNN_TENSOR_OP_MATH || p.mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION)) continue;
-      if (pass == 0 && p.determinism != CUDNN_DETERMINISTIC) continue;
-      const cudnnMathType_t math = tf32 ? p.mathType : CUDNN_FMA_MATH;
-      size_t bytes = 0;
-      if (lib().cudnnSetConvolutionMathType(conv, math) != CUDNN_STATUS_SUCCESS ||
-          workspace_of(p.algo, &bytes) != CUDNN_STATUS_SUCCESS)
-        continue;
-      bytes = std::max(bytes, p.memory);
-      if (bytes > kBudget) continue;
-      workspace = std::max(workspace, bytes);
-      return std::make_pair(p.algo, math);
-    }
-  throw runtime_error(what + ": cuDNN offers no float32 algorithm for this convolution");
+  for (int i = 0; i < count; ++i) {
+    const Perf& p = perf[i];
+    if (p.status != CUDNN_STATUS_SUCCESS || p.determinism != CUDNN_DETERMINISTIC) continue;
+    if (!tf32 && (p.mathType == CUDNN_TENSOR_OP_MATH || p.mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION)) continue;
+    const cudnnMathType_t math = tf32 ? p.mathType : CUDNN_FMA_MATH;
+    size_t bytes = 0;
+    if (lib().cudnnSetConvolutionMathType(conv, math) != CUDNN_STATUS_SUCCESS ||
+        workspace_of(p.algo, &bytes) != CUDNN_STATUS_SUCCESS)
+      continue;
+    bytes = std::max(bytes, p.memory);
+    if (bytes > kBudget) continue;
+    workspace = std::max(workspace, bytes);
+    return std::make_pair(p.algo, math);
+  }
+  throw runtime_error(what + ": cuDNN offers no deterministic float32 algorithm within a " + std::to_string(kBudget >> 20) +
+                      " MiB workspace for this convolution");
 }
 }  // namespace
 

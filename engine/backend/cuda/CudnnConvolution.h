@@ -20,8 +20,8 @@ namespace strata::cuda {
 // transposes the layers' (kh * kw * channels, filters) matrices to and from it.
 //
 // Float32 arithmetic (CUDNN_FMA_MATH) unless STRATA_TF32=1, as the matrix
-// products. Deterministic algorithms are preferred, so a replayed step and
-// a resumed run compute the same bits.
+// products. Deterministic algorithms only, so a replayed step and a resumed
+// run compute the same bits; a shape with none takes im2col and cuBLASLt.
 class CudnnConvolution {
 public:
   CudnnConvolution(DeviceMemory& memory, std::string device_name, cudaStream_t stream, bool tf32);
