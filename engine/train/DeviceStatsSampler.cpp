@@ -8,6 +8,13 @@ DeviceStatsSampler::DeviceStatsSampler(const std::vector<Device>& devices, doubl
     : interval_(interval_seconds) {
   for (const Device& d : devices)
     if (d.kind == DeviceKind::Gpu && std::find(gpus_.begin(), gpus_.end(), d) == gpus_.end()) gpus_.push_back(d);
+  // The first reading loads and starts NVML (a library load and a driver
+  // query, up to seconds on a machine with many GPUs): done here, while the
+  // run is set up, so it does not stall the first step that samples.
+  if (!gpus_.empty()) {
+    DeviceUsage ignored;
+    gpu_usage(gpus_.front().index, ignored);
+  }
 }
 
 std::optional<DeviceStatsEvent> DeviceStatsSampler::sample(double now) {
