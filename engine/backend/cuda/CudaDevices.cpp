@@ -52,6 +52,12 @@ const Census& census() {
         if (e == cudaErrorInsufficientDriver && cudaDriverGetVersion(&driver_version) == cudaSuccess)
           out.why += "; the driver supports CUDA " + cuda_version(driver_version) + ", this build needs " +
                      cuda_version(CUDART_VERSION);
+        // On NVSwitch machines (HGX H100/H200/B200) the GPUs stay in this
+        // state until the fabric manager has set up the switches.
+        if (e == cudaErrorSystemNotReady)
+          out.why +=
+              "; on a machine whose GPUs are joined by NVSwitch, start the fabric manager "
+              "(systemctl start nvidia-fabricmanager) and check its version matches the driver's";
       }
     } else if (out.count == 0) {
       out.why = "the CUDA runtime found no GPU";
