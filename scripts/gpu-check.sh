@@ -71,13 +71,17 @@ cmake --version | head -1
 
 # NCCL and cuDNN: the toolkit's when it has them, else PyTorch's wheels
 # (headers at configure time, libraries at run time).
-nvidia_site="$(python3 -c 'import nvidia; print(list(nvidia.__path__)[0])' 2>/dev/null || true)"
+# `nvidia` is a namespace package: its wheels may sit in several site folders.
+nvidia_dirs="$(python3 -c 'import nvidia; print("\n".join(nvidia.__path__))' 2>/dev/null || true)"
 lib_roots=()
 for lib in nccl cudnn; do
-  if [ -n "$nvidia_site" ] && [ -d "$nvidia_site/$lib/include" ]; then
-    lib_roots+=("-D${lib^^}_ROOT=$nvidia_site/$lib")
-    export LD_LIBRARY_PATH="$nvidia_site/$lib/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-  fi
+  while IFS= read -r dir; do
+    if [ -n "$dir" ] && [ -d "$dir/$lib/include" ]; then
+      lib_roots+=("-D${lib^^}_ROOT=$dir/$lib")
+      export LD_LIBRARY_PATH="$dir/$lib/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+      break
+    fi
+  done <<< "$nvidia_dirs"
 done
 
 echo "== build"

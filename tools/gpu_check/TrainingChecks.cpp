@@ -13,6 +13,7 @@
 
 #include "backend/Backend.h"
 #include "core/Error.h"
+#include "distribute/collectives/CrossDeviceOps.h"
 #include "project/ProjectFile.h"
 #include "trace/Span.h"
 #include "train/Trainer.h"
@@ -92,13 +93,27 @@ std::vector<CheckRecord> check_shared_device(const Device& device, int steps) {
     RunConfig c = example_mlp(device, steps, "sgd");
     c.strategy.name = "mirrored";
     c.strategy.devices.assign(4, device.str());
-    c.strategy.cross_device_ops = device.kind == DeviceKind::Gpu ? "nccl" : "auto";
+    // On a GPU through NCCL, compared below with the device-memory reduce.
+    // Without NCCL (not built in, or its library not loaded) that is a
+    // failure of its own, and the replicas still run through device memory.
+    const bool gpu = device.kind == DeviceKind::Gpu;
+    std::string nccl_missing;
+    if (gpu) try {
+        select_cross_device_ops(std::vector<Device>(4, device), "nccl");
+      } catch (const std::exception& e) {
+        nccl_missing = e.what();
+      }
+    const bool nccl = gpu && nccl_missing.empty();
+    c.strategy.cross_device_ops = nccl ? "nccl" : gpu ? "device_local" : "auto";
     const Run four = train(c);
     const std::string via = " (" + c.strategy.cross_device_ops + ")";
     std::vector<CheckRecord> out{compare("mirrored_x4_shared", std::to_string(steps) + " steps, loss per step" + via,
                                          as_floats(four.events.losses), as_floats(one.events.losses), 1e-5)};
     compare_weights(out, "mirrored_x4_shared", four, 3, one, 1e-5);
-    if (device.kind == DeviceKind::Gpu) {
+    if (gpu && !nccl)
+      out.push_back(CheckRecord{"nccl_vs_device_local", "4 replicas on one GPU", std::numeric_limits<double>::infinity(), 0,
+                                false, "not measured: " + nccl_missing});
+    if (nccl) {
       c.strategy.cross_device_ops = "device_local";
       const Run local = train(c);
       // The same sums in the same replica order: the same bits.

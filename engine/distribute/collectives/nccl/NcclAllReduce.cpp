@@ -312,6 +312,7 @@ void NcclAllReduce::make_gpus(const ReplicaGroup& group) {
 void NcclAllReduce::create_communicators() {
   const auto& api = lib();
   const auto local = static_cast<int>(gpus_.size());
+  ranks_ = 0;  // a setup that failed before (a worker lost) may have counted
   if (!cluster_ || cluster_->size() == 1) {
     std::vector<ncclComm_t> comms(gpus_.size());
     std::vector<int> devs;
@@ -475,15 +476,15 @@ void NcclAllReduce::watch() {
     try {
       fail(failure);
     } catch (...) {
-      // Across workers fail() ends the job; should that return by throwing,
-      // the error is recorded and the replicas' next call throws it: an
-      // exception leaving this thread would end the process unexplained.
+      // The error is recorded before anything here can throw, and the
+      // replicas' next call throws it: an exception leaving this thread would
+      // end the process unexplained.
     }
     lock.lock();
   }
 }
 
-void NcclAllReduce::fail(const std::string& message, bool end_job) {
+void NcclAllReduce::fail(const std::string& message) {
   {
     std::lock_guard lock(mutex_);
     if (!error_.empty()) return;
@@ -502,12 +503,17 @@ void NcclAllReduce::fail(const std::string& message, bool end_job) {
     (void)held.try_lock_for(std::chrono::seconds(2));
     lib().ncclCommAbort(g.comm);
   }
-  if (end_job && cluster_ && cluster_->size() > 1) cluster_->abort(1, message);
+  // The job is not ended here. This runs on the watchdog's or a replica's
+  // thread, and MPI was started for one thread at a time
+  // (MPI_THREAD_SERIALIZED): an MPI_Abort here could overlap the trainer
+  // thread's own MPI calls. The abort lets the stuck kernels end; the
+  // trainer then throws the error (throw_if_failed after the step), reports
+  // it and ends the job (strata-run calls Cluster::abort).
 }
 
 void NcclAllReduce::abandon(int replica, const std::string& why) {
   if (!initialized_ || aborted_) return;
-  fail("replica " + std::to_string(replica) + " failed (" + why + "); its peers' NCCL collectives were aborted", false);
+  fail("replica " + std::to_string(replica) + " failed (" + why + "); its peers' NCCL collectives were aborted");
 }
 
 void NcclAllReduce::throw_if_failed() const {

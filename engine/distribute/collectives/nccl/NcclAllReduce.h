@@ -130,10 +130,10 @@ private:
   void refuse_shared_gpus(int most);
   std::string describe(const Gpu& gpu) const;
   void watch();
-  // Records the error, aborts every communicator; ends the job across
-  // workers unless `end_job` is false (a replica's own failure, which its
-  // trainer reports before the process ends, and mpirun ends the others).
-  void fail(const std::string& message, bool end_job = true);
+  // Records the error and aborts every communicator, which ends their
+  // kernels; the replicas' next call throws the error, and across workers the
+  // trainer reports it and ends the job.
+  void fail(const std::string& message);
 
   std::shared_ptr<Cluster> cluster_;
   double timeout_ = 300;  // the cluster's, or strategy.collective_timeout (set_timeout)
