@@ -406,7 +406,7 @@ void NcclAllReduce::check(ncclResult_t result, Gpu& gpu, std::unique_lock<std::t
 }
 
 void NcclAllReduce::settle(Gpu& gpu, std::unique_lock<std::timed_mutex>& held, const char* call) {
-  const double deadline = monotonic_seconds() + timeout_;
+  const double start = monotonic_seconds(), deadline = start + timeout_;
   for (;;) {
     ncclResult_t state = ncclSuccess;
     if (const ncclResult_t asked = lib().ncclCommGetAsyncError(gpu.comm, &state); asked != ncclSuccess) state = asked;
@@ -419,9 +419,12 @@ void NcclAllReduce::settle(Gpu& gpu, std::unique_lock<std::timed_mutex>& held, c
       fail(msg);
       throw runtime_error(msg);
     }
-    // Let the watchdog ask between polls.
+    // Let the watchdog ask between polls. A queued collective settles in
+    // microseconds: poll at once for the first millisecond, then back off
+    // (a peer still joining, or gone).
     held.unlock();
-    std::this_thread::sleep_for(std::chrono::microseconds(100));
+    if (monotonic_seconds() - start < 1e-3) std::this_thread::yield();
+    else std::this_thread::sleep_for(std::chrono::microseconds(100));
     held.lock();
     throw_if_failed();  // the watchdog aborted the communicator meanwhile
   }
