@@ -71,6 +71,7 @@ void ReplicaContext::reduce_scatter(std::vector<Tensor>& grads) {
     bytes += gradients_.back().bytes();
   }
   if (!shards_.fits(sizes)) shards_ = UpdateShards(std::move(sizes), group_.size);
+  scattered_ = grads;
   timed(trace::SpanKind::ReduceScatter, bytes, [&] { ops_.reduce_scatter_sum(group_, replica_id_, gradients_, shards_); });
 }
 
@@ -96,6 +97,7 @@ void ReplicaContext::gather_updated(const std::vector<Variable*>& vars) {
   if (!shards_.fits(sizes))
     throw runtime_error("the sharded update: the variables do not match the gradients reduced for them");
   timed(trace::SpanKind::AllGather, bytes, [&] { ops_.all_gather(group_, replica_id_, variables_, shards_); });
+  scattered_.clear();  // the gather's waits order every owner's reads before anything later
 }
 
 void ReplicaContext::gradient_ready(size_t index, const Tensor& grad) {

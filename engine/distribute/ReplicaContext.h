@@ -98,6 +98,10 @@ private:
   int64_t trace_step_ = -1;
   UpdateShards shards_;                            // cut for the gradients' sizes on the first step
   std::vector<DeviceSpan> gradients_, variables_;  // what the two halves publish (read by the others)
+  // The gradients the reduce-scatter published, held until the all-gather:
+  // on streams the owners of other shards may still read them after this
+  // replica's host moved on, so their memory must not return to the pool.
+  std::vector<Tensor> scattered_;
 };
 
 }  // namespace strata

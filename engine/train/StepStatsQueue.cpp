@@ -60,10 +60,23 @@ void StepStatsQueue::push(const std::vector<Tensor>& stats) {
                         " replicas");
   const int s = (first_ + pending_) % 2;
   done_[s].clear();
-  for (int r = 0; r < replicas(); ++r)
-    device_memory(devices_[static_cast<size_t>(r)])
-        .copy_to_host(slot(s) + 4 * r, stats[static_cast<size_t>(r)].ptr(), 4 * sizeof(float));
-  for (const Device& d : distinct_) done_[s].push_back(device_memory(d).record_event());
+  try {
+    for (int r = 0; r < replicas(); ++r)
+      device_memory(devices_[static_cast<size_t>(r)])
+          .copy_to_host(slot(s) + 4 * r, stats[static_cast<size_t>(r)].ptr(), 4 * sizeof(float));
+    for (const Device& d : distinct_) done_[s].push_back(device_memory(d).record_event());
+  } catch (...) {
+    // Copies already queued write into the slot: they must land before the
+    // destructor frees it (it waits only for pushes that completed).
+    for (const Device& d : distinct_) {
+      try {
+        device_memory(d).synchronize();
+      } catch (...) {
+      }
+    }
+    done_[s].clear();
+    throw;
+  }
   ++pending_;
 }
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "backend/cuda/CudaCheck.h"
+#include "backend/cuda/CudaDevices.h"
 #include "backend/cuda/CudaKernels.h"
 #include "core/Clock.h"
 #include "core/Error.h"
@@ -72,21 +73,29 @@ std::vector<const CudaBackend*> g_opened;
 
 // Lets GPU `peer` read and write the memory of GPU `owner` where the
 // hardware can. Memory from a stream-ordered pool ignores peer access
-// (cudaDeviceEnablePeerAccess): the pool itself must grant it. Failures
-// leave the pair without direct access; the thread's current device changes.
+// (cudaDeviceEnablePeerAccess): the pool itself must grant it. A pair whose
+// grant fails is recorded (deny_peer_access), so the collectives that read
+// across it are not chosen for it; the thread's current device changes.
 void share_memory(int owner, cudaMemPool_t pool, int peer) {
   int can = 0;
   if (cudaDeviceCanAccessPeer(&can, peer, owner) != cudaSuccess || !can) {
     cudaGetLastError();
     return;
   }
-  if (cudaSetDevice(peer) != cudaSuccess || cudaDeviceEnablePeerAccess(owner, 0) != cudaSuccess)
-    cudaGetLastError();  // already enabled: fine
-  cudaMemAccessDesc access{};
-  access.location.type = cudaMemLocationTypeDevice;
-  access.location.id = peer;
-  access.flags = cudaMemAccessFlagsProtReadWrite;
-  if (cudaMemPoolSetAccess(pool, &access, 1) != cudaSuccess) cudaGetLastError();
+  bool granted = cudaSetDevice(peer) == cudaSuccess;
+  if (granted) {
+    const cudaError_t e = cudaDeviceEnablePeerAccess(owner, 0);
+    granted = e == cudaSuccess || e == cudaErrorPeerAccessAlreadyEnabled;
+  }
+  if (granted) {
+    cudaMemAccessDesc access{};
+    access.location.type = cudaMemLocationTypeDevice;
+    access.location.id = peer;
+    access.flags = cudaMemAccessFlagsProtReadWrite;
+    granted = cudaMemPoolSetAccess(pool, &access, 1) == cudaSuccess;
+  }
+  cudaGetLastError();  // also "already enabled", which is fine but would be blamed on the next launch
+  if (!granted) cuda::deny_peer_access(peer, owner);
 }
 }  // namespace
 

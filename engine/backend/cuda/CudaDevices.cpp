@@ -5,6 +5,8 @@
 
 #include <cstdlib>
 #include <mutex>
+#include <set>
+#include <utility>
 #include <vector>
 
 #include "backend/cuda/Nvml.h"
@@ -129,10 +131,22 @@ bool usage(int index, DeviceUsage& out) {
   return Nvml::instance().usage(c.pci[static_cast<size_t>(index)], out);
 }
 
+namespace {
+std::mutex g_denied_mutex;
+std::set<std::pair<int, int>> g_denied;  // (reader, owner)
+}  // namespace
+
 bool peer_access(int reader, int owner) {
   const Census& c = census();
   if (reader < 0 || owner < 0 || reader >= c.count || owner >= c.count) return false;
-  return c.peer[static_cast<size_t>(reader * c.count + owner)] != 0;
+  if (!c.peer[static_cast<size_t>(reader * c.count + owner)]) return false;
+  std::lock_guard lock(g_denied_mutex);
+  return !g_denied.contains({reader, owner});
+}
+
+void deny_peer_access(int reader, int owner) {
+  std::lock_guard lock(g_denied_mutex);
+  g_denied.insert({reader, owner});
 }
 
 void require_device(int index) {

@@ -18,7 +18,15 @@ PinnedStaging::~PinnedStaging() {
 
 void PinnedStaging::copy_to_device(void* dst, const void* src, size_t bytes, cudaStream_t stream) {
   if (bytes > kMaxBytes) {
+    // From pageable memory the driver has taken the bytes when the call
+    // returns. From page-locked memory (registered by another library, an
+    // MPI's receive buffers) the copy runs later, while the caller may free
+    // `src` at once: then it is waited for.
+    cudaPointerAttributes where{};
+    const bool page_locked = cudaPointerGetAttributes(&where, src) == cudaSuccess && where.type == cudaMemoryTypeHost;
+    cudaGetLastError();
     STRATA_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream));
+    if (page_locked) STRATA_CUDA(cudaStreamSynchronize(stream));
     return;
   }
   std::lock_guard lock(mutex_);

@@ -22,7 +22,8 @@ public:
   PinnedStaging& operator=(const PinnedStaging&) = delete;
 
   // Queues dst <- src (bytes) on `stream`. Copies larger than a buffer may
-  // usefully be (kMaxBytes) go directly from pageable memory.
+  // usefully be (kMaxBytes) go directly from the caller's memory, waited for
+  // when that memory is page-locked.
   void copy_to_device(void* dst, const void* src, size_t bytes, cudaStream_t stream);
 
   static constexpr size_t kMaxBytes = size_t{64} << 20;

@@ -1,21 +1,41 @@
 #include "distribute/collectives/HostGradients.h"
 
+#include <cstdlib>
+#include <new>
+
 #include "core/DeviceMemory.h"
+#include "core/Error.h"
 
 namespace strata {
 
 HostGradients::~HostGradients() {
-  if (!pinned_by_.is_host() && !buffer_.empty()) device_memory(pinned_by_).unpin_host_memory(buffer_.data());
+  unpin();
+  std::free(buffer_);
+}
+
+void HostGradients::unpin() {
+  if (!pinned_by_.is_host()) device_memory(pinned_by_).unpin_host_memory(buffer_);
+  pinned_by_ = Device{};
 }
 
 void HostGradients::reserve(size_t floats, const Device& device) {
-  if (buffer_.size() >= floats && pinned_by_ == device) return;
-  if (!pinned_by_.is_host() && !buffer_.empty()) device_memory(pinned_by_).unpin_host_memory(buffer_.data());
-  pinned_by_ = Device{};
-  if (buffer_.size() < floats) buffer_ = std::vector<float>(floats);
-  if (!device.is_host()) {
-    device_memory(device).pin_host_memory(buffer_.data(), buffer_.size() * sizeof(float));
+  if (capacity_ >= floats && pinned_by_ == device) return;
+  unpin();
+  if (capacity_ < floats) {
+    constexpr size_t page = 4096;
+    const size_t bytes = (floats * sizeof(float) + page - 1) / page * page;
+    std::free(buffer_);
+    buffer_ = static_cast<float*>(std::aligned_alloc(page, bytes));
+    capacity_ = buffer_ ? bytes / sizeof(float) : 0;
+    if (!buffer_) throw std::bad_alloc();
+  }
+  if (device.is_host()) return;
+  try {
+    device_memory(device).pin_host_memory(buffer_, capacity_ * sizeof(float));
     pinned_by_ = device;
+  } catch (const Error&) {
+    // Pageable memory works too: the driver stages the copies, and gather()
+    // waits for them all before anyone reads the buffer.
   }
 }
 
@@ -36,7 +56,7 @@ const std::vector<const float*>& HostGradients::gather(const std::vector<Tensor>
       views_.push_back(g.data());
       continue;
     }
-    float* dst = buffer_.data() + offset;
+    float* dst = buffer_ + offset;
     device_memory(g.device()).copy_to_host(dst, g.ptr(), g.bytes());
     views_.push_back(dst);
     offset += static_cast<size_t>(g.numel());

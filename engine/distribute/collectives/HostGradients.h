@@ -1,4 +1,5 @@
 #pragma once
+#include <cstddef>
 #include <vector>
 
 #include "core/Device.h"
@@ -23,9 +24,14 @@ public:
 
 private:
   void reserve(size_t floats, const Device& device);
+  void unpin();
 
-  std::vector<float> buffer_;
-  Device pinned_by_{};  // the device that pinned buffer_ (host: not pinned)
+  // Whole pages of its own: page-locking registers pages, and a heap block
+  // sharing a page with memory registered elsewhere (an MPI library's
+  // buffers) would be refused by CUDA as registered twice.
+  float* buffer_ = nullptr;
+  size_t capacity_ = 0;  // floats
+  Device pinned_by_{};   // the device that pinned buffer_ (host: not pinned)
   std::vector<const float*> views_;
 };
 
