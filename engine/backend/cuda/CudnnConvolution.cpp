@@ -22,10 +22,10 @@ int as_int(int64_t v) { return static_cast<int>(v); }
 // others (backward-filter algorithms 0 and 3, backward-data 0) add with
 // atomics, so a replayed step or a resumed run would drift from its first
 // bits. Where none qualifies the caller refuses the shape, which then takes
-// im2col and cuBLASLt, deterministic too. The workspace is asked of cuDNN for exactly that algorithm,
-// descriptor and math type (the ranking's figure is an estimate), and an
-// algorithm it will not size is passed over, as PyTorch passes over one
-// that fails. Without TF32 every candidate runs with CUDNN_FMA_MATH:
+// im2col and cuBLASLt, deterministic too. The workspace is asked of cuDNN
+// for exactly that algorithm, descriptor and math type (the ranking's
+// figure is an estimate), and an algorithm it will not size is passed over,
+// as PyTorch passes over one that fails. Without TF32 every candidate runs with CUDNN_FMA_MATH:
 // CUDNN_DEFAULT_MATH lets cuDNN use TF32 tensor cores on Ampere and later.
 // Returns the algorithm and its math type, and raises `workspace` to the
 // largest need.

@@ -14,12 +14,13 @@ HostGradients::~HostGradients() {
 }
 
 void HostGradients::unpin() {
-  if (!pinned_by_.is_host()) device_memory(pinned_by_).unpin_host_memory(buffer_);
-  pinned_by_ = Device{};
+  if (pinned_) device_memory(prepared_for_).unpin_host_memory(buffer_);
+  pinned_ = false;
+  prepared_for_ = Device{};
 }
 
 void HostGradients::reserve(size_t floats, const Device& device) {
-  if (capacity_ >= floats && pinned_by_ == device) return;
+  if (capacity_ >= floats && prepared_for_ == device) return;
   unpin();
   if (capacity_ < floats) {
     constexpr size_t page = 4096;
@@ -29,14 +30,14 @@ void HostGradients::reserve(size_t floats, const Device& device) {
     capacity_ = buffer_ ? bytes / sizeof(float) : 0;
     if (!buffer_) throw std::bad_alloc();
   }
-  if (device.is_host()) return;
   try {
     device_memory(device).pin_host_memory(buffer_, capacity_ * sizeof(float));
-    pinned_by_ = device;
+    pinned_ = true;
   } catch (const Error&) {
     // Pageable memory works too: the driver stages the copies, and gather()
-    // waits for them all before anyone reads the buffer.
+    // waits for them all before anyone reads the buffer. Not asked again.
   }
+  prepared_for_ = device;
 }
 
 const std::vector<const float*>& HostGradients::gather(const std::vector<Tensor>& grads) {

@@ -30,8 +30,9 @@ private:
   // sharing a page with memory registered elsewhere (an MPI library's
   // buffers) would be refused by CUDA as registered twice.
   float* buffer_ = nullptr;
-  size_t capacity_ = 0;  // floats
-  Device pinned_by_{};   // the device that pinned buffer_ (host: not pinned)
+  size_t capacity_ = 0;    // floats
+  Device prepared_for_{};  // the device whose copies buffer_ receives (host: none yet)
+  bool pinned_ = false;    // page-locked by that device (else pageable: the lock was refused)
   std::vector<const float*> views_;
 };
 
