@@ -76,6 +76,14 @@ std::vector<double> run(const Layout& layout, size_t params, int steps) {
     float* w = weights[layout.shared ? 0 : ri].data();
     const size_t lo = std::min(params, shard * ri), hi = std::min(params, lo + shard);
     const float lr_step[2] = {1e-3f, 1.0f};
+    float* g = grads[ri].data();
+    // The reduce-scatter's terms: every replica's gradient, or (private) this
+    // replica's twice, the same reads and adds all on this core's memory.
+    std::vector<float*> terms{g, g};
+    if (layout.shared) {
+      terms.clear();
+      for (auto& other : grads) terms.push_back(other.data());
+    }
     for (int s = 0; s < steps; ++s) {
       const auto si = static_cast<size_t>(s);
       barrier.arrive_and_wait();
@@ -93,21 +101,12 @@ std::vector<double> run(const Layout& layout, size_t params, int steps) {
       for (; i < params; ++i) part[0] += w[i];
       g_sink = std::accumulate(std::begin(part), std::end(part), 0.0f);
       lap(ReadWeights);
-      float* g = grads[ri].data();
       const float value = 1e-3f * static_cast<float>(s % 7 + r + 1);
       std::fill(g, g + params, value);
       lap(WriteGradients);
       barrier.arrive_and_wait();  // every gradient written
       t0 = Clock::now();
-      if (n == 1) {
-        // One replica: nothing to reduce (one_device has no reduce-scatter).
-      } else if (layout.shared) {
-        std::vector<float*> terms;
-        for (auto& other : grads) terms.push_back(other.data());
-        strata::sum_buffers(terms, lo, hi, g);
-      } else {
-        strata::sum_buffers({g, g}, lo, hi, g);  // the same reads and adds, all on this core's memory
-      }
+      if (n > 1) strata::sum_buffers(terms, lo, hi, g);  // one replica (one_device) has nothing to reduce
       lap(ReduceScatter);
       backend.adam_update(static_cast<int64_t>(hi - lo), w + lo, g + lo, m[ri].data(), v[ri].data(),
                           strata::AdamParams{0.9f, 0.999f, 1e-7f}, lr_step, layout.stores);

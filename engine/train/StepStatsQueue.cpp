@@ -2,22 +2,18 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <new>
 
 #include "core/Error.h"
+#include "core/WholePages.h"
 
 namespace strata {
 
 StepStatsQueue::StepStatsQueue(std::vector<Device> devices) : devices_(std::move(devices)) {
   for (const Device& d : devices_)
     if (std::find(distinct_.begin(), distinct_.end(), d) == distinct_.end()) distinct_.push_back(d);
-  // Whole pages of their own: page-locking registers pages, and another
-  // buffer sharing one would be registered twice (an error on CUDA). One
-  // registration serves every device (CUDA: registered portable).
-  constexpr size_t page = 4096;
-  bytes_ = (2 * devices_.size() * 4 * sizeof(float) + page - 1) / page * page;
-  host_ = static_cast<float*>(std::aligned_alloc(page, bytes_));
-  if (!host_) throw std::bad_alloc();
+  // One registration serves every device (CUDA: registered portable).
+  bytes_ = 2 * devices_.size() * 4 * sizeof(float);
+  host_ = static_cast<float*>(allocate_whole_pages(bytes_));
   try {
     device_memory(devices_.front()).pin_host_memory(host_, bytes_);
   } catch (...) {

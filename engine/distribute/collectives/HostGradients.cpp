@@ -1,10 +1,10 @@
 #include "distribute/collectives/HostGradients.h"
 
 #include <cstdlib>
-#include <new>
 
 #include "core/DeviceMemory.h"
 #include "core/Error.h"
+#include "core/WholePages.h"
 
 namespace strata {
 
@@ -23,12 +23,12 @@ void HostGradients::reserve(size_t floats, const Device& device) {
   if (capacity_ >= floats && prepared_for_ == device) return;
   unpin();
   if (capacity_ < floats) {
-    constexpr size_t page = 4096;
-    const size_t bytes = (floats * sizeof(float) + page - 1) / page * page;
     std::free(buffer_);
-    buffer_ = static_cast<float*>(std::aligned_alloc(page, bytes));
-    capacity_ = buffer_ ? bytes / sizeof(float) : 0;
-    if (!buffer_) throw std::bad_alloc();
+    buffer_ = nullptr;
+    capacity_ = 0;
+    size_t bytes = floats * sizeof(float);
+    buffer_ = static_cast<float*>(allocate_whole_pages(bytes));
+    capacity_ = bytes / sizeof(float);
   }
   try {
     device_memory(device).pin_host_memory(buffer_, capacity_ * sizeof(float));

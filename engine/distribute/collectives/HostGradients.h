@@ -26,13 +26,10 @@ private:
   void reserve(size_t floats, const Device& device);
   void unpin();
 
-  // Whole pages of its own: page-locking registers pages, and a heap block
-  // sharing a page with memory registered elsewhere (an MPI library's
-  // buffers) would be refused by CUDA as registered twice.
-  float* buffer_ = nullptr;
-  size_t capacity_ = 0;    // floats
-  Device prepared_for_{};  // the device whose copies buffer_ receives (host: none yet)
-  bool pinned_ = false;    // page-locked by that device (else pageable: the lock was refused)
+  float* buffer_ = nullptr;  // whole pages of its own (allocate_whole_pages)
+  size_t capacity_ = 0;      // floats
+  Device prepared_for_{};    // the device whose copies buffer_ receives (host: none yet)
+  bool pinned_ = false;      // page-locked by that device (else pageable: the lock was refused)
   std::vector<const float*> views_;
 };
 
