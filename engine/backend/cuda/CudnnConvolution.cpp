@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <string>
 #include <utility>
@@ -16,27 +17,58 @@ const CudnnLibrary& lib() { return CudnnLibrary::get(); }
 
 int as_int(int64_t v) { return static_cast<int>(v); }
 
-// The first algorithm cuDNN's heuristics rank (`rank`, asked under float32
-// arithmetic without TF32, so they rank FMA algorithms) that runs, uses the
-// allowed arithmetic, fits the workspace budget and is deterministic: the
-// others (backward-filter algorithms 0 and 3, backward-data 0) add with
-// atomics, so a replayed step or a resumed run would drift from its first
-// bits. Where none qualifies the caller refuses the shape, which then takes
-// im2col and cuBLASLt, deterministic too. The workspace is asked of cuDNN
-// for exactly that algorithm, descriptor and math type (the ranking's
-// figure is an estimate), and an algorithm it will not size is passed over,
-// as PyTorch passes over one that fails. Without TF32 every candidate runs with CUDNN_FMA_MATH:
+// Whether algorithms are chosen by timing them (cudnnFind*, as PyTorch's
+// cudnn.benchmark and TensorFlow's autotuning do) rather than by cuDNN's
+// heuristics alone. On by default: the heuristics' first pick was measured
+// at 0.6x PyTorch's autotuned CNN step on an H200. STRATA_CUDNN_AUTOTUNE=0
+// turns it off, for runs that must pick the same algorithms, and so compute
+// the same bits, every time they start (a timed choice may differ between
+// processes; inside one it is made once per shape and device).
+bool autotune() {
+  static const bool on = [] {
+    const char* v = std::getenv("STRATA_CUDNN_AUTOTUNE");
+    return !(v && std::string(v) == "0");
+  }();
+  return on;
+}
+
+// STRATA_CUDNN_LOG=1 prints each shape's chosen algorithms (and their
+// measured times when autotuned) to stderr.
+bool log_choices() {
+  static const bool on = [] {
+    const char* v = std::getenv("STRATA_CUDNN_LOG");
+    return v && std::string(v) == "1";
+  }();
+  return on;
+}
+
+// The first algorithm in cuDNN's order (`find`: measured on this GPU,
+// fastest first; `rank`: the heuristics, where autotuning is off, the stream
+// is being captured (timing would break the capture) or the measurement
+// fails) that runs, uses the allowed arithmetic, fits the workspace budget
+// and is deterministic: the others (backward-filter algorithms 0 and 3,
+// backward-data 0) add with atomics, so a replayed step or a resumed run
+// would drift from its first bits. Both orders are asked under float32
+// arithmetic without TF32 (CUDNN_FMA_MATH), so they hold FMA algorithms;
 // CUDNN_DEFAULT_MATH lets cuDNN use TF32 tensor cores on Ampere and later.
-// Returns the algorithm and its math type, and raises `workspace` to the
-// largest need.
-template <typename Perf, int kCount, typename Rank, typename WorkspaceOf>
-auto choose(Rank rank, WorkspaceOf workspace_of, bool tf32, cudnnConvolutionDescriptor_t conv, const std::string& what,
-            size_t& workspace) {
+// Where none qualifies the caller refuses the shape, which then takes
+// im2col and cuBLASLt, deterministic too. The workspace is asked of cuDNN
+// for exactly that algorithm, descriptor and math type (the order's figure
+// is an estimate), and an algorithm it will not size is passed over, as
+// PyTorch passes over one that fails. Returns the algorithm and its math
+// type, and raises `workspace` to the largest need.
+template <typename Perf, int kCount, typename Rank, typename Find, typename WorkspaceOf>
+auto choose(Rank rank, Find find, WorkspaceOf workspace_of, bool tf32, bool measure, cudnnConvolutionDescriptor_t conv,
+            const std::string& what, size_t& workspace) {
   constexpr size_t kBudget = size_t{512} << 20;
   lib().check(lib().cudnnSetConvolutionMathType(conv, tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH), what);
   Perf perf[kCount];
   int count = 0;
-  lib().check(rank(kCount, &count, perf), what);
+  const bool measured = measure && find(kCount, &count, perf) == CUDNN_STATUS_SUCCESS;
+  if (!measured) {
+    lib().check(lib().cudnnSetConvolutionMathType(conv, tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH), what);
+    lib().check(rank(kCount, &count, perf), what);
+  }
   for (int i = 0; i < count; ++i) {
     const Perf& p = perf[i];
     if (p.status != CUDNN_STATUS_SUCCESS || p.determinism != CUDNN_DETERMINISTIC) continue;
@@ -49,6 +81,12 @@ auto choose(Rank rank, WorkspaceOf workspace_of, bool tf32, cudnnConvolutionDesc
     bytes = std::max(bytes, p.memory);
     if (bytes > kBudget) continue;
     workspace = std::max(workspace, bytes);
+    if (log_choices()) {
+      if (measured)
+        std::fprintf(stderr, "%s: algorithm %d, %.3f ms measured (fastest of any kind: %.3f ms)\n", what.c_str(),
+                     static_cast<int>(p.algo), static_cast<double>(p.time), static_cast<double>(perf[0].time));
+      else std::fprintf(stderr, "%s: algorithm %d (heuristics)\n", what.c_str(), static_cast<int>(p.algo));
+    }
     return std::make_pair(p.algo, math);
   }
   throw runtime_error(what + ": cuDNN offers no deterministic float32 algorithm within a " + std::to_string(kBudget >> 20) +
@@ -167,33 +205,47 @@ void CudnnConvolution::make_plan(Plan& p, const Window2D& w, int64_t filters) {
     throw runtime_error(what + ": cuDNN gives a " + std::to_string(h) + "x" + std::to_string(wd) + " output, the layer " +
                         std::to_string(w.out_h) + "x" + std::to_string(w.out_w));
 
+  // Timing needs the GPU to itself for a moment and memory cuDNN allocates:
+  // never inside a capture (a new shape there fails at reserve() anyway).
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  const bool measure = autotune() && cudaStreamIsCapturing(stream_, &capture) == cudaSuccess &&
+                       capture == cudaStreamCaptureStatusNone;
   size_t need = 0;
   const auto [fa, fm] = choose<cudnnConvolutionFwdAlgoPerf_t, CUDNN_CONVOLUTION_FWD_ALGO_COUNT>(
       [&](int wanted, int* got, cudnnConvolutionFwdAlgoPerf_t* perf) {
         return api.cudnnGetConvolutionForwardAlgorithm_v7(handle_, p.x, p.kernel, p.conv, p.y, wanted, got, perf);
       },
+      [&](int wanted, int* got, cudnnConvolutionFwdAlgoPerf_t* perf) {
+        return api.cudnnFindConvolutionForwardAlgorithm(handle_, p.x, p.kernel, p.conv, p.y, wanted, got, perf);
+      },
       [&](cudnnConvolutionFwdAlgo_t a, size_t* bytes) {
         return api.cudnnGetConvolutionForwardWorkspaceSize(handle_, p.x, p.kernel, p.conv, p.y, a, bytes);
       },
-      tf32_, p.conv, what + " (forward)", need);
+      tf32_, measure, p.conv, what + " (forward)", need);
   p.forward = {fa, fm};
   const auto [da, dm] = choose<cudnnConvolutionBwdDataAlgoPerf_t, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT>(
       [&](int wanted, int* got, cudnnConvolutionBwdDataAlgoPerf_t* perf) {
         return api.cudnnGetConvolutionBackwardDataAlgorithm_v7(handle_, p.kernel, p.y, p.conv, p.x, wanted, got, perf);
       },
+      [&](int wanted, int* got, cudnnConvolutionBwdDataAlgoPerf_t* perf) {
+        return api.cudnnFindConvolutionBackwardDataAlgorithm(handle_, p.kernel, p.y, p.conv, p.x, wanted, got, perf);
+      },
       [&](cudnnConvolutionBwdDataAlgo_t a, size_t* bytes) {
         return api.cudnnGetConvolutionBackwardDataWorkspaceSize(handle_, p.kernel, p.y, p.conv, p.x, a, bytes);
       },
-      tf32_, p.conv, what + " (gradient of the input)", need);
+      tf32_, measure, p.conv, what + " (gradient of the input)", need);
   p.backward_data = {da, dm};
   const auto [ka, km] = choose<cudnnConvolutionBwdFilterAlgoPerf_t, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT>(
       [&](int wanted, int* got, cudnnConvolutionBwdFilterAlgoPerf_t* perf) {
         return api.cudnnGetConvolutionBackwardFilterAlgorithm_v7(handle_, p.x, p.y, p.conv, p.kernel, wanted, got, perf);
       },
+      [&](int wanted, int* got, cudnnConvolutionBwdFilterAlgoPerf_t* perf) {
+        return api.cudnnFindConvolutionBackwardFilterAlgorithm(handle_, p.x, p.y, p.conv, p.kernel, wanted, got, perf);
+      },
       [&](cudnnConvolutionBwdFilterAlgo_t a, size_t* bytes) {
         return api.cudnnGetConvolutionBackwardFilterWorkspaceSize(handle_, p.x, p.y, p.conv, p.kernel, a, bytes);
       },
-      tf32_, p.conv, what + " (gradient of the kernel)", need);
+      tf32_, measure, p.conv, what + " (gradient of the kernel)", need);
   p.backward_filter = {ka, km};
   // One workspace for every plan, as large as the largest needs: sized on
   // the first (eager) step of each shape (plan()), never while a step is captured.
