@@ -638,9 +638,16 @@ Tensor CudaBackend::cudnn_kernel(const Window2D& w, int64_t filters, const float
   return k;
 }
 
+// Each direction runs the way conv_ways_ timed fastest for the shape:
+// cuDNN (kernels transposed to and from its layout) or Backend's im2col and
+// cuBLASLt, which also takes what cuDNN refuses.
 void CudaBackend::conv2d(const Window2D& w, int64_t filters, const float* x, const float* kernel, float* y) {
 #ifdef STRATA_WITH_CUDNN
-  if (has_conv2d(w, filters) && cudnn()->forward(w, filters, x, cudnn_kernel(w, filters, kernel).ptr(), y)) return;
+  if (has_conv2d(w, filters))
+    return conv_ways_.run(
+        w, filters, cuda::ConvolutionWays::Direction::Forward, enter(), device().str(),
+        [&] { return cudnn()->forward(w, filters, x, cudnn_kernel(w, filters, kernel).ptr(), y); },
+        [&] { Backend::conv2d(w, filters, x, kernel, y); });
 #endif
   Backend::conv2d(w, filters, x, kernel, y);
 }
@@ -648,7 +655,11 @@ void CudaBackend::conv2d(const Window2D& w, int64_t filters, const float* x, con
 void CudaBackend::conv2d_backward_data(const Window2D& w, int64_t filters, const float* dy, const float* kernel,
                                        float* dx) {
 #ifdef STRATA_WITH_CUDNN
-  if (has_conv2d(w, filters) && cudnn()->backward_data(w, filters, dy, cudnn_kernel(w, filters, kernel).ptr(), dx)) return;
+  if (has_conv2d(w, filters))
+    return conv_ways_.run(
+        w, filters, cuda::ConvolutionWays::Direction::BackwardData, enter(), device().str(),
+        [&] { return cudnn()->backward_data(w, filters, dy, cudnn_kernel(w, filters, kernel).ptr(), dx); },
+        [&] { Backend::conv2d_backward_data(w, filters, dy, kernel, dx); });
 #endif
   Backend::conv2d_backward_data(w, filters, dy, kernel, dx);
 }
@@ -656,12 +667,17 @@ void CudaBackend::conv2d_backward_data(const Window2D& w, int64_t filters, const
 void CudaBackend::conv2d_backward_filter(const Window2D& w, int64_t filters, const float* x, const float* dy,
                                          float* dkernel) {
 #ifdef STRATA_WITH_CUDNN
-  if (has_conv2d(w, filters)) {
-    const int64_t patch = w.kernel_h * w.kernel_w * w.channels;
-    Tensor dk = Tensor::empty(Shape{filters, patch}, device());
-    if (cudnn()->backward_filter(w, filters, x, dy, dk.ptr()))
-      return cuda::transpose(enter(), dk.ptr(), filters, patch, dkernel);
-  }
+  if (has_conv2d(w, filters))
+    return conv_ways_.run(
+        w, filters, cuda::ConvolutionWays::Direction::BackwardFilter, enter(), device().str(),
+        [&] {
+          const int64_t patch = w.kernel_h * w.kernel_w * w.channels;
+          Tensor dk = Tensor::empty(Shape{filters, patch}, device());
+          if (!cudnn()->backward_filter(w, filters, x, dy, dk.ptr())) return false;
+          cuda::transpose(enter(), dk.ptr(), filters, patch, dkernel);
+          return true;
+        },
+        [&] { Backend::conv2d_backward_filter(w, filters, x, dy, dkernel); });
 #endif
   Backend::conv2d_backward_filter(w, filters, x, dy, dkernel);
 }

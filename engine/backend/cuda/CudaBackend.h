@@ -8,6 +8,7 @@
 #include <string>
 
 #include "backend/Backend.h"
+#include "backend/cuda/ConvolutionWays.h"
 #include "backend/cuda/CublasLtGemm.h"
 #include "backend/cuda/PinnedStaging.h"
 #include "core/Error.h"
@@ -160,6 +161,7 @@ private:
   Tensor cudnn_kernel(const Window2D& w, int64_t filters, const float* kernel);
   std::once_flag cudnn_once_;
   std::unique_ptr<cuda::CudnnConvolution> cudnn_;
+  cuda::ConvolutionWays conv_ways_;  // per shape and direction: cuDNN or im2col, whichever was faster
   std::string cudnn_unavailable_;
   cuda::PinnedStaging staging_;
   float* label_error_ = nullptr;

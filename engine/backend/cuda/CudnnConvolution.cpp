@@ -2,11 +2,11 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <cstdlib>
 #include <limits>
 #include <string>
 #include <utility>
 
+#include "backend/cuda/ConvolutionWays.h"
 #include "backend/cuda/CudnnLibrary.h"
 #include "core/Error.h"
 
@@ -16,31 +16,6 @@ namespace {
 const CudnnLibrary& lib() { return CudnnLibrary::get(); }
 
 int as_int(int64_t v) { return static_cast<int>(v); }
-
-// Whether algorithms are chosen by timing them (cudnnFind*, as PyTorch's
-// cudnn.benchmark and TensorFlow's autotuning do) rather than by cuDNN's
-// heuristics alone. On by default: the heuristics' first pick was measured
-// at 0.6x PyTorch's autotuned CNN step on an H200. STRATA_CUDNN_AUTOTUNE=0
-// turns it off, for runs that must pick the same algorithms, and so compute
-// the same bits, every time they start (a timed choice may differ between
-// processes; inside one it is made once per shape and device).
-bool autotune() {
-  static const bool on = [] {
-    const char* v = std::getenv("STRATA_CUDNN_AUTOTUNE");
-    return !(v && std::string(v) == "0");
-  }();
-  return on;
-}
-
-// STRATA_CUDNN_LOG=1 prints each shape's chosen algorithms (and their
-// measured times when autotuned) to stderr.
-bool log_choices() {
-  static const bool on = [] {
-    const char* v = std::getenv("STRATA_CUDNN_LOG");
-    return v && std::string(v) == "1";
-  }();
-  return on;
-}
 
 // The first algorithm in cuDNN's order (`find`: measured on this GPU,
 // fastest first; `rank`: the heuristics, where autotuning is off, the stream
@@ -81,7 +56,7 @@ auto choose(Rank rank, Find find, WorkspaceOf workspace_of, bool tf32, bool meas
     bytes = std::max(bytes, p.memory);
     if (bytes > kBudget) continue;
     workspace = std::max(workspace, bytes);
-    if (log_choices()) {
+    if (convolution_log()) {
       if (measured)
         std::fprintf(stderr, "%s: algorithm %d, %.3f ms measured (fastest of any kind: %.3f ms)\n", what.c_str(),
                      static_cast<int>(p.algo), static_cast<double>(p.time), static_cast<double>(perf[0].time));
@@ -208,7 +183,7 @@ void CudnnConvolution::make_plan(Plan& p, const Window2D& w, int64_t filters) {
   // Timing needs the GPU to itself for a moment and memory cuDNN allocates:
   // never inside a capture (a new shape there fails at reserve() anyway).
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-  const bool measure = autotune() && cudaStreamIsCapturing(stream_, &capture) == cudaSuccess &&
+  const bool measure = convolution_autotune() && cudaStreamIsCapturing(stream_, &capture) == cudaSuccess &&
                        capture == cudaStreamCaptureStatusNone;
   size_t need = 0;
   const auto [fa, fm] = choose<cudnnConvolutionFwdAlgoPerf_t, CUDNN_CONVOLUTION_FWD_ALGO_COUNT>(

@@ -14,8 +14,9 @@
 namespace strata::cuda {
 
 // NHWC float convolutions through cuDNN for one GPU's stream: per window
-// shape a plan (descriptors and the algorithm of each direction, chosen once
-// by cuDNN's heuristics), a workspace kept between calls. Kernels are in
+// shape a plan (descriptors and the algorithm of each direction, chosen once:
+// the fastest cuDNN measures on this GPU, or its heuristics' first with
+// STRATA_CUDNN_AUTOTUNE=0), a workspace kept between calls. Kernels are in
 // cuDNN's NHWC filter layout (filters, kh, kw, channels); CudaBackend
 // transposes the layers' (kh * kw * channels, filters) matrices to and from it.
 //
