@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <optional>
 #include <string>
 
@@ -90,7 +91,15 @@ ConvolutionWays::Way ConvolutionWays::race(const Window2D& w, int64_t filters, D
     STRATA_CUDA(cudaEventRecord(marks.e[0], stream));
     cudnn_ran = cudnn();
     STRATA_CUDA(cudaEventRecord(marks.e[1], stream));
-    gemm();
+    try {
+      gemm();
+    } catch (const std::exception& e) {
+      // The patch matrix may not fit (it holds kh * kw copies of the
+      // input) where cuDNN needs little: then cuDNN it is.
+      if (!cudnn_ran) throw;
+      if (convolution_log()) std::fprintf(stderr, "%s: im2col way not taken: %s\n", device.c_str(), e.what());
+      return Way::Cudnn;
+    }
     STRATA_CUDA(cudaEventRecord(marks.e[2], stream));
     STRATA_CUDA(cudaEventSynchronize(marks.e[2]));
     STRATA_CUDA(cudaEventElapsedTime(&cudnn_ms, marks.e[0], marks.e[1]));
