@@ -41,6 +41,11 @@ public:
   // C[m,n] = alpha * op(A) * op(B) + beta * C, op = transpose when the flag is set.
   virtual void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
                     const float* b, float beta, float* c) = 0;
+  // C[m,n] = op(A) * op(B) + bias on every row (no bias when null): a dense
+  // layer's forward product. The default is gemm then add_bias_rows; a GPU
+  // adds the bias in the product's epilogue, saving a pass over C.
+  virtual void gemm_bias(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, const float* b,
+                         const float* bias, float* c);
   // y[r, :] += bias for every row.
   virtual void add_bias_rows(float* y, const float* bias, int64_t rows, int64_t cols) = 0;
   // out[c] = (accumulate ? out[c] : 0) + sum_r x[r, c].

@@ -8,9 +8,9 @@ Tensor product_op(const Tensor& x, const Tensor& w, const Tensor& b, Activation 
   const int64_t rows = p.rows, out = p.out;
   Backend& be = backend_for(x.device());
   Tensor y = Tensor::empty(Shape{rows, out}, x.device());
-  p.forward(be, x, w, y.ptr());
   const bool has_bias = b.defined();
-  if (has_bias) be.add_bias_rows(y.ptr(), b.ptr(), rows, out);
+  p.forward(be, x, w, has_bias && p.forward_adds_bias ? b.ptr() : nullptr, y.ptr());
+  if (has_bias && !p.forward_adds_bias) be.add_bias_rows(y.ptr(), b.ptr(), rows, out);
   if (act != Activation::None) be.activation_forward(act, y.ptr(), y.ptr(), rows, out);
 
   std::vector<Tensor> inputs{x, w};
@@ -45,8 +45,9 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b, Activation act)
   Product p;
   p.rows = rows;
   p.out = out;
-  p.forward = [=](Backend& be, const Tensor& input, const Tensor& weights, float* y) {
-    be.gemm(false, false, rows, out, in, 1.0f, input.ptr(), weights.ptr(), 0.0f, y);
+  p.forward_adds_bias = true;
+  p.forward = [=](Backend& be, const Tensor& input, const Tensor& weights, const float* bias, float* y) {
+    be.gemm_bias(false, false, rows, out, in, input.ptr(), weights.ptr(), bias, y);
   };
   p.backward_data = [=](Backend& be, const Tensor& dy, const Tensor& weights, float* dx) {
     be.gemm(false, true, rows, in, out, 1.0f, dy.ptr(), weights.ptr(), 0.0f, dx);
@@ -62,7 +63,7 @@ Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& b, Activation act,
   Product p;
   p.rows = win.batch * win.out_h * win.out_w;
   p.out = filters;
-  p.forward = [=](Backend& be, const Tensor& input, const Tensor& weights, float* y) {
+  p.forward = [=](Backend& be, const Tensor& input, const Tensor& weights, const float* /*bias*/, float* y) {
     be.conv2d(win, filters, input.ptr(), weights.ptr(), y);
   };
   p.backward_data = [=](Backend& be, const Tensor& dy, const Tensor& weights, float* dx) {

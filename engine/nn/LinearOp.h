@@ -17,10 +17,14 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b, Activation act)
 Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& b, Activation act, const Window2D& win);
 
 // What linear() and conv2d() share: a product P(x, w) of shape (rows, out)
-// with its two adjoints, followed by the bias and the activation.
+// with its two adjoints, followed by the bias and the activation. A forward
+// that adds the bias itself (`forward_adds_bias`: the dense product, whose
+// GPU epilogue does) is given it; otherwise it is given null and the bias
+// is added after.
 struct Product {
   int64_t rows = 0, out = 0;
-  std::function<void(Backend&, const Tensor& x, const Tensor& w, float* y)> forward;
+  bool forward_adds_bias = false;
+  std::function<void(Backend&, const Tensor& x, const Tensor& w, const float* bias, float* y)> forward;
   std::function<void(Backend&, const Tensor& dy, const Tensor& w, float* dx)> backward_data;
   std::function<void(Backend&, const Tensor& x, const Tensor& dy, float* dw)> backward_weights;
 };

@@ -2,8 +2,9 @@
 
 #include <cstdlib>
 #include <cstring>
-#include <type_traits>
+#include <exception>
 #include <memory>
+#include <type_traits>
 
 #include "backend/cuda/CublasLtLibrary.h"
 #include "core/Error.h"
@@ -69,7 +70,7 @@ CublasLtGemm::~CublasLtGemm() {
 }
 
 void CublasLtGemm::fail(cublasStatus_t status, const char* call, const Key& key) const {
-  const auto& [ta, tb, m, n, k, beta, aa, ab, ac] = key;
+  const auto& [ta, tb, m, n, k, beta, aa, ab, ac, bias] = key;
   throw runtime_error(device_name_ + ": " + call + " failed for the matrix product " + describe(ta, tb, m, n, k) +
                       ": " + lt().cublasLtGetStatusName(status) + " (" + lt().cublasLtGetStatusString(status) + ")");
 }
@@ -79,7 +80,7 @@ void CublasLtGemm::fail(cublasStatus_t status, const char* call, const Key& key)
 // B's storage is the first operand and A's the second, with the same flags.
 CublasLtGemm::Plan& CublasLtGemm::plan(const Key& key) {
   if (auto it = plans_.find(key); it != plans_.end()) return *it->second;
-  const auto& [ta, tb, m, n, k, has_beta, align_a, align_b, align_c] = key;
+  const auto& [ta, tb, m, n, k, has_beta, align_a, align_b, align_c, has_bias] = key;
   auto p = std::make_unique<Plan>();
   auto check = [&](cublasStatus_t s, const char* call) {
     if (s != CUBLAS_STATUS_SUCCESS) fail(s, call, key);
@@ -90,6 +91,14 @@ CublasLtGemm::Plan& CublasLtGemm::plan(const Key& key) {
         "cublasLtMatmulDescSetAttribute");
   check(lt().cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSB, &op_second, sizeof op_second),
         "cublasLtMatmulDescSetAttribute");
+  // Column-major, the output is C^T (n x m): its rows are C's columns, so
+  // the epilogue's per-row bias is the layer's bias per output unit. The
+  // bias pointer itself is set at each call.
+  if (has_bias) {
+    const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+    check(lt().cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue),
+          "cublasLtMatmulDescSetAttribute");
+  }
   const uint64_t rows_first = static_cast<uint64_t>(tb ? k : n), cols_first = static_cast<uint64_t>(tb ? n : k);
   const uint64_t rows_second = static_cast<uint64_t>(ta ? m : k), cols_second = static_cast<uint64_t>(ta ? k : m);
   check(lt().cublasLtMatrixLayoutCreate(&p->first, CUDA_R_32F, rows_first, cols_first,
@@ -132,14 +141,35 @@ CublasLtGemm::Plan& CublasLtGemm::plan(const Key& key) {
   return *plans_.emplace(key, std::move(p)).first->second;
 }
 
-void CublasLtGemm::run(cudaStream_t stream, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
-                       const float* a, const float* b, float beta, float* c) {
-  const Key key{trans_a, trans_b, m, n, k, beta != 0.0f, alignment(a), alignment(b), alignment(c)};
+bool CublasLtGemm::run(cudaStream_t stream, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                       const float* a, const float* b, float beta, float* c, const float* bias) {
+  Key key{trans_a, trans_b, m, n, k, beta != 0.0f, alignment(a), alignment(b), alignment(c), bias != nullptr};
   std::lock_guard lock(mutex_);
-  Plan& p = plan(key);
-  const cublasStatus_t s = lt().cublasLtMatmul(handle_, p.op, &alpha, b, p.first, a, p.second, &beta, c, p.out, c, p.out,
-                                          &p.algo, workspace_, workspace_bytes_, stream);
+  if (bias && unfused_.contains(key)) {
+    std::get<9>(key) = false;
+    bias = nullptr;
+  }
+  Plan* p = nullptr;
+  if (bias) {
+    try {
+      p = &plan(key);
+    } catch (const std::exception&) {
+      // No algorithm with the epilogue for this product: the plain product,
+      // and the caller adds the bias (remembered, so this is asked once).
+      unfused_.insert(key);
+      std::get<9>(key) = false;
+      bias = nullptr;
+    }
+  }
+  if (!p) p = &plan(key);
+  if (bias) {
+    const auto s = lt().cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias);
+    if (s != CUBLAS_STATUS_SUCCESS) fail(s, "cublasLtMatmulDescSetAttribute (bias)", key);
+  }
+  const cublasStatus_t s = lt().cublasLtMatmul(handle_, p->op, &alpha, b, p->first, a, p->second, &beta, c, p->out, c, p->out,
+                                               &p->algo, workspace_, workspace_bytes_, stream);
   if (s != CUBLAS_STATUS_SUCCESS) fail(s, "cublasLtMatmul", key);
+  return bias != nullptr;
 }
 
 }  // namespace strata::cuda

@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <tuple>
 
@@ -27,14 +28,18 @@ public:
   CublasLtGemm(const CublasLtGemm&) = delete;
   CublasLtGemm& operator=(const CublasLtGemm&) = delete;
 
-  // C[m,n] = alpha * op(A) op(B) + beta * C, row-major, queued on `stream`.
-  void run(cudaStream_t stream, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
-           const float* a, const float* b, float beta, float* c);
+  // C[m,n] = alpha * op(A) op(B) + beta * C (+ `bias`, a row of n, on every
+  // row of C: cuBLASLt's bias epilogue), row-major, queued on `stream`.
+  // Returns whether the bias was added: false when there is none, or when
+  // cuBLASLt has no algorithm with the epilogue for this product (then the
+  // caller adds it).
+  bool run(cudaStream_t stream, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+           const float* b, float beta, float* c, const float* bias = nullptr);
 
 private:
   struct Plan;
-  // (trans_a, trans_b, m, n, k, beta != 0, alignment of a, b, c).
-  using Key = std::tuple<bool, bool, int64_t, int64_t, int64_t, bool, int, int, int>;
+  // (trans_a, trans_b, m, n, k, beta != 0, alignment of a, b, c, bias epilogue).
+  using Key = std::tuple<bool, bool, int64_t, int64_t, int64_t, bool, int, int, int, bool>;
   Plan& plan(const Key& key);
   [[noreturn]] void fail(cublasStatus_t status, const char* call, const Key& key) const;
 
@@ -47,6 +52,7 @@ private:
   cublasComputeType_t compute_;
   std::mutex mutex_;  // replicas sharing a GPU call from their own threads
   std::map<Key, std::unique_ptr<Plan>> plans_;
+  std::set<Key> unfused_;  // products with a bias that cuBLASLt has no epilogue algorithm for
 };
 
 }  // namespace strata::cuda

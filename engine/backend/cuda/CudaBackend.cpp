@@ -476,6 +476,14 @@ void* CudaBackend::scratch(void*& buffer, size_t& capacity, size_t bytes) {
 
 // ---- dense kernels -------------------------------------------------------------
 
+void CudaBackend::gemm_bias(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, const float* b,
+                            const float* bias, float* c) {
+  cudaStream_t s = enter();
+  // An empty product or none to add: the plain way (it handles k = 0).
+  if (!bias || m == 0 || n == 0 || k == 0) return Backend::gemm_bias(trans_a, trans_b, m, n, k, a, b, bias, c);
+  if (!gemm_->run(s, trans_a, trans_b, m, n, k, 1.0f, a, b, 0.0f, c, bias)) cuda::add_bias_rows(s, c, bias, m, n);
+}
+
 void CudaBackend::gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
                        const float* b, float beta, float* c) {
   cudaStream_t s = enter();

@@ -70,6 +70,8 @@ public:
   GraphPtr end_capture() override;
   void replay(const GraphPtr& graph) override;
 
+  void gemm_bias(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, const float* b,
+                 const float* bias, float* c) override;
   void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, const float* b,
             float beta, float* c) override;
   void add_bias_rows(float* y, const float* bias, int64_t rows, int64_t cols) override;
