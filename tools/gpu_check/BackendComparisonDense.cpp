@@ -98,24 +98,29 @@ void BackendComparison::gemm() {
     });
   }
   // The dense layer's forward product with its bias (the GPU's epilogue):
-  // odd sizes, the MLP's first layer at batch 128, a long product, and an
-  // empty one (C = the bias on every row).
+  // odd sizes, the MLP's first layer at batch 128, a long product, a bias
+  // only 4-byte aligned (the epilogue's algorithm depends on it), and an
+  // empty product (C = the bias on every row).
   struct BiasCase {
     int64_t m, n, k;
     bool ta, tb;
+    int64_t bias_offset;  // floats into its buffer
   };
-  for (const BiasCase& g :
-       {BiasCase{37, 19, 53, false, false}, BiasCase{37, 19, 53, true, true}, BiasCase{128, 256, 784, false, false},
-        BiasCase{1031, 1029, 1500, false, false}, BiasCase{37, 19, 0, false, false}}) {
+  for (const BiasCase& g : {BiasCase{37, 19, 53, false, false, 0}, BiasCase{37, 19, 53, true, true, 0},
+                            BiasCase{128, 256, 784, false, false, 0}, BiasCase{1031, 1029, 1500, false, false, 0},
+                            BiasCase{128, 256, 784, false, false, 1}, BiasCase{37, 19, 0, false, false, 0}}) {
     const std::string shape = "m=" + std::to_string(g.m) + " n=" + std::to_string(g.n) + " k=" + std::to_string(g.k) + " " +
-                              (g.ta ? "T" : "N") + (g.tb ? "T" : "N");
+                              (g.ta ? "T" : "N") + (g.tb ? "T" : "N") +
+                              (g.bias_offset ? " bias+" + std::to_string(g.bias_offset) : "");
     h_.check("gemm_bias", shape, [&](OpCase& c) {
       const float lo = g.k > 100 ? -0.5f : -1.0f;
       auto& a = c.input(g.ta ? Shape{g.k, g.m} : Shape{g.m, g.k}, lo, 1.0f);
       auto& b = c.input(g.tb ? Shape{g.n, g.k} : Shape{g.k, g.n}, lo, 1.0f);
-      auto& bias = c.input(Shape{g.n}, -1.0f, 1.0f);
+      auto& bias = c.input(Shape{g.n + g.bias_offset}, -1.0f, 1.0f);
       auto& out = c.poisoned(Shape{g.m, g.n});
-      c.run([&](Backend& be, Side s) { be.gemm_bias(g.ta, g.tb, g.m, g.n, g.k, a.f(s), b.f(s), bias.f(s), out.f(s)); });
+      c.run([&](Backend& be, Side s) {
+        be.gemm_bias(g.ta, g.tb, g.m, g.n, g.k, a.f(s), b.f(s), bias.f(s) + g.bias_offset, out.f(s));
+      });
       c.expect("", out, g.k == 0 ? kExact : summed(g.k));
     });
   }

@@ -1,5 +1,6 @@
 #include "backend/cuda/CublasLtGemm.h"
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
@@ -78,9 +79,10 @@ void CublasLtGemm::fail(cublasStatus_t status, const char* call, const Key& key)
 // cuBLASLt is column-major. A row-major matrix is its own transpose seen
 // column-major, so C = op(A) op(B) is computed as C^T = op(B)^T op(A)^T:
 // B's storage is the first operand and A's the second, with the same flags.
-CublasLtGemm::Plan& CublasLtGemm::plan(const Key& key) {
+CublasLtGemm::Plan& CublasLtGemm::plan(const Key& key, const float* bias) {
   if (auto it = plans_.find(key); it != plans_.end()) return *it->second;
-  const auto& [ta, tb, m, n, k, has_beta, align_a, align_b, align_c, has_bias] = key;
+  const auto& [ta, tb, m, n, k, has_beta, align_a, align_b, align_c, align_bias] = key;
+  const bool has_bias = align_bias != 0;
   auto p = std::make_unique<Plan>();
   auto check = [&](cublasStatus_t s, const char* call) {
     if (s != CUBLAS_STATUS_SUCCESS) fail(s, call, key);
@@ -93,10 +95,13 @@ CublasLtGemm::Plan& CublasLtGemm::plan(const Key& key) {
         "cublasLtMatmulDescSetAttribute");
   // Column-major, the output is C^T (n x m): its rows are C's columns, so
   // the epilogue's per-row bias is the layer's bias per output unit. The
-  // bias pointer itself is set at each call.
+  // heuristic reads the bias pointer's alignment (it is part of the key),
+  // so it is set here and again at each call.
   if (has_bias) {
     const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
     check(lt().cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue),
+          "cublasLtMatmulDescSetAttribute");
+    check(lt().cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias),
           "cublasLtMatmulDescSetAttribute");
   }
   const uint64_t rows_first = static_cast<uint64_t>(tb ? k : n), cols_first = static_cast<uint64_t>(tb ? n : k);
@@ -143,33 +148,44 @@ CublasLtGemm::Plan& CublasLtGemm::plan(const Key& key) {
 
 bool CublasLtGemm::run(cudaStream_t stream, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
                        const float* a, const float* b, float beta, float* c, const float* bias) {
-  Key key{trans_a, trans_b, m, n, k, beta != 0.0f, alignment(a), alignment(b), alignment(c), bias != nullptr};
+  Key key{trans_a, trans_b, m, n, k, beta != 0.0f, alignment(a), alignment(b), alignment(c), bias ? alignment(bias) : 0};
   std::lock_guard lock(mutex_);
-  if (bias && unfused_.contains(key)) {
-    std::get<9>(key) = false;
-    bias = nullptr;
-  }
-  Plan* p = nullptr;
-  if (bias) {
-    try {
-      p = &plan(key);
-    } catch (const std::exception&) {
-      // No algorithm with the epilogue for this product: the plain product,
-      // and the caller adds the bias (remembered, so this is asked once).
+  const Key plain = [&] {
+    Key k2 = key;
+    std::get<9>(k2) = 0;
+    return k2;
+  }();
+  if (bias && !unfused_.contains(key)) {
+    // No algorithm with the epilogue for this product, or one that will not
+    // run it: the plain product, and the caller adds the bias (remembered,
+    // so this is found once per shape and said once on stderr).
+    auto unfuse = [&](const char* why) {
       unfused_.insert(key);
-      std::get<9>(key) = false;
-      bias = nullptr;
+      std::fprintf(stderr, "%s: the matrix product %s adds its bias separately: %s\n", device_name_.c_str(),
+                   describe(trans_a, trans_b, m, n, k).c_str(), why);
+    };
+    Plan* p = nullptr;
+    try {
+      p = &plan(key, bias);
+    } catch (const std::exception& e) {
+      unfuse(e.what());
+    }
+    if (p) {
+      const auto set = lt().cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias);
+      if (set != CUBLAS_STATUS_SUCCESS) fail(set, "cublasLtMatmulDescSetAttribute (bias)", key);
+      const cublasStatus_t s = lt().cublasLtMatmul(handle_, p->op, &alpha, b, p->first, a, p->second, &beta, c, p->out, c,
+                                                   p->out, &p->algo, workspace_, workspace_bytes_, stream);
+      if (s == CUBLAS_STATUS_SUCCESS) return true;
+      if (s != CUBLAS_STATUS_NOT_SUPPORTED) fail(s, "cublasLtMatmul", key);
+      plans_.erase(key);
+      unfuse("cublasLtMatmul refused its algorithm");
     }
   }
-  if (!p) p = &plan(key);
-  if (bias) {
-    const auto s = lt().cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias);
-    if (s != CUBLAS_STATUS_SUCCESS) fail(s, "cublasLtMatmulDescSetAttribute (bias)", key);
-  }
-  const cublasStatus_t s = lt().cublasLtMatmul(handle_, p->op, &alpha, b, p->first, a, p->second, &beta, c, p->out, c, p->out,
-                                               &p->algo, workspace_, workspace_bytes_, stream);
-  if (s != CUBLAS_STATUS_SUCCESS) fail(s, "cublasLtMatmul", key);
-  return bias != nullptr;
+  Plan& p = plan(plain);
+  const cublasStatus_t s = lt().cublasLtMatmul(handle_, p.op, &alpha, b, p.first, a, p.second, &beta, c, p.out, c, p.out,
+                                               &p.algo, workspace_, workspace_bytes_, stream);
+  if (s != CUBLAS_STATUS_SUCCESS) fail(s, "cublasLtMatmul", plain);
+  return false;
 }
 
 }  // namespace strata::cuda

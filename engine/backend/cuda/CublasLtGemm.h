@@ -38,9 +38,10 @@ public:
 
 private:
   struct Plan;
-  // (trans_a, trans_b, m, n, k, beta != 0, alignment of a, b, c, bias epilogue).
-  using Key = std::tuple<bool, bool, int64_t, int64_t, int64_t, bool, int, int, int, bool>;
-  Plan& plan(const Key& key);
+  // (trans_a, trans_b, m, n, k, beta != 0, alignment of a, b, c, and of the
+  // bias, 0 for none: the bias epilogue's algorithm depends on it).
+  using Key = std::tuple<bool, bool, int64_t, int64_t, int64_t, bool, int, int, int, int>;
+  Plan& plan(const Key& key, const float* bias = nullptr);
   [[noreturn]] void fail(cublasStatus_t status, const char* call, const Key& key) const;
 
   std::string device_name_;
