@@ -46,24 +46,29 @@ void ConvolutionWays::run(const Window2D& w, int64_t filters, Direction d, cudaS
     if (auto it = ways_.find(key); it != ways_.end()) kept = it->second;
   }
   if (!kept) {
-    // Inside a capture nothing can be timed (nor is a choice kept: the next
-    // eager call makes it); with autotuning off cuDNN's heuristics rule.
-    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-    STRATA_CUDA(cudaStreamIsCapturing(stream, &capture));
-    if (capture != cudaStreamCaptureStatusNone) {
-      kept = Way::Cudnn;
-    } else if (!convolution_autotune()) {
-      kept = Way::Cudnn;
+    // One race at a time: replicas sharing the GPU meet a new shape together
+    // in their first step, and timings of interleaved kernels would mean
+    // nothing. Whoever comes second finds the choice made.
+    std::lock_guard racing(race_mutex_);
+    {
       std::lock_guard lock(mutex_);
-      ways_.emplace(key, Way::Cudnn);
-    } else {
-      kept = race(w, filters, d, stream, device, cudnn, gemm);
-      std::lock_guard lock(mutex_);
-      ways_.emplace(key, *kept);
+      if (auto it = ways_.find(key); it != ways_.end()) kept = it->second;
+    }
+    if (!kept) {
+      // Inside a capture nothing can be timed: cuDNN, kept, as the graph
+      // will replay it; with autotuning off cuDNN's heuristics rule.
+      cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+      STRATA_CUDA(cudaStreamIsCapturing(stream, &capture));
+      const bool timed = capture == cudaStreamCaptureStatusNone && convolution_autotune();
+      kept = timed ? race(w, filters, d, stream, device, cudnn, gemm) : Way::Cudnn;
+      {
+        std::lock_guard lock(mutex_);
+        ways_.emplace(key, *kept);
+      }
       // The race ended with gemm's output: it stands when gemm won; cuDNN's
       // is written again below, so that every call's result comes from the
       // way kept (a run's first step computes what its later steps would).
-      if (*kept == Way::Gemm) return;
+      if (timed && *kept == Way::Gemm) return;
     }
   }
   if (*kept == Way::Cudnn && cudnn()) return;

@@ -45,7 +45,8 @@ private:
   Way race(const Window2D& w, int64_t filters, Direction d, cudaStream_t stream, const std::string& device,
            const std::function<bool()>& cudnn, const std::function<void()>& gemm);
 
-  std::mutex mutex_;  // the map: replicas sharing the GPU call from their threads
+  std::mutex mutex_;       // the map: replicas sharing the GPU call from their threads
+  std::mutex race_mutex_;  // held around a new shape's race, never inside mutex_
   std::map<Key, Way> ways_;
 };
 

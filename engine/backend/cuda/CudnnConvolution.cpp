@@ -19,8 +19,8 @@ int as_int(int64_t v) { return static_cast<int>(v); }
 
 // The first algorithm in cuDNN's order (`find`: measured on this GPU,
 // fastest first; `rank`: the heuristics, where autotuning is off, the stream
-// is being captured (timing would break the capture) or the measurement
-// fails) that runs, uses the allowed arithmetic, fits the workspace budget
+// is being captured (timing would break the capture), the measurement fails
+// or none of it qualifies) that runs, uses the allowed arithmetic, fits the workspace budget
 // and is deterministic: the others (backward-filter algorithms 0 and 3,
 // backward-data 0) add with atomics, so a replayed step or a resumed run
 // would drift from its first bits. Both orders are asked under float32
@@ -37,32 +37,44 @@ auto choose(Rank rank, Find find, WorkspaceOf workspace_of, bool tf32, bool meas
             const std::string& what, size_t& workspace) {
   constexpr size_t kBudget = size_t{512} << 20;
   lib().check(lib().cudnnSetConvolutionMathType(conv, tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH), what);
-  Perf perf[kCount];
+  // Room for every (algorithm, math type) pair either order may list.
+  Perf perf[2 * kCount];
   int count = 0;
-  const bool measured = measure && find(kCount, &count, perf) == CUDNN_STATUS_SUCCESS;
-  if (!measured) {
-    lib().check(lib().cudnnSetConvolutionMathType(conv, tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH), what);
-    lib().check(rank(kCount, &count, perf), what);
-  }
-  for (int i = 0; i < count; ++i) {
-    const Perf& p = perf[i];
-    if (p.status != CUDNN_STATUS_SUCCESS || p.determinism != CUDNN_DETERMINISTIC) continue;
-    if (!tf32 && (p.mathType == CUDNN_TENSOR_OP_MATH || p.mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION)) continue;
-    const cudnnMathType_t math = tf32 ? p.mathType : CUDNN_FMA_MATH;
-    size_t bytes = 0;
-    if (lib().cudnnSetConvolutionMathType(conv, math) != CUDNN_STATUS_SUCCESS ||
-        workspace_of(p.algo, &bytes) != CUDNN_STATUS_SUCCESS)
-      continue;
-    bytes = std::max(bytes, p.memory);
-    if (bytes > kBudget) continue;
-    workspace = std::max(workspace, bytes);
-    if (convolution_log()) {
-      if (measured)
-        std::fprintf(stderr, "%s: algorithm %d, %.3f ms measured (fastest of any kind: %.3f ms)\n", what.c_str(),
-                     static_cast<int>(p.algo), static_cast<double>(p.time), static_cast<double>(perf[0].time));
-      else std::fprintf(stderr, "%s: algorithm %d (heuristics)\n", what.c_str(), static_cast<int>(p.algo));
+  bool measured = measure && find(2 * kCount, &count, perf) == CUDNN_STATUS_SUCCESS;
+  // A failed measurement (cuDNN allocates its own buffers for it, beside
+  // the pool) must not be reported by the next kernel launch's check.
+  if (measure && !measured) cudaGetLastError();
+  for (int pass = 0; pass < 2; ++pass, measured = false) {
+    if (!measured) {
+      lib().check(lib().cudnnSetConvolutionMathType(conv, tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH), what);
+      lib().check(rank(2 * kCount, &count, perf), what);
     }
-    return std::make_pair(p.algo, math);
+    for (int i = 0; i < count; ++i) {
+      const Perf& p = perf[i];
+      if (p.status != CUDNN_STATUS_SUCCESS || p.determinism != CUDNN_DETERMINISTIC) continue;
+      if (!tf32 && (p.mathType == CUDNN_TENSOR_OP_MATH || p.mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION)) continue;
+      // A measured time is of the math type listed: without TF32 only FMA
+      // times rank what will run (a default-math time may be TF32's).
+      if (!tf32 && measured && p.mathType != CUDNN_FMA_MATH) continue;
+      const cudnnMathType_t math = tf32 ? p.mathType : CUDNN_FMA_MATH;
+      size_t bytes = 0;
+      if (lib().cudnnSetConvolutionMathType(conv, math) != CUDNN_STATUS_SUCCESS ||
+          workspace_of(p.algo, &bytes) != CUDNN_STATUS_SUCCESS)
+        continue;
+      bytes = std::max(bytes, p.memory);
+      if (bytes > kBudget) continue;
+      workspace = std::max(workspace, bytes);
+      if (convolution_log()) {
+        if (measured)
+          std::fprintf(stderr, "%s: algorithm %d, %.3f ms measured (fastest of any kind: %.3f ms)\n", what.c_str(),
+                       static_cast<int>(p.algo), static_cast<double>(p.time), static_cast<double>(perf[0].time));
+        else std::fprintf(stderr, "%s: algorithm %d (heuristics)\n", what.c_str(), static_cast<int>(p.algo));
+      }
+      return std::make_pair(p.algo, math);
+    }
+    if (!measured) break;  // the heuristics' list was the last chance
+    // Nothing measured qualified (e.g. every candidate's buffers failed to
+    // allocate beside the pool): the heuristics' list next.
   }
   throw runtime_error(what + ": cuDNN offers no deterministic float32 algorithm within a " + std::to_string(kBudget >> 20) +
                       " MiB workspace for this convolution");
