@@ -36,7 +36,7 @@ bool convolution_log() {
   return on;
 }
 
-void ConvolutionWays::run(const Window2D& w, int64_t filters, Direction d, cudaStream_t stream, const std::string& device,
+void ConvolutionWays::run(const Window2D& w, int64_t filters, Direction d, cudaStream_t stream, const Device& device,
                           const std::function<bool()>& cudnn, const std::function<void()>& gemm) {
   const Key key{w.batch,    w.height,   w.width,   w.channels, w.kernel_h, w.kernel_w,
                 w.stride_h, w.stride_w, w.pad_top, w.pad_left, filters,    static_cast<int64_t>(d)};
@@ -76,7 +76,7 @@ void ConvolutionWays::run(const Window2D& w, int64_t filters, Direction d, cudaS
 }
 
 ConvolutionWays::Way ConvolutionWays::race(const Window2D& w, int64_t filters, Direction d, cudaStream_t stream,
-                                           const std::string& device, const std::function<bool()>& cudnn,
+                                           const Device& device, const std::function<bool()>& cudnn,
                                            const std::function<void()>& gemm) {
   struct Marks {
     cudaEvent_t e[3] = {};
@@ -102,7 +102,7 @@ ConvolutionWays::Way ConvolutionWays::race(const Window2D& w, int64_t filters, D
       // The patch matrix may not fit (it holds kh * kw copies of the
       // input) where cuDNN needs little: then cuDNN it is.
       if (!cudnn_ran) throw;
-      if (convolution_log()) std::fprintf(stderr, "%s: im2col way not taken: %s\n", device.c_str(), e.what());
+      if (convolution_log()) std::fprintf(stderr, "%s: im2col way not taken: %s\n", device.str().c_str(), e.what());
       return Way::Cudnn;
     }
     STRATA_CUDA(cudaEventRecord(marks.e[2], stream));
@@ -115,7 +115,7 @@ ConvolutionWays::Way ConvolutionWays::race(const Window2D& w, int64_t filters, D
     std::fprintf(stderr,
                  "%s: convolution %lldx%lld over %lldx%lldx%lldx%lld to %lld filters (%s): %s (cuDNN %.3f ms, "
                  "im2col and cuBLASLt %.3f ms)\n",
-                 device.c_str(), static_cast<long long>(w.kernel_h), static_cast<long long>(w.kernel_w),
+                 device.str().c_str(), static_cast<long long>(w.kernel_h), static_cast<long long>(w.kernel_w),
                  static_cast<long long>(w.batch), static_cast<long long>(w.height), static_cast<long long>(w.width),
                  static_cast<long long>(w.channels), static_cast<long long>(filters), direction_name(d),
                  !cudnn_ran          ? "im2col and cuBLASLt (cuDNN refused)"

@@ -35,14 +35,14 @@ public:
 
   // Runs this shape's direction: `cudnn` (which returns false when cuDNN
   // refuses the call, then `gemm` runs) or `gemm`.
-  void run(const Window2D& w, int64_t filters, Direction d, cudaStream_t stream, const std::string& device,
+  void run(const Window2D& w, int64_t filters, Direction d, cudaStream_t stream, const Device& device,
            const std::function<bool()>& cudnn, const std::function<void()>& gemm);
 
 private:
   enum class Way : uint8_t { Cudnn, Gemm };
   using Key = std::array<int64_t, 12>;
   // Runs both ways twice (gemm last, so the output is gemm's) and answers the faster.
-  Way race(const Window2D& w, int64_t filters, Direction d, cudaStream_t stream, const std::string& device,
+  Way race(const Window2D& w, int64_t filters, Direction d, cudaStream_t stream, const Device& device,
            const std::function<bool()>& cudnn, const std::function<void()>& gemm);
 
   std::mutex mutex_;       // the map: replicas sharing the GPU call from their threads

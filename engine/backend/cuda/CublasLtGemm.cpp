@@ -148,13 +148,11 @@ CublasLtGemm::Plan& CublasLtGemm::plan(const Key& key, const float* bias) {
 
 bool CublasLtGemm::run(cudaStream_t stream, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
                        const float* a, const float* b, float beta, float* c, const float* bias) {
-  Key key{trans_a, trans_b, m, n, k, beta != 0.0f, alignment(a), alignment(b), alignment(c), bias ? alignment(bias) : 0};
+  const Key key{
+      trans_a, trans_b, m, n, k, beta != 0.0f, alignment(a), alignment(b), alignment(c), bias ? alignment(bias) : 0};
   std::lock_guard lock(mutex_);
-  const Key plain = [&] {
-    Key k2 = key;
-    std::get<9>(k2) = 0;
-    return k2;
-  }();
+  Key plain = key;
+  std::get<9>(plain) = 0;
   if (bias && !unfused_.contains(key)) {
     // No algorithm with the epilogue for this product, or one that will not
     // run it: the plain product, and the caller adds the bias (remembered,

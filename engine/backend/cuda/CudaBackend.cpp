@@ -653,7 +653,7 @@ void CudaBackend::conv2d(const Window2D& w, int64_t filters, const float* x, con
 #ifdef STRATA_WITH_CUDNN
   if (has_conv2d(w, filters))
     return conv_ways_.run(
-        w, filters, cuda::ConvolutionWays::Direction::Forward, enter(), device().str(),
+        w, filters, cuda::ConvolutionWays::Direction::Forward, enter(), device(),
         [&] { return cudnn()->forward(w, filters, x, cudnn_kernel(w, filters, kernel).ptr(), y); },
         [&] { Backend::conv2d(w, filters, x, kernel, y); });
 #endif
@@ -665,7 +665,7 @@ void CudaBackend::conv2d_backward_data(const Window2D& w, int64_t filters, const
 #ifdef STRATA_WITH_CUDNN
   if (has_conv2d(w, filters))
     return conv_ways_.run(
-        w, filters, cuda::ConvolutionWays::Direction::BackwardData, enter(), device().str(),
+        w, filters, cuda::ConvolutionWays::Direction::BackwardData, enter(), device(),
         [&] { return cudnn()->backward_data(w, filters, dy, cudnn_kernel(w, filters, kernel).ptr(), dx); },
         [&] { Backend::conv2d_backward_data(w, filters, dy, kernel, dx); });
 #endif
@@ -677,7 +677,7 @@ void CudaBackend::conv2d_backward_filter(const Window2D& w, int64_t filters, con
 #ifdef STRATA_WITH_CUDNN
   if (has_conv2d(w, filters))
     return conv_ways_.run(
-        w, filters, cuda::ConvolutionWays::Direction::BackwardFilter, enter(), device().str(),
+        w, filters, cuda::ConvolutionWays::Direction::BackwardFilter, enter(), device(),
         [&] {
           const int64_t patch = w.kernel_h * w.kernel_w * w.channels;
           Tensor dk = Tensor::empty(Shape{filters, patch}, device());
