@@ -4,6 +4,8 @@
 // are checked against).
 #include "backend/Backend.h"
 
+#include <algorithm>
+
 #include "core/Tensor.h"
 
 namespace strata {
@@ -21,22 +23,71 @@ void Backend::gemm_bias(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_
 }
 
 void Backend::conv2d(const Window2D& w, int64_t filters, const float* x, const float* kernel, float* y) {
-  Tensor col = patch_matrix(w, device());
-  im2col(w, x, col.ptr());
-  gemm(false, false, out_rows(w), filters, patch_size(w), 1.0f, col.ptr(), kernel, 0.0f, y);
+  conv2d_im2col(w, filters, x, kernel, y, w.batch);
 }
 
 void Backend::conv2d_backward_data(const Window2D& w, int64_t filters, const float* dy, const float* kernel, float* dx) {
-  Tensor dcol = patch_matrix(w, device());
-  gemm(false, true, out_rows(w), patch_size(w), filters, 1.0f, dy, kernel, 0.0f, dcol.ptr());
-  col2im(w, dcol.ptr(), dx);
+  conv2d_backward_data_im2col(w, filters, dy, kernel, dx, w.batch);
 }
 
 void Backend::conv2d_backward_filter(const Window2D& w, int64_t filters, const float* x, const float* dy,
                                      float* dkernel) {
-  Tensor col = patch_matrix(w, device());
-  im2col(w, x, col.ptr());
-  gemm(true, false, patch_size(w), filters, out_rows(w), 1.0f, col.ptr(), dy, 0.0f, dkernel);
+  conv2d_backward_filter_im2col(w, filters, x, dy, dkernel, w.batch);
+}
+
+// Slices of `images` images: each slice's patch matrix is made, used and
+// made again over the same memory for the next. An empty batch is one empty
+// slice, so the outputs are still written (the filter gradient as zeros).
+namespace {
+template <typename Slice>
+void for_slices(const Window2D& w, int64_t images, Slice&& slice) {
+  const int64_t step = std::max<int64_t>(1, images);
+  for (int64_t n0 = 0; n0 == 0 || n0 < w.batch; n0 += step) {
+    Window2D part = w;
+    part.batch = std::min(step, w.batch - n0);
+    slice(part, n0);
+  }
+}
+int64_t image_size(const Window2D& w) { return w.height * w.width * w.channels; }
+int64_t out_pixels(const Window2D& w) { return w.out_h * w.out_w; }
+}  // namespace
+
+void Backend::conv2d_im2col(const Window2D& w, int64_t filters, const float* x, const float* kernel, float* y,
+                            int64_t images) {
+  Window2D first = w;
+  first.batch = std::min(std::max<int64_t>(1, images), w.batch);
+  Tensor col = patch_matrix(first, device());
+  for_slices(w, images, [&](const Window2D& part, int64_t n0) {
+    im2col(part, x + n0 * image_size(w), col.ptr());
+    gemm(false, false, out_rows(part), filters, patch_size(w), 1.0f, col.ptr(), kernel, 0.0f,
+         y + n0 * out_pixels(w) * filters);
+  });
+}
+
+void Backend::conv2d_backward_data_im2col(const Window2D& w, int64_t filters, const float* dy, const float* kernel, float* dx,
+                                          int64_t images) {
+  Window2D first = w;
+  first.batch = std::min(std::max<int64_t>(1, images), w.batch);
+  Tensor dcol = patch_matrix(first, device());
+  for_slices(w, images, [&](const Window2D& part, int64_t n0) {
+    gemm(false, true, out_rows(part), patch_size(w), filters, 1.0f, dy + n0 * out_pixels(w) * filters, kernel, 0.0f,
+         dcol.ptr());
+    col2im(part, dcol.ptr(), dx + n0 * image_size(w));
+  });
+}
+
+void Backend::conv2d_backward_filter_im2col(const Window2D& w, int64_t filters, const float* x, const float* dy,
+                                            float* dkernel, int64_t images) {
+  Window2D first = w;
+  first.batch = std::min(std::max<int64_t>(1, images), w.batch);
+  Tensor col = patch_matrix(first, device());
+  // The slices' products add up in order, the first overwriting: the same
+  // bits on every run.
+  for_slices(w, images, [&](const Window2D& part, int64_t n0) {
+    im2col(part, x + n0 * image_size(w), col.ptr());
+    gemm(true, false, patch_size(w), filters, out_rows(part), 1.0f, col.ptr(), dy + n0 * out_pixels(w) * filters,
+         n0 == 0 ? 0.0f : 1.0f, dkernel);
+  });
 }
 
 }  // namespace strata

@@ -10,6 +10,8 @@
 // Adam's step, 1/global batch, batch-norm counts) are read from device memory
 // too, so a captured step replays unchanged.
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "backend/WeightStores.h"
 #include "core/Device.h"
@@ -134,6 +136,11 @@ public:
   // dkernel = d(sum dy * y) / d kernel, overwritten.
   virtual void conv2d_backward_filter(const Window2D& w, int64_t filters, const float* x, const float* dy,
                                       float* dkernel);
+  // Backends with their own ways of convolving: the ways a shape can take
+  // (the last one, im2col over the whole batch, takes every shape) and one
+  // forced for every shape ("": each shape's fastest), for checking each way.
+  virtual std::vector<std::string> convolution_ways(const Window2D& /*w*/, int64_t /*filters*/) { return {"im2col"}; }
+  virtual void force_convolution_way(const std::string& /*way*/) {}
 
   // ---- batch normalisation over rows of a (rows, channels) view -------------
   // sum[c] = sum_r x[r,c], sumsq[c] = sum_r x[r,c]^2 (accumulated in double).
@@ -170,6 +177,16 @@ public:
   // This device's label error flag (two floats in its memory, zero until
   // check_labels finds a bad label).
   virtual float* label_error_flag() = 0;
+
+protected:
+  // The default convolutions over slices of `images` images at a time (the
+  // whole batch when images >= w.batch): the patch matrix holds one slice,
+  // which a device can keep in its cache between im2col and the product.
+  void conv2d_im2col(const Window2D& w, int64_t filters, const float* x, const float* kernel, float* y, int64_t images);
+  void conv2d_backward_data_im2col(const Window2D& w, int64_t filters, const float* dy, const float* kernel, float* dx,
+                                   int64_t images);
+  void conv2d_backward_filter_im2col(const Window2D& w, int64_t filters, const float* x, const float* dy, float* dkernel,
+                                     int64_t images);
 };
 
 // The backend that serves tensors on `device` for the calling thread. CPU

@@ -61,12 +61,11 @@ void DeviceSpans::keep_for_replays(size_t since_mark, int graph) {
 
 bool DeviceSpans::resolve(const Pending& p, Span& out) {
   if (!p.end) return false;
-  DeviceMemory& memory = device_memory(p.device);
-  const auto t0 = memory.mark_time_us(p.begin), t1 = memory.mark_time_us(p.end);
-  if (!t0 || !t1) return false;
+  const auto t = device_memory(p.device).span_time_us(p.begin, p.end);
+  if (!t) return false;
   out = p.span;
-  out.start_us = *t0;
-  out.duration_us = std::max(0.0, *t1 - *t0);
+  out.start_us = t->start_us;
+  out.duration_us = t->duration_us;
   return true;
 }
 

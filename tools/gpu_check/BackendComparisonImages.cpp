@@ -71,33 +71,41 @@ void BackendComparison::convolution() {
     Window2D w;
     int64_t filters;
   };
+  // Every way the device offers for the shape, each forced in turn (on a
+  // GPU: cuDNN in NHWC and in NCHW, im2col over slices of the batch and over
+  // all of it), so a way a race would only sometimes pick is checked too.
+  Backend& device = h_.backend();
   for (const Conv& cv : {Conv{same(64, 28, 28, 1, 5, 1), 32}, Conv{same(64, 14, 14, 32, 5, 1), 64},
                          Conv{same(3, 13, 11, 3, 3, 2), 16}, Conv{same(2, 8, 8, 3, 3, 2), 8}}) {
     const Window2D& w = cv.w;
     const int64_t f = cv.filters, patch = w.kernel_h * w.kernel_w * w.channels, rows = w.batch * w.out_h * w.out_w;
-    const std::string shape = describe(w) + " filters " + std::to_string(f);
-    // Inputs with a nonzero mean, so the long sums do not cancel (Tolerances.h).
-    h_.check("conv2d", shape, [&](OpCase& c) {
-      auto& x = c.input(input_shape(w), -0.5f, 1.0f);
-      auto& k = c.input(Shape{patch, f}, -0.5f, 1.0f);
-      auto& y = c.poisoned(Shape{rows, f});
-      c.run([&](Backend& b, Side s) { b.conv2d(w, f, x.f(s), k.f(s), y.f(s)); });
-      c.expect("", y, summed(patch));
-    });
-    h_.check("conv2d_backward_data", shape, [&](OpCase& c) {
-      auto& dy = c.input(Shape{rows, f}, -0.5f, 1.0f);
-      auto& k = c.input(Shape{patch, f}, -0.5f, 1.0f);
-      auto& dx = c.poisoned(input_shape(w));
-      c.run([&](Backend& b, Side s) { b.conv2d_backward_data(w, f, dy.f(s), k.f(s), dx.f(s)); });
-      c.expect("", dx, summed(w.kernel_h * w.kernel_w * f));
-    });
-    h_.check("conv2d_backward_filter", shape, [&](OpCase& c) {
-      auto& x = c.input(input_shape(w), -0.5f, 1.0f);
-      auto& dy = c.input(Shape{rows, f}, -0.5f, 1.0f);
-      auto& dk = c.poisoned(Shape{patch, f});
-      c.run([&](Backend& b, Side s) { b.conv2d_backward_filter(w, f, x.f(s), dy.f(s), dk.f(s)); });
-      c.expect("", dk, summed(rows));
-    });
+    for (const std::string& way : device.convolution_ways(w, f)) {
+      device.force_convolution_way(way);
+      const std::string shape = describe(w) + " filters " + std::to_string(f) + " via " + way;
+      // Inputs with a nonzero mean, so the long sums do not cancel (Tolerances.h).
+      h_.check("conv2d", shape, [&](OpCase& c) {
+        auto& x = c.input(input_shape(w), -0.5f, 1.0f);
+        auto& k = c.input(Shape{patch, f}, -0.5f, 1.0f);
+        auto& y = c.poisoned(Shape{rows, f});
+        c.run([&](Backend& b, Side s) { b.conv2d(w, f, x.f(s), k.f(s), y.f(s)); });
+        c.expect("", y, summed(patch));
+      });
+      h_.check("conv2d_backward_data", shape, [&](OpCase& c) {
+        auto& dy = c.input(Shape{rows, f}, -0.5f, 1.0f);
+        auto& k = c.input(Shape{patch, f}, -0.5f, 1.0f);
+        auto& dx = c.poisoned(input_shape(w));
+        c.run([&](Backend& b, Side s) { b.conv2d_backward_data(w, f, dy.f(s), k.f(s), dx.f(s)); });
+        c.expect("", dx, summed(w.kernel_h * w.kernel_w * f));
+      });
+      h_.check("conv2d_backward_filter", shape, [&](OpCase& c) {
+        auto& x = c.input(input_shape(w), -0.5f, 1.0f);
+        auto& dy = c.input(Shape{rows, f}, -0.5f, 1.0f);
+        auto& dk = c.poisoned(Shape{patch, f});
+        c.run([&](Backend& b, Side s) { b.conv2d_backward_filter(w, f, x.f(s), dy.f(s), dk.f(s)); });
+        c.expect("", dk, summed(rows));
+      });
+    }
+    device.force_convolution_way("");
   }
 }
 

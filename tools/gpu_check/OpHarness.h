@@ -28,6 +28,7 @@ public:
   void check(const std::string& op, const std::string& shape, const std::function<void(OpCase&)>& body);
 
   const Device& device() const { return device_; }
+  Backend& backend() const { return *backend_; }
   // The records so far, in order.
   const std::vector<CheckRecord>& records() const { return records_; }
 

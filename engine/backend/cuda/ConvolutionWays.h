@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <span>
 #include <string>
 
 #include "backend/Backend.h"
@@ -20,34 +21,57 @@ namespace strata::cuda {
 bool convolution_autotune();
 bool convolution_log();
 
-// For each convolution shape and direction, which of two deterministic ways
-// runs it: cuDNN's best deterministic algorithm, or the patch matrix and a
-// cuBLASLt product (im2col). Neither wins everywhere: on an H200 cuDNN's
-// deterministic filter gradients of the TF-tutorial CNN took 0.36 ms at
+// For each convolution shape and direction, which of several deterministic
+// ways runs it: cuDNN's best deterministic algorithm in the NHWC layout the
+// layers use, the same in NCHW (its float32 implicit-GEMM kernels are
+// NCHW's; the tensors are transposed to and from it), the patch matrix and
+// a cuBLASLt product over slices of the batch small enough to stay in L2,
+// or over the whole batch. None wins everywhere: on an H200 cuDNN's
+// deterministic NHWC filter gradients of the TF-tutorial CNN took 0.36 ms at
 // batch 64 where its non-deterministic ones (atomics, which PyTorch uses)
-// took 0.07-0.11 ms, and a product over the patches is deterministic and
-// about as fast. The first call of a shape outside a stream capture runs
-// both ways twice, timed by events on `stream`, and keeps the faster; later
-// calls run the kept one. The first call's output, too, is the kept way's.
+// took 0.07-0.11 ms, and a product over the patches took 0.07 ms. The first
+// call of a shape outside a stream capture runs every way twice, timed by
+// events on `stream`, and keeps the fastest; later calls run the kept one.
+// The first call's output, too, is the kept way's.
+//
+// STRATA_CONV_WAYS_FILE=<path> keeps the choices in a file: read at start
+// (a shape found there is not timed again), each new one appended; so a run
+// under a profiler, which slows every kernel and would distort the timing,
+// runs what an earlier run chose.
+//
+// STRATA_CONV_WAY=<name> (or force()) runs one way for every shape instead
+// (for profiling and for checking each way); a way a shape does not offer,
+// or that refuses a call, gives the last way (im2col over the whole batch).
 class ConvolutionWays {
 public:
   enum class Direction : uint8_t { Forward, BackwardData, BackwardFilter };
+  // One way: its name and the call, which returns false when its library
+  // refuses this call (then the last way runs, which must never refuse).
+  struct Way {
+    const char* name;
+    std::function<bool()> run;
+  };
 
-  // Runs this shape's direction: `cudnn` (which returns false when cuDNN
-  // refuses the call, then `gemm` runs) or `gemm`.
+  ConvolutionWays();
+  // Runs this shape's direction the way kept for it.
   void run(const Window2D& w, int64_t filters, Direction d, cudaStream_t stream, const Device& device,
-           const std::function<bool()>& cudnn, const std::function<void()>& gemm);
+           std::span<const Way> ways);
+  // The way every shape runs from now on; "" chooses by timing again.
+  void force(std::string name);
 
 private:
-  enum class Way : uint8_t { Cudnn, Gemm };
   using Key = std::array<int64_t, 12>;
-  // Runs both ways twice (gemm last, so the output is gemm's) and answers the faster.
-  Way race(const Window2D& w, int64_t filters, Direction d, cudaStream_t stream, const Device& device,
-           const std::function<bool()>& cudnn, const std::function<void()>& gemm);
+  // Runs every way twice and answers the fastest's name; the output is the
+  // fastest's (it runs once more unless it ran last).
+  std::string race(const Window2D& w, int64_t filters, Direction d, cudaStream_t stream, const Device& device,
+                   std::span<const Way> ways);
 
-  std::mutex mutex_;       // the map: replicas sharing the GPU call from their threads
+  std::mutex mutex_;       // the map and the forced way: replicas sharing the GPU call from their threads
   std::mutex race_mutex_;  // held around a new shape's race, never inside mutex_
-  std::map<Key, Way> ways_;
+  std::map<Key, std::string> kept_;
+  std::string forced_;
+  std::string file_;                                   // STRATA_CONV_WAYS_FILE
+  void save(const Key& key, const std::string& name);  // under mutex_
 };
 
 }  // namespace strata::cuda

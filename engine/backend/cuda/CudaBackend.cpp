@@ -104,6 +104,7 @@ CudaBackend::CudaBackend(int index) : index_(index) {
   cudaDeviceProp prop{};
   STRATA_CUDA(cudaGetDeviceProperties(&prop, index_));
   name_ = prop.name;
+  l2_bytes_ = prop.l2CacheSize;
   // On a GPU the build has no code for, every launch fails with "no kernel
   // image"; say so once, with what to rebuild for, before anything launches.
   if (const cudaError_t image = cuda::kernel_image_status(); image != cudaSuccess) {
@@ -162,7 +163,8 @@ CudaBackend::~CudaBackend() {
   }
   gemm_.reset();
   cudnn_.reset();
-  if (clock_ref_) cudaEventDestroy(clock_ref_);
+  for (cudaEvent_t ref : clock_ref_)
+    if (ref) cudaEventDestroy(ref);
   if (clock_stream_) cudaStreamDestroy(clock_stream_);
   if (stream_) cudaStreamDestroy(stream_);
 }
@@ -354,32 +356,72 @@ std::optional<double> CudaBackend::mark_time_us(const EventPtr& mark) {
     cudaGetLastError();  // not reached yet: not an error of the stream
     return std::nullopt;
   }
+  return host_time_us(e->event);
+}
+
+// A span costs one query (its end reached means its begin was: one stream)
+// and two or three elapsed-time reads, where two marks' times would cost two
+// queries and four reads: with a span or more per phase of every step, these
+// calls are most of what tracing adds to a short step.
+std::optional<DeviceMemory::MarkedSpan> CudaBackend::span_time_us(const EventPtr& begin, const EventPtr& end) {
+  auto* b = dynamic_cast<const CudaEvent*>(begin.get());
+  auto* e = dynamic_cast<const CudaEvent*>(end.get());
+  if (!b || !e) return std::nullopt;
+  enter();
+  if (cudaEventQuery(e->event) != cudaSuccess) {
+    cudaGetLastError();
+    return std::nullopt;
+  }
+  const std::optional<double> start = host_time_us(b->event);
+  float ms = 0;
+  if (!start || cudaEventElapsedTime(&ms, b->event, e->event) != cudaSuccess) {
+    cudaGetLastError();
+    return std::nullopt;
+  }
+  return MarkedSpan{*start, std::max(0.0, 1000.0 * static_cast<double>(ms))};
+}
+
+std::optional<double> CudaBackend::host_time_us(cudaEvent_t mark) {
   std::lock_guard lock(clock_mutex_);
-  if (clock_ref_us_ < 0 || monotonic_seconds() * 1e6 - clock_ref_us_ > 1e6) calibrate_clock();
-  // The reference is usually recorded after the mark (it is re-recorded
-  // each second), and CUDA documents elapsed times only for end after start:
-  // both orders are asked, and the positive one taken, so the answer holds
-  // whether or not the driver reports negative times.
+  const double now_us = monotonic_seconds() * 1e6;
+  if (clock_ref_us_[clock_current_] < 0 || now_us - clock_ref_us_[clock_current_] > 1e6) calibrate_clock();
+  // The previous reference, one to three seconds old, came before almost
+  // every mark read now (they are read a step after they were queued): one
+  // read then. A negative or failed one means the mark came first.
+  const int previous = 1 - clock_current_;
+  float ms = 0;
+  if (clock_ref_us_[previous] >= 0 && now_us - clock_ref_us_[previous] < 3e6) {
+    if (cudaEventElapsedTime(&ms, clock_ref_[previous], mark) == cudaSuccess && ms >= 0)
+      return clock_ref_us_[previous] + 1000.0 * static_cast<double>(ms);
+    cudaGetLastError();
+  }
+  // Against the newest reference, usually recorded after the mark, and CUDA
+  // documents elapsed times only for end after start: both orders are asked,
+  // and the positive one taken, so the answer holds whether or not the
+  // driver reports negative times.
   float after_ref = 0, before_ref = 0;
-  if (cudaEventElapsedTime(&after_ref, clock_ref_, e->event) != cudaSuccess ||
-      cudaEventElapsedTime(&before_ref, e->event, clock_ref_) != cudaSuccess) {
+  const cudaEvent_t ref = clock_ref_[clock_current_];
+  if (cudaEventElapsedTime(&after_ref, ref, mark) != cudaSuccess ||
+      cudaEventElapsedTime(&before_ref, mark, ref) != cudaSuccess) {
     cudaGetLastError();  // e.g. a captured mark before the graph's first replay
     return std::nullopt;
   }
-  const double ms = after_ref > 0 ? after_ref : -static_cast<double>(before_ref);
-  return clock_ref_us_ + 1000.0 * ms;
+  const double ref_ms = after_ref > 0 ? after_ref : -static_cast<double>(before_ref);
+  return clock_ref_us_[clock_current_] + 1000.0 * ref_ms;
 }
 
 void CudaBackend::calibrate_clock() {
   if (!clock_stream_) {
     STRATA_CUDA(cudaStreamCreateWithFlags(&clock_stream_, cudaStreamNonBlocking));
-    STRATA_CUDA(cudaEventCreate(&clock_ref_));
+    for (cudaEvent_t& ref : clock_ref_) STRATA_CUDA(cudaEventCreate(&ref));
   }
+  // The other reference is recorded again; this one stays, as the previous.
+  clock_current_ = 1 - clock_current_;
   const double before = monotonic_seconds();
-  STRATA_CUDA(cudaEventRecord(clock_ref_, clock_stream_));
-  STRATA_CUDA(cudaEventSynchronize(clock_ref_));
+  STRATA_CUDA(cudaEventRecord(clock_ref_[clock_current_], clock_stream_));
+  STRATA_CUDA(cudaEventSynchronize(clock_ref_[clock_current_]));
   const double after = monotonic_seconds();
-  clock_ref_us_ = 0.5 * (before + after) * 1e6;
+  clock_ref_us_[clock_current_] = 0.5 * (before + after) * 1e6;
 }
 
 void CudaBackend::wait_event(const EventPtr& event) {
@@ -604,7 +646,7 @@ void CudaBackend::adam_update(int64_t n, float* w, const float* g, float* m, flo
 void CudaBackend::im2col(const Window2D& w, const float* x, float* col) { cuda::im2col(enter(), w, x, col); }
 void CudaBackend::col2im(const Window2D& w, const float* col, float* dx) { cuda::col2im(enter(), w, col, dx); }
 
-cuda::CudnnConvolution* CudaBackend::cudnn() {
+void CudaBackend::make_cudnn() {
 #ifdef STRATA_WITH_CUDNN
   std::call_once(cudnn_once_, [this] {
     cudnn_unavailable_ = cuda::CudnnLibrary::unavailable();
@@ -613,82 +655,164 @@ cuda::CudnnConvolution* CudaBackend::cudnn() {
     // a broken or mismatched install fails here (cudnnCreate), and the
     // convolutions then go the default way rather than fail every step.
     try {
-      cudnn_ = std::make_unique<cuda::CudnnConvolution>(*this, device().str(), enter(), cuda::tf32_requested());
+      cudnn_ = std::make_unique<cuda::CudnnConvolution>(*this, device().str(), enter(), cuda::tf32_requested(),
+                                                        CUDNN_TENSOR_NHWC);
+      cudnn_nchw_ = std::make_unique<cuda::CudnnConvolution>(*this, device().str(), enter(), cuda::tf32_requested(),
+                                                             CUDNN_TENSOR_NCHW);
     } catch (const std::exception& e) {
+      cudnn_.reset();
       cudnn_unavailable_ = e.what();
       std::fprintf(stderr, "%s: cuDNN cannot be used (%s); convolutions use im2col and cuBLASLt\n", device().str().c_str(),
                    e.what());
     }
   });
 #endif
-  return cudnn_.get();
 }
 
-bool CudaBackend::has_conv2d(const Window2D& w, int64_t filters) {
+// Images of a slice whose patch matrix takes at most half the GPU's L2
+// cache, so that the product reads what im2col just wrote from the cache
+// rather than from device memory (the whole batch's matrix holds kh * kw
+// copies of the input: 640 MiB for the TF-tutorial CNN's second layer at
+// batch 1024).
+int64_t CudaBackend::images_per_slice(const Window2D& w) const {
+  if (l2_bytes_ <= 0) return w.batch;  // not reported: no slicing
+  const int64_t per_image = w.out_h * w.out_w * w.kernel_h * w.kernel_w * w.channels * int64_t{sizeof(float)};
+  return std::max<int64_t>(1, l2_bytes_ / 2 / std::max<int64_t>(1, per_image));
+}
+
+bool CudaBackend::has_conv2d(const Window2D& w, int64_t filters) { return convolution_ways(w, filters).size() > 1; }
+
+std::vector<std::string> CudaBackend::convolution_ways(const Window2D& w, int64_t filters) {
+  std::vector<std::string> names;
+  for (const auto& way : ways_for(w, filters, {}, {}, {})) names.emplace_back(way.name);
+  return names;
+}
+
+void CudaBackend::force_convolution_way(const std::string& way) { conv_ways_.force(way); }
+
+// The ways this window can take, cuDNN's first (the one a step captured
+// before any timing keeps), im2col over the whole batch last. cuDNN's NCHW
+// way transposes its images and kernels here; `im2col` is given the images
+// per slice.
+std::vector<cuda::ConvolutionWays::Way> CudaBackend::ways_for(const Window2D& w, int64_t filters, const CudnnCall& nhwc,
+                                                              const CudnnCall& nchw,
+                                                              const std::function<void(int64_t)>& im2col) {
+  std::vector<cuda::ConvolutionWays::Way> ways;
 #ifdef STRATA_WITH_CUDNN
   enter();  // the heuristics a new shape asks run on this thread: with this GPU current
-  cuda::CudnnConvolution* library = cudnn();
-  return library && library->takes(w, filters);
+  make_cudnn();
+  if (cudnn_ && cudnn_->takes(w, filters)) ways.push_back({"cudnn", [this, nhwc] { return nhwc(*cudnn_); }});
+  if (cudnn_nchw_ && cudnn_nchw_->takes(w, filters))
+    ways.push_back({"cudnn-nchw", [this, nchw] { return nchw(*cudnn_nchw_); }});
 #else
-  (void)w;
-  (void)filters;
-  return false;
+  (void)nhwc;
+  (void)nchw;
 #endif
+  if (const int64_t images = images_per_slice(w); images < w.batch)
+    ways.push_back({"im2col-slices", [im2col, images] {
+                      im2col(images);
+                      return true;
+                    }});
+  ways.push_back({"im2col", [im2col, images = w.batch] {
+                    im2col(images);
+                    return true;
+                  }});
+  return ways;
 }
 
-// The layers' kernels are (kh * kw * channels, filters) matrices; cuDNN's
-// NHWC filters are their transposes (filters, kh, kw, channels). Windows
-// cuDNN cannot take go the default way (im2col, cuBLASLt, col2im).
-Tensor CudaBackend::cudnn_kernel(const Window2D& w, int64_t filters, const float* kernel) {
-  const int64_t patch = w.kernel_h * w.kernel_w * w.channels;
+namespace {
+int64_t patch_of(const Window2D& w) { return w.kernel_h * w.kernel_w * w.channels; }
+}  // namespace
+
+// The layers' kernels are (kh * kw * channels, filters) matrices: NHWC's
+// filters (filters, kh, kw, channels) are their transposes, NCHW's
+// (filters, channels, kh, kw) those with each filter's (kh * kw, channels)
+// transposed in turn.
+Tensor CudaBackend::cudnn_kernel(const Window2D& w, int64_t filters, const float* kernel, bool nchw) {
+  const int64_t patch = patch_of(w);
   Tensor k = Tensor::empty(Shape{filters, patch}, device());
   cuda::transpose(enter(), kernel, patch, filters, k.ptr());
-  return k;
+  if (!nchw) return k;
+  Tensor kc = Tensor::empty(Shape{filters, patch}, device());
+  cuda::transpose(enter(), k.ptr(), w.kernel_h * w.kernel_w, w.channels, kc.ptr(), filters);
+  return kc;
 }
 
-// Each direction runs the way conv_ways_ timed fastest for the shape:
-// cuDNN (kernels transposed to and from its layout) or Backend's im2col and
-// cuBLASLt, which also takes what cuDNN refuses.
+// Images between the layers' NHWC and NCHW: (n, h*w, c) <-> (n, c, h*w).
+Tensor CudaBackend::to_nchw(const float* x, int64_t n, int64_t pixels, int64_t channels) {
+  Tensor t = Tensor::empty(Shape{n, channels, pixels}, device());
+  cuda::transpose(enter(), x, pixels, channels, t.ptr(), n);
+  return t;
+}
+
+void CudaBackend::from_nchw(const Tensor& t, int64_t n, int64_t pixels, int64_t channels, float* x) {
+  cuda::transpose(enter(), t.ptr(), channels, pixels, x, n);
+}
+
+// Each direction runs the way conv_ways_ timed fastest for the shape.
 void CudaBackend::conv2d(const Window2D& w, int64_t filters, const float* x, const float* kernel, float* y) {
-#ifdef STRATA_WITH_CUDNN
-  if (has_conv2d(w, filters))
-    return conv_ways_.run(
-        w, filters, cuda::ConvolutionWays::Direction::Forward, enter(), device(),
-        [&] { return cudnn()->forward(w, filters, x, cudnn_kernel(w, filters, kernel).ptr(), y); },
-        [&] { Backend::conv2d(w, filters, x, kernel, y); });
-#endif
-  Backend::conv2d(w, filters, x, kernel, y);
+  const int64_t in_px = w.height * w.width, out_px = w.out_h * w.out_w;
+  const auto ways = ways_for(
+      w, filters,
+      [&](cuda::CudnnConvolution& c) { return c.forward(w, filters, x, cudnn_kernel(w, filters, kernel, false).ptr(), y); },
+      [&](cuda::CudnnConvolution& c) {
+        Tensor yt = Tensor::empty(Shape{w.batch, filters, out_px}, device());
+        if (!c.forward(w, filters, to_nchw(x, w.batch, in_px, w.channels).ptr(), cudnn_kernel(w, filters, kernel, true).ptr(),
+                       yt.ptr()))
+          return false;
+        from_nchw(yt, w.batch, out_px, filters, y);
+        return true;
+      },
+      [&](int64_t images) { conv2d_im2col(w, filters, x, kernel, y, images); });
+  conv_ways_.run(w, filters, cuda::ConvolutionWays::Direction::Forward, enter(), device(), ways);
 }
 
 void CudaBackend::conv2d_backward_data(const Window2D& w, int64_t filters, const float* dy, const float* kernel,
                                        float* dx) {
-#ifdef STRATA_WITH_CUDNN
-  if (has_conv2d(w, filters))
-    return conv_ways_.run(
-        w, filters, cuda::ConvolutionWays::Direction::BackwardData, enter(), device(),
-        [&] { return cudnn()->backward_data(w, filters, dy, cudnn_kernel(w, filters, kernel).ptr(), dx); },
-        [&] { Backend::conv2d_backward_data(w, filters, dy, kernel, dx); });
-#endif
-  Backend::conv2d_backward_data(w, filters, dy, kernel, dx);
+  const int64_t in_px = w.height * w.width, out_px = w.out_h * w.out_w;
+  const auto ways = ways_for(
+      w, filters,
+      [&](cuda::CudnnConvolution& c) {
+        return c.backward_data(w, filters, dy, cudnn_kernel(w, filters, kernel, false).ptr(), dx);
+      },
+      [&](cuda::CudnnConvolution& c) {
+        Tensor dxt = Tensor::empty(Shape{w.batch, w.channels, in_px}, device());
+        if (!c.backward_data(w, filters, to_nchw(dy, w.batch, out_px, filters).ptr(),
+                             cudnn_kernel(w, filters, kernel, true).ptr(), dxt.ptr()))
+          return false;
+        from_nchw(dxt, w.batch, in_px, w.channels, dx);
+        return true;
+      },
+      [&](int64_t images) { conv2d_backward_data_im2col(w, filters, dy, kernel, dx, images); });
+  conv_ways_.run(w, filters, cuda::ConvolutionWays::Direction::BackwardData, enter(), device(), ways);
 }
 
 void CudaBackend::conv2d_backward_filter(const Window2D& w, int64_t filters, const float* x, const float* dy,
                                          float* dkernel) {
-#ifdef STRATA_WITH_CUDNN
-  if (has_conv2d(w, filters))
-    return conv_ways_.run(
-        w, filters, cuda::ConvolutionWays::Direction::BackwardFilter, enter(), device(),
-        [&] {
-          const int64_t patch = w.kernel_h * w.kernel_w * w.channels;
-          Tensor dk = Tensor::empty(Shape{filters, patch}, device());
-          if (!cudnn()->backward_filter(w, filters, x, dy, dk.ptr())) return false;
-          cuda::transpose(enter(), dk.ptr(), filters, patch, dkernel);
-          return true;
-        },
-        [&] { Backend::conv2d_backward_filter(w, filters, x, dy, dkernel); });
-#endif
-  Backend::conv2d_backward_filter(w, filters, x, dy, dkernel);
+  const int64_t in_px = w.height * w.width, out_px = w.out_h * w.out_w, patch = patch_of(w);
+  const auto ways = ways_for(
+      w, filters,
+      [&](cuda::CudnnConvolution& c) {
+        Tensor dk = Tensor::empty(Shape{filters, patch}, device());
+        if (!c.backward_filter(w, filters, x, dy, dk.ptr())) return false;
+        cuda::transpose(enter(), dk.ptr(), filters, patch, dkernel);
+        return true;
+      },
+      [&](cuda::CudnnConvolution& c) {
+        // (filters, channels, kh * kw) -> (filters, kh * kw, channels) -> the layer's matrix.
+        Tensor dkc = Tensor::empty(Shape{filters, patch}, device());
+        if (!c.backward_filter(w, filters, to_nchw(x, w.batch, in_px, w.channels).ptr(),
+                               to_nchw(dy, w.batch, out_px, filters).ptr(), dkc.ptr()))
+          return false;
+        Tensor dk = Tensor::empty(Shape{filters, patch}, device());
+        cuda::transpose(enter(), dkc.ptr(), w.channels, w.kernel_h * w.kernel_w, dk.ptr(), filters);
+        cuda::transpose(enter(), dk.ptr(), filters, patch, dkernel);
+        return true;
+      },
+      [&](int64_t images) { conv2d_backward_filter_im2col(w, filters, x, dy, dkernel, images); });
+  conv_ways_.run(w, filters, cuda::ConvolutionWays::Direction::BackwardFilter, enter(), device(), ways);
 }
+
 void CudaBackend::max_pool(const Window2D& w, const float* x, float* y, int32_t* argmax) {
   cuda::max_pool(enter(), w, x, y, argmax);
 }

@@ -1,11 +1,12 @@
 #pragma once
 #include <cuda_runtime_api.h>
 
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <set>
-#include <vector>
 #include <string>
+#include <vector>
 
 #include "backend/Backend.h"
 #include "backend/cuda/ConvolutionWays.h"
@@ -61,6 +62,7 @@ public:
   // mark_time_us reads it as it reads the compute stream's.
   EventPtr record_timing_mark_on(cudaStream_t stream);
   std::optional<double> mark_time_us(const EventPtr& mark) override;
+  std::optional<MarkedSpan> span_time_us(const EventPtr& begin, const EventPtr& end) override;
   float* label_error_flag() override { return label_error_; }
   // CUDA graphs: the stream is captured (relaxed mode, so other threads'
   // unrelated CUDA calls stay legal), allocations become the graph's memory
@@ -105,6 +107,8 @@ public:
   // cuDNN where it loads and its padding gives the window; else the layers'
   // im2col + cuBLASLt.
   bool has_conv2d(const Window2D& w, int64_t filters) override;
+  std::vector<std::string> convolution_ways(const Window2D& w, int64_t filters) override;
+  void force_convolution_way(const std::string& way) override;
   void conv2d(const Window2D& w, int64_t filters, const float* x, const float* kernel, float* y) override;
   void conv2d_backward_data(const Window2D& w, int64_t filters, const float* dy, const float* kernel,
                             float* dx) override;
@@ -157,13 +161,21 @@ private:
   void* workspace_ = nullptr;
   std::unique_ptr<cuda::CublasLtGemm> gemm_;
   // cuDNN, made at the first convolution (null when it cannot be: the
-  // build has no cudnn.h or the library does not load).
-  cuda::CudnnConvolution* cudnn();
+  // build has no cudnn.h or the library does not load), in the layers' NHWC
+  // layout and in NCHW.
+  void make_cudnn();
   // A layer's kernel in cuDNN's filter layout (a temporary on the stream).
-  Tensor cudnn_kernel(const Window2D& w, int64_t filters, const float* kernel);
+  Tensor cudnn_kernel(const Window2D& w, int64_t filters, const float* kernel, bool nchw);
+  Tensor to_nchw(const float* x, int64_t n, int64_t pixels, int64_t channels);
+  void from_nchw(const Tensor& t, int64_t n, int64_t pixels, int64_t channels, float* x);
+  int64_t images_per_slice(const Window2D& w) const;
+  using CudnnCall = std::function<bool(cuda::CudnnConvolution&)>;
+  std::vector<cuda::ConvolutionWays::Way> ways_for(const Window2D& w, int64_t filters, const CudnnCall& nhwc,
+                                                   const CudnnCall& nchw, const std::function<void(int64_t)>& im2col);
   std::once_flag cudnn_once_;
-  std::unique_ptr<cuda::CudnnConvolution> cudnn_;
-  cuda::ConvolutionWays conv_ways_;  // per shape and direction: cuDNN or im2col, whichever was faster
+  std::unique_ptr<cuda::CudnnConvolution> cudnn_, cudnn_nchw_;
+  cuda::ConvolutionWays conv_ways_;  // per shape and direction: the fastest way
+  int64_t l2_bytes_ = 0;
   std::string cudnn_unavailable_;
   cuda::PinnedStaging staging_;
   float* label_error_ = nullptr;
@@ -180,15 +192,20 @@ private:
   bool capturing_ = false;
   std::set<void*> captured_allocations_;
   std::vector<void*> deferred_frees_;
-  // The timing marks' link to the host clock: clock_ref_, recorded on an
+  // The timing marks' link to the host clock: clock_ref_[i], recorded on an
   // otherwise idle stream and waited for, happened at host time
-  // clock_ref_us_ (to within half the wait, a few microseconds). Measured
-  // again each second, so the two clocks' drift stays far below that.
+  // clock_ref_us_[i] (to within half the wait, a few microseconds). Measured
+  // again each second, into the other of the two, so the two clocks' drift
+  // stays far below that and the previous reference precedes the marks
+  // being read.
   void calibrate_clock();
+  // A reached mark's time on the host's clock (microseconds); under clock_mutex_ inside.
+  std::optional<double> host_time_us(cudaEvent_t mark);
   std::mutex clock_mutex_;
   cudaStream_t clock_stream_ = nullptr;
-  cudaEvent_t clock_ref_ = nullptr;
-  double clock_ref_us_ = -1;
+  cudaEvent_t clock_ref_[2] = {};
+  double clock_ref_us_[2] = {-1, -1};
+  int clock_current_ = 1;  // calibrate_clock() starts at 0
 };
 
 }  // namespace strata

@@ -60,13 +60,30 @@ __global__ void fill_kernel(uint32_t* y, int64_t n, uint32_t word) {
   STRATA_GRID_STRIDE(i, n) y[i] = word;
 }
 
-// Element-wise (writes coalesced): only convolution kernels go through it,
-// a few hundred thousand values at most.
-__global__ void transpose_kernel(const float* __restrict__ in, int64_t rows, int64_t cols, float* __restrict__ out) {
-  STRATA_GRID_STRIDE(i, rows * cols) {
-    const int64_t c = i / rows, r = i % rows;
-    out[i] = in[r * cols + c];
-  }
+// A 32x32 tile through shared memory, so both the reads and the writes are
+// coalesced (images moved between NHWC and NCHW are tens of MiB); one padding
+// column keeps the tile's column reads free of bank conflicts. blockIdx.z
+// walks the batch of matrices, blockIdx.y the row tiles (grid limits).
+constexpr int kTile = 32;
+__global__ void transpose_kernel(const float* __restrict__ in, int64_t rows, int64_t cols, int64_t batch,
+                                 float* __restrict__ out) {
+  __shared__ float tile[kTile][kTile + 1];
+  const int64_t c0 = static_cast<int64_t>(blockIdx.x) * kTile;
+  for (int64_t b = blockIdx.z; b < batch; b += gridDim.z)
+    for (int64_t r0 = static_cast<int64_t>(blockIdx.y) * kTile; r0 < rows; r0 += static_cast<int64_t>(gridDim.y) * kTile) {
+      const float* src = in + b * rows * cols;
+      float* dst = out + b * rows * cols;
+      for (int i = threadIdx.y; i < kTile; i += blockDim.y) {
+        const int64_t r = r0 + i, c = c0 + threadIdx.x;
+        if (r < rows && c < cols) tile[i][threadIdx.x] = src[r * cols + c];
+      }
+      __syncthreads();
+      for (int i = threadIdx.y; i < kTile; i += blockDim.y) {
+        const int64_t c = c0 + i, r = r0 + threadIdx.x;
+        if (r < rows && c < cols) dst[c * rows + r] = tile[threadIdx.x][i];
+      }
+      __syncthreads();
+    }
 }
 
 __global__ void activation_forward_kernel(Activation act, const float* x, float* y, int64_t n) {
@@ -354,9 +371,12 @@ void fill32(cudaStream_t s, uint32_t* dst, int64_t n, uint32_t word) {
   STRATA_CUDA_LAUNCHED("fill32");
 }
 
-void transpose(cudaStream_t s, const float* in, int64_t rows, int64_t cols, float* out) {
-  if (rows * cols == 0) return;
-  transpose_kernel<<<blocks_for(rows * cols), kThreads, 0, s>>>(in, rows, cols, out);
+void transpose(cudaStream_t s, const float* in, int64_t rows, int64_t cols, float* out, int64_t batch) {
+  if (rows * cols * batch == 0) return;
+  const dim3 grid(static_cast<unsigned>((cols + kTile - 1) / kTile),
+                  static_cast<unsigned>(std::min<int64_t>((rows + kTile - 1) / kTile, 65535)),
+                  static_cast<unsigned>(std::min<int64_t>(batch, 65535)));
+  transpose_kernel<<<grid, dim3(kTile, 8), 0, s>>>(in, rows, cols, batch, out);
   STRATA_CUDA_LAUNCHED("transpose");
 }
 

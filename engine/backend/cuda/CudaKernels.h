@@ -57,8 +57,9 @@ void sgd_update(cudaStream_t s, int64_t n, float* w, const float* g, float* velo
 void adam_update(cudaStream_t s, int64_t n, float* w, const float* g, float* m, float* v, const AdamParams& p,
                  const float* lr_step);
 void fill32(cudaStream_t s, uint32_t* dst, int64_t n, uint32_t word);
-// out (cols, rows) = in (rows, cols) transposed.
-void transpose(cudaStream_t s, const float* in, int64_t rows, int64_t cols, float* out);
+// out (cols, rows) = in (rows, cols) transposed, for each of `batch`
+// matrices stored one after another.
+void transpose(cudaStream_t s, const float* in, int64_t rows, int64_t cols, float* out, int64_t batch = 1);
 
 // ---- images and batch normalisation (CudaImageKernels.cu) --------------------
 void im2col(cudaStream_t s, const Window2D& w, const float* x, float* col);

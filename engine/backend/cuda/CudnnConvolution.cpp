@@ -81,8 +81,9 @@ auto choose(Rank rank, Find find, WorkspaceOf workspace_of, bool tf32, bool meas
 }
 }  // namespace
 
-CudnnConvolution::CudnnConvolution(DeviceMemory& memory, std::string device_name, cudaStream_t stream, bool tf32)
-    : memory_(memory), device_(std::move(device_name)), stream_(stream), tf32_(tf32) {
+CudnnConvolution::CudnnConvolution(DeviceMemory& memory, std::string device_name, cudaStream_t stream, bool tf32,
+                                   cudnnTensorFormat_t layout)
+    : memory_(memory), device_(std::move(device_name)), stream_(stream), tf32_(tf32), layout_(layout) {
   lib().check(lib().cudnnCreate(&handle_), device_ + ": cudnnCreate");
   lib().check(lib().cudnnSetStream(handle_, stream), device_ + ": cudnnSetStream");
 }
@@ -169,19 +170,20 @@ void CudnnConvolution::make_plan(Plan& p, const Window2D& w, int64_t filters) {
   const auto& api = lib();
   const std::string what = device_ + ": convolution " + std::to_string(w.kernel_h) + "x" + std::to_string(w.kernel_w) +
                            " over " + std::to_string(w.batch) + "x" + std::to_string(w.height) + "x" +
-                           std::to_string(w.width) + "x" + std::to_string(w.channels);
+                           std::to_string(w.width) + "x" + std::to_string(w.channels) +
+                           (layout_ == CUDNN_TENSOR_NCHW ? " in NCHW" : "");
   api.check(api.cudnnCreateTensorDescriptor(&p.x), what);
   api.check(api.cudnnCreateTensorDescriptor(&p.y), what);
   api.check(api.cudnnCreateFilterDescriptor(&p.kernel), what);
   api.check(api.cudnnCreateConvolutionDescriptor(&p.conv), what);
-  api.check(api.cudnnSetTensor4dDescriptor(p.x, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, as_int(w.batch), as_int(w.channels),
+  api.check(api.cudnnSetTensor4dDescriptor(p.x, layout_, CUDNN_DATA_FLOAT, as_int(w.batch), as_int(w.channels),
                                            as_int(w.height), as_int(w.width)),
             what + " (input)");
-  api.check(api.cudnnSetTensor4dDescriptor(p.y, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, as_int(w.batch), as_int(filters),
-                                           as_int(w.out_h), as_int(w.out_w)),
+  api.check(api.cudnnSetTensor4dDescriptor(p.y, layout_, CUDNN_DATA_FLOAT, as_int(w.batch), as_int(filters), as_int(w.out_h),
+                                           as_int(w.out_w)),
             what + " (output)");
-  api.check(api.cudnnSetFilter4dDescriptor(p.kernel, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NHWC, as_int(filters),
-                                           as_int(w.channels), as_int(w.kernel_h), as_int(w.kernel_w)),
+  api.check(api.cudnnSetFilter4dDescriptor(p.kernel, CUDNN_DATA_FLOAT, layout_, as_int(filters), as_int(w.channels),
+                                           as_int(w.kernel_h), as_int(w.kernel_w)),
             what + " (kernel)");
   api.check(api.cudnnSetConvolution2dDescriptor(p.conv, as_int(w.pad_top), as_int(w.pad_left), as_int(w.stride_h),
                                                 as_int(w.stride_w), 1, 1, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),

@@ -13,19 +13,21 @@
 
 namespace strata::cuda {
 
-// NHWC float convolutions through cuDNN for one GPU's stream: per window
+// Float convolutions through cuDNN for one GPU's stream, every tensor in one
+// layout (NHWC: images (n, h, w, c), kernels (filters, kh, kw, channels);
+// NCHW: images (n, c, h, w), kernels (filters, channels, kh, kw)): per window
 // shape a plan (descriptors and the algorithm of each direction, chosen once:
 // the fastest cuDNN measures on this GPU, or its heuristics' first with
-// STRATA_CUDNN_AUTOTUNE=0), a workspace kept between calls. Kernels are in
-// cuDNN's NHWC filter layout (filters, kh, kw, channels); CudaBackend
-// transposes the layers' (kh * kw * channels, filters) matrices to and from it.
+// STRATA_CUDNN_AUTOTUNE=0), a workspace kept between calls. CudaBackend
+// transposes the layers' NHWC images and (kh * kw * channels, filters)
+// kernel matrices to and from the layout.
 //
 // Float32 arithmetic (CUDNN_FMA_MATH) unless STRATA_TF32=1, as the matrix
 // products. Deterministic algorithms only, so a replayed step and a resumed
 // run compute the same bits; a shape with none takes im2col and cuBLASLt.
 class CudnnConvolution {
 public:
-  CudnnConvolution(DeviceMemory& memory, std::string device_name, cudaStream_t stream, bool tf32);
+  CudnnConvolution(DeviceMemory& memory, std::string device_name, cudaStream_t stream, bool tf32, cudnnTensorFormat_t layout);
   ~CudnnConvolution();
   CudnnConvolution(const CudnnConvolution&) = delete;
   CudnnConvolution& operator=(const CudnnConvolution&) = delete;
@@ -82,6 +84,7 @@ private:
   std::string device_;
   cudaStream_t stream_;
   bool tf32_;
+  cudnnTensorFormat_t layout_;
   cudnnHandle_t handle_ = nullptr;
   std::mutex mutex_;  // the handle, the plans and the workspace: replicas sharing the GPU call from their threads
   std::map<Key, Plan> plans_;

@@ -330,6 +330,23 @@ void SimBackend::check_labels(const int32_t* labels, int64_t n, int64_t classes,
   run([=, this] { cpu_.check_labels(L, n, classes, E); });
 }
 
+std::vector<std::string> SimBackend::convolution_ways(const Window2D& w, int64_t) {
+  if (w.batch > kSliceImages) return {"im2col-slices", "im2col"};
+  return {"im2col"};
+}
+
+void SimBackend::conv2d(const Window2D& w, int64_t filters, const float* x, const float* kernel, float* y) {
+  conv2d_im2col(w, filters, x, kernel, y, sliced_ ? kSliceImages : w.batch);
+}
+
+void SimBackend::conv2d_backward_data(const Window2D& w, int64_t filters, const float* dy, const float* kernel, float* dx) {
+  conv2d_backward_data_im2col(w, filters, dy, kernel, dx, sliced_ ? kSliceImages : w.batch);
+}
+
+void SimBackend::conv2d_backward_filter(const Window2D& w, int64_t filters, const float* x, const float* dy, float* dkernel) {
+  conv2d_backward_filter_im2col(w, filters, x, dy, dkernel, sliced_ ? kSliceImages : w.batch);
+}
+
 void SimBackend::im2col(const Window2D& w, const float* x, float* col) {
   auto X = view(x, "im2col");
   auto C = view(col, "im2col");

@@ -81,6 +81,14 @@ public:
   // Backend's default (im2col, gemm, col2im on its stream), so the one-call
   // path is tested and still gives the CPU's bits.
   bool has_conv2d(const Window2D&, int64_t) override { return true; }
+  // Two of a GPU's ways (CudaBackend's ConvolutionWays): the whole batch's
+  // patch matrix, which runs unless another is forced (the CPU's bits), and
+  // slices of kSliceImages images, so the slicing's arithmetic is checked here.
+  std::vector<std::string> convolution_ways(const Window2D& w, int64_t filters) override;
+  void force_convolution_way(const std::string& way) override { sliced_ = way == "im2col-slices"; }
+  void conv2d(const Window2D& w, int64_t filters, const float* x, const float* kernel, float* y) override;
+  void conv2d_backward_data(const Window2D& w, int64_t filters, const float* dy, const float* kernel, float* dx) override;
+  void conv2d_backward_filter(const Window2D& w, int64_t filters, const float* x, const float* dy, float* dkernel) override;
   void max_pool(const Window2D& w, const float* x, float* y, int32_t* argmax) override;
   void max_pool_backward(const Window2D& w, const float* dy, const int32_t* argmax, float* dx) override;
   void avg_pool(const Window2D& w, const float* x, float* y) override;
@@ -104,6 +112,8 @@ public:
                    WeightStores stores) override;
 
 private:
+  static constexpr int64_t kSliceImages = 3;
+  bool sliced_ = false;  // set between calls, by the checks
   // The device thread's view of a kernel argument; throws (on the calling
   // host thread) when it is not sim device memory.
   template <typename T>
