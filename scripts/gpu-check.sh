@@ -29,6 +29,10 @@
 # longer run instead can give up to 560 (the machine's 10-minute limit for
 # one command, less its start and the copies).
 #
+# GPU_CHECK_PEER_FILE (a pytorch_gpu_peer.jsonl an earlier run wrote) gives
+# the benchmark tables PyTorch's figures without measuring them again, for a
+# second run on a lease too short for both.
+#
 # GPU_CHECK_SECTIONS (default: everything) narrows a second run to what the
 # first one left failing or unfinished: a comma-separated list of
 # strata-gpu-check's sections (--list-sections), plus `vs-torch` for the
@@ -94,7 +98,13 @@ echo "build: $(( $(date +%s) - t0 )) s"
 export STRATA_FASHION_MNIST_DIR="$deps/fashion-mnist"
 peer_args=()
 echo "== peer"
-if ! runs bench && ! runs bench-tf32; then
+if [ -n "${GPU_CHECK_PEER_FILE:-}" ]; then
+  # A rerun on a short lease: PyTorch's figures as an earlier run on this kind
+  # of GPU measured them (the report names the file), not measured again.
+  echo "PyTorch's figures from $GPU_CHECK_PEER_FILE (not measured in this run)"
+  cp "$GPU_CHECK_PEER_FILE" "$out/pytorch_gpu_peer.jsonl"
+  peer_args=(--peer "$out/pytorch_gpu_peer.jsonl")
+elif ! runs bench && ! runs bench-tf32; then
   echo "no benchmark asked for (GPU_CHECK_SECTIONS=$wanted): PyTorch's figures were not measured"
 elif python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
   # Bounded: a peer that hangs (a capture, the driver coming up) must not take the run.

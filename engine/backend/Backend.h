@@ -55,6 +55,12 @@ public:
 
   // Element-wise activation, y may alias x. Softmax is per row of `cols`.
   virtual void activation_forward(Activation act, const float* x, float* y, int64_t rows, int64_t cols) = 0;
+  // y = act(y + bias) in place, bias (cols) optional: add_bias_rows and
+  // activation_forward, in one pass over y where a backend fuses them.
+  virtual void bias_activation(Activation act, float* y, const float* bias, int64_t rows, int64_t cols) {
+    if (bias) add_bias_rows(y, bias, rows, cols);
+    if (act != Activation::None) activation_forward(act, y, y, rows, cols);
+  }
   // dx = dy * act'(.) given the activation's output y (all four derive from y).
   virtual void activation_backward(Activation act, const float* y, const float* dy, float* dx, int64_t rows,
                                    int64_t cols) = 0;

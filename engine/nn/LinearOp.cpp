@@ -10,8 +10,7 @@ Tensor product_op(const Tensor& x, const Tensor& w, const Tensor& b, Activation 
   Tensor y = Tensor::empty(Shape{rows, out}, x.device());
   const bool has_bias = b.defined();
   p.forward(be, x, w, has_bias && p.forward_adds_bias ? b.ptr() : nullptr, y.ptr());
-  if (has_bias && !p.forward_adds_bias) be.add_bias_rows(y.ptr(), b.ptr(), rows, out);
-  if (act != Activation::None) be.activation_forward(act, y.ptr(), y.ptr(), rows, out);
+  be.bias_activation(act, y.ptr(), has_bias && !p.forward_adds_bias ? b.ptr() : nullptr, rows, out);
 
   std::vector<Tensor> inputs{x, w};
   if (has_bias) inputs.push_back(b);

@@ -199,6 +199,18 @@ void BackendComparison::activations() {
       c.expect("", dx, tol);
     });
   }
+  // The bias and the activation in one pass (layers' outputs): relu, tanh,
+  // sigmoid; softmax and no bias take the two separate calls.
+  for (Activation act : {Activation::Relu, Activation::Tanh, Activation::Sigmoid, Activation::Softmax}) {
+    for (auto [r, cols] : {std::pair<int64_t, int64_t>{1000, 37}, {4099, 300}}) {
+      h_.check("bias_activation", std::string(name_of(act)) + " " + dims({r, cols}), [&](OpCase& c) {
+        auto& y = c.input(Shape{r, cols}, -4.0f, 4.0f);
+        auto& bias = c.input(Shape{cols}, -1.0f, 1.0f);
+        c.run([&](Backend& b, Side s) { b.bias_activation(act, y.f(s), bias.f(s), r, cols); });
+        c.expect("", y, act == Activation::Softmax ? summed(cols) : kElementwise);
+      });
+    }
+  }
   // y may alias x (layers apply activations in place).
   h_.check("activation_forward", "sigmoid 1000x37 in place", [&](OpCase& c) {
     auto& x = c.input(Shape{1000, 37}, -4.0f, 4.0f);

@@ -117,7 +117,8 @@ void BackendComparison::pooling() {
     const char* values;  // "random"; "ties": from {0..3}; "negative": in [-2, -1), so a padded 0 would win
   };
   for (const Pool& p : {Pool{same(3, 13, 11, 5, 3, 2), "random"}, Pool{valid(16, 28, 28, 96, 2, 2, 2, 2), "random"},
-                        Pool{same(2, 7, 9, 4, 3, 1), "ties"}, Pool{same(3, 13, 11, 5, 3, 2), "negative"}}) {
+                        Pool{same(2, 7, 9, 4, 3, 1), "ties"}, Pool{same(3, 13, 11, 5, 3, 2), "negative"},
+                        Pool{valid(4, 8, 6, 8, 2, 2, 2, 2), "ties"}}) {
     const Window2D& w = p.w;
     const std::string kind = p.values;
     const std::string shape = describe(w) + " " + kind;

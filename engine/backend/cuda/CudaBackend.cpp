@@ -561,6 +561,12 @@ void CudaBackend::activation_forward(Activation act, const float* x, float* y, i
   cuda::activation_forward(enter(), act, x, y, rows, cols);
 }
 
+void CudaBackend::bias_activation(Activation act, float* y, const float* bias, int64_t rows, int64_t cols) {
+  if (!bias || act == Activation::None || act == Activation::Softmax)
+    return Backend::bias_activation(act, y, bias, rows, cols);
+  cuda::bias_activation(enter(), act, y, bias, rows, cols);
+}
+
 void CudaBackend::activation_backward(Activation act, const float* y, const float* dy, float* dx, int64_t rows,
                                       int64_t cols) {
   cuda::activation_backward(enter(), act, y, dy, dx, rows, cols);

@@ -79,6 +79,7 @@ public:
   void add_bias_rows(float* y, const float* bias, int64_t rows, int64_t cols) override;
   void sum_rows(const float* x, int64_t rows, int64_t cols, float* out, bool accumulate) override;
   void activation_forward(Activation act, const float* x, float* y, int64_t rows, int64_t cols) override;
+  void bias_activation(Activation act, float* y, const float* bias, int64_t rows, int64_t cols) override;
   void activation_backward(Activation act, const float* y, const float* dy, float* dx, int64_t rows,
                            int64_t cols) override;
   void sparse_softmax_xent(const float* logits, const int32_t* labels, int64_t rows, int64_t cols, float* loss,

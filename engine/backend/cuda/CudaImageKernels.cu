@@ -235,6 +235,72 @@ __global__ void max_pool_backward_kernel(Win<I> w, const float* __restrict__ dy,
   }
 }
 
+// Windows that tile the image (kernel == stride, no padding, every pixel in
+// exactly one window: a 2x2 pool of stride 2 on an even size), four
+// channels per thread (float4): no per-pixel index decoding and 16-byte
+// accesses, where the general kernels above decode every element's
+// position. The same results: the forward's tie rule per channel; the
+// backward writes every pixel of the window, 0 + dy at the argmax (so a -0
+// becomes +0, as the CPU's scatter into zeros makes it) and 0 elsewhere.
+template <typename I>
+struct Tile {
+  I b, c4, oy, ox;
+};
+template <typename I>
+__device__ Tile<I> tile_of(const Win<I>& w, I i) {
+  I t = i / w.channels;
+  const I c4 = i - t * w.channels;
+  const I ox = t % w.out_w;
+  t /= w.out_w;
+  return {t / w.out_h, c4, t % w.out_h, ox};
+}
+
+__device__ inline void pool_max(float v, int32_t at, float& best, int32_t& where) {
+  if (v > best || where < 0) {
+    best = v;
+    where = at;
+  }
+}
+
+template <typename I>
+__global__ void max_pool_tiled_kernel(Win<I> w, const float4* __restrict__ x, float4* __restrict__ y,
+                                      int4* __restrict__ argmax, I n) {
+  STRATA_GRID_STRIDE(I, i, n) {
+    const Tile<I> t = tile_of(w, i);
+    float4 best = make_float4(-INFINITY, -INFINITY, -INFINITY, -INFINITY);
+    int4 where = make_int4(-1, -1, -1, -1);
+    for (I ky = 0; ky < w.kernel_h; ++ky)
+      for (I kx = 0; kx < w.kernel_w; ++kx) {
+        const I at = ((t.b * w.height + t.oy * w.kernel_h + ky) * w.width + t.ox * w.kernel_w + kx) * w.channels + t.c4;
+        const float4 v = x[at];
+        const auto flat = static_cast<int32_t>(at * 4);
+        pool_max(v.x, flat, best.x, where.x);
+        pool_max(v.y, flat + 1, best.y, where.y);
+        pool_max(v.z, flat + 2, best.z, where.z);
+        pool_max(v.w, flat + 3, best.w, where.w);
+      }
+    y[i] = best;
+    argmax[i] = where;
+  }
+}
+
+template <typename I>
+__global__ void max_pool_backward_tiled_kernel(Win<I> w, const float4* __restrict__ dy, const int4* __restrict__ argmax,
+                                               float4* __restrict__ dx, I n) {
+  STRATA_GRID_STRIDE(I, i, n) {
+    const Tile<I> t = tile_of(w, i);
+    const float4 g = dy[i];
+    const int4 a = argmax[i];
+    for (I ky = 0; ky < w.kernel_h; ++ky)
+      for (I kx = 0; kx < w.kernel_w; ++kx) {
+        const I at = ((t.b * w.height + t.oy * w.kernel_h + ky) * w.width + t.ox * w.kernel_w + kx) * w.channels + t.c4;
+        const auto flat = static_cast<int32_t>(at * 4);
+        dx[at] = make_float4(a.x == flat ? 0.0f + g.x : 0.0f, a.y == flat + 1 ? 0.0f + g.y : 0.0f,
+                             a.z == flat + 2 ? 0.0f + g.z : 0.0f, a.w == flat + 3 ? 0.0f + g.w : 0.0f);
+      }
+  }
+}
+
 // One thread per output element: the sum of the window's in-image pixels in
 // (ky, kx) order times 1 / (their count), as on the CPU (TF's "same" mean).
 template <typename I>
@@ -537,9 +603,28 @@ void col2im(cudaStream_t s, const Window2D& w, const float* col, float* dx) {
   STRATA_CUDA_LAUNCHED("col2im");
 }
 
+namespace {
+// Whether the tiled kernels take this window and these tensors.
+bool tiled(const Window2D& w, const void* a, const void* b, const void* c) {
+  return w.kernel_h == w.stride_h && w.kernel_w == w.stride_w && w.pad_top == 0 && w.pad_left == 0 &&
+         w.height == w.out_h * w.kernel_h && w.width == w.out_w * w.kernel_w && w.channels % 4 == 0 && aligned16(a) &&
+         aligned16(b) && aligned16(c);
+}
+}  // namespace
+
 void max_pool(cudaStream_t s, const Window2D& w, const float* x, float* y, int32_t* argmax) {
   const int64_t n = w.batch * w.out_h * w.out_w * w.channels;
   if (n == 0) return;
+  if (tiled(w, x, y, argmax)) {
+    with_index(fits_int32(n, w.batch * w.height * w.width * w.channels), [&](auto i) {
+      using I = decltype(i);
+      max_pool_tiled_kernel<I><<<blocks_for(n / 4), kThreads, 0, s>>>(narrow<I>(w, 4), reinterpret_cast<const float4*>(x),
+                                                                      reinterpret_cast<float4*>(y),
+                                                                      reinterpret_cast<int4*>(argmax), static_cast<I>(n / 4));
+    });
+    STRATA_CUDA_LAUNCHED("max_pool");
+    return;
+  }
   with_index(fits_int32(n, w.batch * w.height * w.width * w.channels), [&](auto i) {
     using I = decltype(i);
     max_pool_kernel<I><<<blocks_for(n), kThreads, 0, s>>>(narrow<I>(w, 1), x, y, argmax, static_cast<I>(n));
@@ -550,6 +635,18 @@ void max_pool(cudaStream_t s, const Window2D& w, const float* x, float* y, int32
 void max_pool_backward(cudaStream_t s, const Window2D& w, const float* dy, const int32_t* argmax, float* dx) {
   const int64_t n = w.batch * w.height * w.width * w.channels;
   if (n == 0) return;
+  if (tiled(w, dy, argmax, dx)) {
+    const int64_t outputs = w.batch * w.out_h * w.out_w * w.channels;
+    with_index(fits_int32(n, outputs), [&](auto i) {
+      using I = decltype(i);
+      max_pool_backward_tiled_kernel<I>
+          <<<blocks_for(outputs / 4), kThreads, 0, s>>>(narrow<I>(w, 4), reinterpret_cast<const float4*>(dy),
+                                                        reinterpret_cast<const int4*>(argmax), reinterpret_cast<float4*>(dx),
+                                                        static_cast<I>(outputs / 4));
+    });
+    STRATA_CUDA_LAUNCHED("max_pool_backward");
+    return;
+  }
   with_index(fits_int32(n, w.batch * w.out_h * w.out_w * w.channels), [&](auto i) {
     using I = decltype(i);
     max_pool_backward_kernel<I><<<blocks_for(n), kThreads, 0, s>>>(narrow<I>(w, 1), dy, argmax, dx, static_cast<I>(n));

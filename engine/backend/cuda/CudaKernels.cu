@@ -86,18 +86,24 @@ __global__ void transpose_kernel(const float* __restrict__ in, int64_t rows, int
     }
 }
 
-__global__ void activation_forward_kernel(Activation act, const float* x, float* y, int64_t n) {
-  STRATA_GRID_STRIDE(i, n) {
-    const float v = x[i];
-    switch (act) {
-      // std::max(v, 0) like the CPU's Eigen max: a NaN (and -0) passes through,
-      // where fmaxf would turn a NaN into 0.
-      case Activation::Relu: y[i] = v < 0.0f ? 0.0f : v; break;
-      case Activation::Tanh: y[i] = tanhf(v); break;
-      case Activation::Sigmoid: y[i] = 1.0f / (1.0f + expf(-v)); break;
-      default: y[i] = v; break;
-    }
+__device__ inline float activate(Activation act, float v) {
+  switch (act) {
+    // std::max(v, 0) like the CPU's Eigen max: a NaN (and -0) passes through,
+    // where fmaxf would turn a NaN into 0.
+    case Activation::Relu: return v < 0.0f ? 0.0f : v;
+    case Activation::Tanh: return tanhf(v);
+    case Activation::Sigmoid: return 1.0f / (1.0f + expf(-v));
+    default: return v;
   }
+}
+
+__global__ void activation_forward_kernel(Activation act, const float* x, float* y, int64_t n) {
+  STRATA_GRID_STRIDE(i, n) y[i] = activate(act, x[i]);
+}
+
+// add_bias_rows then activation_forward in one pass: the same two roundings.
+__global__ void bias_activation_kernel(Activation act, float* y, const float* bias, int64_t rows, int64_t cols) {
+  STRATA_GRID_STRIDE(i, rows * cols) y[i] = activate(act, y[i] + bias[i % cols]);
 }
 
 __global__ void softmax_kernel(const float* x, float* y, int64_t rows, int64_t cols) {
@@ -390,6 +396,12 @@ void activation_forward(cudaStream_t s, Activation act, const float* x, float* y
     activation_forward_kernel<<<blocks_for(rows * cols), kThreads, 0, s>>>(act, x, y, rows * cols);
   }
   STRATA_CUDA_LAUNCHED("activation_forward");
+}
+
+void bias_activation(cudaStream_t s, Activation act, float* y, const float* bias, int64_t rows, int64_t cols) {
+  if (rows * cols == 0) return;
+  bias_activation_kernel<<<blocks_for(rows * cols), kThreads, 0, s>>>(act, y, bias, rows, cols);
+  STRATA_CUDA_LAUNCHED("bias_activation");
 }
 
 void activation_backward(cudaStream_t s, Activation act, const float* y, const float* dy, float* dx, int64_t rows,

@@ -28,6 +28,8 @@ cudaError_t kernel_image_status();
 void add_bias_rows(cudaStream_t s, float* y, const float* bias, int64_t rows, int64_t cols);
 void fill_ones(cudaStream_t s, float* y, int64_t n);
 void activation_forward(cudaStream_t s, Activation act, const float* x, float* y, int64_t rows, int64_t cols);
+// y = act(y + bias) row-wise in one pass (not softmax).
+void bias_activation(cudaStream_t s, Activation act, float* y, const float* bias, int64_t rows, int64_t cols);
 void activation_backward(cudaStream_t s, Activation act, const float* y, const float* dy, float* dx, int64_t rows,
                          int64_t cols);
 void sparse_softmax_xent(cudaStream_t s, const float* logits, const int32_t* labels, int64_t rows, int64_t cols,
