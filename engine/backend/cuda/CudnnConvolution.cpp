@@ -17,6 +17,24 @@ const CudnnLibrary& lib() { return CudnnLibrary::get(); }
 
 int as_int(int64_t v) { return static_cast<int>(v); }
 
+// cuDNN's FFT and Winograd algorithms transform the images, so their error
+// is several times a float32 sum's: on an H200 the FFT-tiled filter gradient
+// of the TF-tutorial CNN's second layer at batch 64 was 8e-4 off (relative)
+// where the sum's own bound is 3e-4. They are offered only with TF32, whose
+// products already trade that much precision for speed.
+bool inexact(cudnnConvolutionFwdAlgo_t a) {
+  return a == CUDNN_CONVOLUTION_FWD_ALGO_FFT || a == CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING ||
+         a == CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD || a == CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED;
+}
+bool inexact(cudnnConvolutionBwdDataAlgo_t a) {
+  return a == CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT || a == CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING ||
+         a == CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD || a == CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED;
+}
+bool inexact(cudnnConvolutionBwdFilterAlgo_t a) {
+  return a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT || a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT_TILING ||
+         a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD || a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED;
+}
+
 // The first algorithm in cuDNN's order (`find`: measured on this GPU,
 // fastest first; `rank`: the heuristics, where autotuning is off, the stream
 // is being captured (timing would break the capture), the measurement fails
@@ -52,6 +70,7 @@ auto choose(Rank rank, Find find, WorkspaceOf workspace_of, bool tf32, bool meas
     for (int i = 0; i < count; ++i) {
       const Perf& p = perf[i];
       if (p.status != CUDNN_STATUS_SUCCESS || p.determinism != CUDNN_DETERMINISTIC) continue;
+      if (!tf32 && inexact(p.algo)) continue;
       if (!tf32 && (p.mathType == CUDNN_TENSOR_OP_MATH || p.mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION)) continue;
       // A measured time is of the math type listed: without TF32 only FMA
       // times rank what will run (a default-math time may be TF32's).
