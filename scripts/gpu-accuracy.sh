@@ -33,17 +33,21 @@ status=0
       continue
     fi
     t0=$(date +%s)
-    timeout -k 5 300 "$runner" "resources/examples/$name.strata" --devices "$devices" --no-run-dir \
+    timeout -k 5 180 "$runner" "resources/examples/$name.strata" --devices "$devices" --no-run-dir \
       > "$out/accuracy-$name.log" 2>&1
     rc=$?
     last=$(grep "^Epoch" "$out/accuracy-$name.log" | tail -1)
     got=$(sed -n 's/.*val_accuracy \([0-9.]*\).*/\1/p' <<< "$last")
-    if [ $rc -eq 0 ] && [ -n "$got" ] && python3 -c "import sys; sys.exit(0 if $got >= $want else 1)"; then
+    if [ $rc -ne 0 ]; then
+      result="FAIL (exit $rc$([ $rc -eq 124 ] && echo ': over 180 s'))"
+    elif [ -z "$got" ]; then
+      result="FAIL (no accuracy printed)"
+    elif python3 -c "import sys; sys.exit(0 if $got >= $want else 1)"; then
       result=pass
     else
-      result="FAIL (exit $rc)"
-      status=1
+      result="FAIL (below the goal)"
     fi
+    [ "$result" = pass ] || status=1
     echo "| $name | $devices | ${last:-no epoch finished; see accuracy-$name.log} | $want | $result | $(($(date +%s) - t0)) |"
   done
 } > "$out/accuracy.md"

@@ -39,6 +39,9 @@
 # differential suite and `bench-tf32` for the TF32 table; e.g.
 # GPU_CHECK_SECTIONS=training,bench GPU_CHECK_BUDGET=200.
 set -uo pipefail
+# A relative GPU_CHECK_PEER_FILE names a file from where the script was started.
+peer_file="${GPU_CHECK_PEER_FILE:-}"
+[ -n "$peer_file" ] && [ "${peer_file#/}" = "$peer_file" ] && peer_file="$PWD/$peer_file"
 cd "$(dirname "$0")/.."
 budget="${GPU_CHECK_BUDGET:-340}"
 wanted="${GPU_CHECK_SECTIONS:-}"
@@ -98,11 +101,14 @@ echo "build: $(( $(date +%s) - t0 )) s"
 export STRATA_FASHION_MNIST_DIR="$deps/fashion-mnist"
 peer_args=()
 echo "== peer"
-if [ -n "${GPU_CHECK_PEER_FILE:-}" ]; then
+if [ -n "$peer_file" ] && ! cp "$peer_file" "$out/pytorch_gpu_peer.jsonl"; then
+  echo "GPU_CHECK_PEER_FILE=$GPU_CHECK_PEER_FILE cannot be read: PyTorch's figures are measured instead"
+  peer_file=
+fi
+if [ -n "$peer_file" ]; then
   # A rerun on a short lease: PyTorch's figures as an earlier run on this kind
-  # of GPU measured them (the report names the file), not measured again.
+  # of GPU measured them, not measured again.
   echo "PyTorch's figures from $GPU_CHECK_PEER_FILE (not measured in this run)"
-  cp "$GPU_CHECK_PEER_FILE" "$out/pytorch_gpu_peer.jsonl"
   peer_args=(--peer "$out/pytorch_gpu_peer.jsonl")
 elif ! runs bench && ! runs bench-tf32; then
   echo "no benchmark asked for (GPU_CHECK_SECTIONS=$wanted): PyTorch's figures were not measured"

@@ -9,7 +9,8 @@
 #                       scripts/gpu-check.sh in the same call: it uses build-gpu/)
 #
 # Writes $OUT (default gpu-check-out/) profile-strata-BATCH.csv,
-# profile-torch-BATCH.csv, profile-BATCH.md and conv-ways-BATCH.txt. ncu
+# profile-torch-BATCH.csv, profile-BATCH.md, conv-ways-BATCH.txt and the
+# unprofiled run's log conv-ways-BATCH.log. ncu
 # replays nothing here (one metric, one pass) but serialises the kernels, so
 # the times are each kernel's own, not the step's; it costs about 12 ms a
 # kernel, so a large batch (more kernels per step) wants fewer steps.
@@ -30,14 +31,24 @@ ncu_args=(--clock-control none --metrics gpu__time_duration.sum --csv --print-un
 # The first run times the convolution ways and writes its choices to a file
 # the profiled run reads: under ncu every kernel is slowed and serialised,
 # which would distort that timing (a one-kernel way would win every race).
+# cuDNN's own choice of algorithm within a way (cudnnFind) is still made
+# under ncu, and the profiled run's first steps (cudnnFind's trials, the
+# evaluation) are left out of the per-step table only when STEPS is large
+# enough to tell them apart.
 ways_file="$out/conv-ways-$batch.txt"
 rm -f "$ways_file"
 echo "== convolution ways and cuDNN algorithms Strata chose (batch $batch)"
 STRATA_CONV_WAYS_FILE="$ways_file" STRATA_CUDNN_LOG=1 timeout -k 5 60 build-gpu/app/strata-run resources/examples/fashion-cnn.strata \
-  --devices gpu:0 --batch-size "$batch" --epochs 1 --max-steps 30 --no-run-dir 2>&1 | grep -E "convolution|error" | sort -u
+  --devices gpu:0 --batch-size "$batch" --epochs 1 --max-steps 30 --no-run-dir > "$out/conv-ways-$batch.log" 2>&1
+first=$?
+grep -E "convolution|error" "$out/conv-ways-$batch.log" | sort -u
+if [ "$first" -ne 0 ] || [ ! -s "$ways_file" ]; then
+  echo "gpu-profile: the unprofiled run ended with exit $first and chose no ways ($out/conv-ways-$batch.log): the profiled run would time them under ncu" >&2
+  exit 1
+fi
 
 echo "== ncu: Strata, $steps steps of batch $batch"
-STRATA_CONV_WAYS_FILE="$ways_file" timeout -k 5 150 "$ncu_bin" "${ncu_args[@]}" --launch-count 12000 \
+STRATA_CONV_WAYS_FILE="$ways_file" timeout -k 5 150 "$ncu_bin" "${ncu_args[@]}" --launch-count 8000 \
   build-gpu/app/strata-run resources/examples/fashion-cnn.strata \
   --devices gpu:0 --batch-size "$batch" --epochs 1 --max-steps "$steps" --no-run-dir > "$out/profile-strata-$batch.csv" 2>/dev/null
 echo "ncu exit $?"

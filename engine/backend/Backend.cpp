@@ -36,16 +36,20 @@ void Backend::conv2d_backward_filter(const Window2D& w, int64_t filters, const f
 }
 
 // Slices of `images` images: each slice's patch matrix is made, used and
-// made again over the same memory for the next. An empty batch is one empty
-// slice, so the outputs are still written (the filter gradient as zeros).
+// made again over the same memory for the next (`col`, sized for the first
+// slice). An empty batch is one empty slice, so the outputs are still
+// written (the filter gradient as zeros).
 namespace {
 template <typename Slice>
-void for_slices(const Window2D& w, int64_t images, Slice&& slice) {
+void for_slices(const Window2D& w, int64_t images, const Device& device, Slice&& slice) {
   const int64_t step = std::max<int64_t>(1, images);
+  Window2D first = w;
+  first.batch = std::min(step, w.batch);
+  Tensor col = patch_matrix(first, device);
   for (int64_t n0 = 0; n0 == 0 || n0 < w.batch; n0 += step) {
     Window2D part = w;
     part.batch = std::min(step, w.batch - n0);
-    slice(part, n0);
+    slice(part, n0, col.ptr());
   }
 }
 int64_t image_size(const Window2D& w) { return w.height * w.width * w.channels; }
@@ -54,38 +58,27 @@ int64_t out_pixels(const Window2D& w) { return w.out_h * w.out_w; }
 
 void Backend::conv2d_im2col(const Window2D& w, int64_t filters, const float* x, const float* kernel, float* y,
                             int64_t images) {
-  Window2D first = w;
-  first.batch = std::min(std::max<int64_t>(1, images), w.batch);
-  Tensor col = patch_matrix(first, device());
-  for_slices(w, images, [&](const Window2D& part, int64_t n0) {
-    im2col(part, x + n0 * image_size(w), col.ptr());
-    gemm(false, false, out_rows(part), filters, patch_size(w), 1.0f, col.ptr(), kernel, 0.0f,
-         y + n0 * out_pixels(w) * filters);
+  for_slices(w, images, device(), [&](const Window2D& part, int64_t n0, float* col) {
+    im2col(part, x + n0 * image_size(w), col);
+    gemm(false, false, out_rows(part), filters, patch_size(w), 1.0f, col, kernel, 0.0f, y + n0 * out_pixels(w) * filters);
   });
 }
 
 void Backend::conv2d_backward_data_im2col(const Window2D& w, int64_t filters, const float* dy, const float* kernel, float* dx,
                                           int64_t images) {
-  Window2D first = w;
-  first.batch = std::min(std::max<int64_t>(1, images), w.batch);
-  Tensor dcol = patch_matrix(first, device());
-  for_slices(w, images, [&](const Window2D& part, int64_t n0) {
-    gemm(false, true, out_rows(part), patch_size(w), filters, 1.0f, dy + n0 * out_pixels(w) * filters, kernel, 0.0f,
-         dcol.ptr());
-    col2im(part, dcol.ptr(), dx + n0 * image_size(w));
+  for_slices(w, images, device(), [&](const Window2D& part, int64_t n0, float* dcol) {
+    gemm(false, true, out_rows(part), patch_size(w), filters, 1.0f, dy + n0 * out_pixels(w) * filters, kernel, 0.0f, dcol);
+    col2im(part, dcol, dx + n0 * image_size(w));
   });
 }
 
 void Backend::conv2d_backward_filter_im2col(const Window2D& w, int64_t filters, const float* x, const float* dy,
                                             float* dkernel, int64_t images) {
-  Window2D first = w;
-  first.batch = std::min(std::max<int64_t>(1, images), w.batch);
-  Tensor col = patch_matrix(first, device());
   // The slices' products add up in order, the first overwriting: the same
   // bits on every run.
-  for_slices(w, images, [&](const Window2D& part, int64_t n0) {
-    im2col(part, x + n0 * image_size(w), col.ptr());
-    gemm(true, false, patch_size(w), filters, out_rows(part), 1.0f, col.ptr(), dy + n0 * out_pixels(w) * filters,
+  for_slices(w, images, device(), [&](const Window2D& part, int64_t n0, float* col) {
+    im2col(part, x + n0 * image_size(w), col);
+    gemm(true, false, patch_size(w), filters, out_rows(part), 1.0f, col, dy + n0 * out_pixels(w) * filters,
          n0 == 0 ? 0.0f : 1.0f, dkernel);
   });
 }

@@ -10,6 +10,7 @@
 // Adam's step, 1/global batch, batch-norm counts) are read from device memory
 // too, so a captured step replays unchanged.
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,14 @@ struct Window2D {
 // Adam's constants; the learning rate and step come from device memory.
 struct AdamParams {
   float beta1, beta2, epsilon;
+};
+// One tensor of a multi-tensor Adam update: n weights, their gradient and state.
+struct AdamTensor {
+  int64_t n;
+  float* w;
+  const float* g;
+  float* m;
+  float* v;
 };
 
 class Backend : public DeviceMemory {
@@ -179,6 +188,14 @@ public:
                           bool nesterov, WeightStores stores) = 0;
   virtual void adam_update(int64_t n, float* w, const float* g, float* m, float* v, const AdamParams& p, const float* lr_step,
                            WeightStores stores) = 0;
+  // adam_update of several tensors with the same step, in one launch where a
+  // backend can (on a GPU a model's many small tensors, biases above all,
+  // each cost a launch's fixed time otherwise). The same arithmetic per
+  // element. The default updates them one by one.
+  virtual void adam_update_many(std::span<const AdamTensor> tensors, const AdamParams& p, const float* lr_step,
+                                WeightStores stores) {
+    for (const AdamTensor& t : tensors) adam_update(t.n, t.w, t.g, t.m, t.v, p, lr_step, stores);
+  }
 
   // This device's label error flag (two floats in its memory, zero until
   // check_labels finds a bad label).

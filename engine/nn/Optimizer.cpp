@@ -162,24 +162,33 @@ void Optimizer::apply_local(const std::vector<Tensor>& grads, const std::vector<
                           ", the variable " + vars[i]->shape().str());
   }
   const std::vector<std::string> names = slot_names();
-  std::vector<float*> state(names.size());
-  const WeightStores stores = how.stores;
+  if (names.size() > std::tuple_size_v<decltype(Update::state)>)
+    throw runtime_error("apply_gradients: an optimizer with " + std::to_string(names.size()) + " slots");
+  std::vector<Update> updates;
+  updates.reserve(pieces ? pieces->size() : vars.size());
   if (!pieces) {
     for (size_t i = 0; i < vars.size(); ++i) {
-      slot_state(*vars[i], replica, 0, names, state.data());
-      update(vars[i]->replica_component(replica), grads[i].ptr(), 0, grads[i].numel(), state.data(), lr_step, stores);
+      Update u{&vars[i]->replica_component(replica), grads[i].ptr(), 0, grads[i].numel(), {}};
+      slot_state(*vars[i], replica, 0, names, u.state.data());
+      updates.push_back(u);
     }
-    return;
+  } else {
+    Owned* owned = owned_.empty() ? nullptr : &owned_[static_cast<size_t>(replica)];
+    for (size_t i = 0; i < pieces->size(); ++i) {
+      const ShardPiece& p = (*pieces)[i];
+      const auto v = static_cast<size_t>(p.variable);
+      Update u{&vars[v]->replica_component(replica), grads[v].ptr() + p.offset, p.offset, p.count, {}};
+      if (owned)
+        for (size_t k = 0; k < names.size(); ++k) u.state[k] = owned->state[k].ptr() + owned->start[i];
+      else slot_state(*vars[v], replica, p.offset, names, u.state.data());
+      updates.push_back(u);
+    }
   }
-  Owned* owned = owned_.empty() ? nullptr : &owned_[static_cast<size_t>(replica)];
-  for (size_t i = 0; i < pieces->size(); ++i) {
-    const ShardPiece& p = (*pieces)[i];
-    const auto v = static_cast<size_t>(p.variable);
-    if (owned)
-      for (size_t k = 0; k < names.size(); ++k) state[k] = owned->state[k].ptr() + owned->start[i];
-    else slot_state(*vars[v], replica, p.offset, names, state.data());
-    update(vars[v]->replica_component(replica), grads[v].ptr() + p.offset, p.offset, p.count, state.data(), lr_step, stores);
-  }
+  update_all(updates, lr_step, how.stores);
+}
+
+void Optimizer::update_all(std::span<const Update> updates, const float* lr_step, WeightStores stores) {
+  for (const Update& u : updates) update(*u.w, u.grad, u.offset, u.count, u.state.data(), lr_step, stores);
 }
 
 void Optimizer::advance_step(size_t counter, const Device& device) {
@@ -309,6 +318,20 @@ void Adam::update(Tensor& w, const float* grad, int64_t offset, int64_t count, f
                   WeightStores stores) {
   AdamParams p{beta_1_, beta_2_, epsilon_};
   backend_for(w.device()).adam_update(count, w.ptr() + offset, grad, slots[0], slots[1], p, lr_step, stores);
+}
+
+void Adam::update_all(std::span<const Update> updates, const float* lr_step, WeightStores stores) {
+  const AdamParams p{beta_1_, beta_2_, epsilon_};
+  std::vector<AdamTensor> run;
+  for (size_t i = 0; i < updates.size(); ++i) {
+    const Update& u = updates[i];
+    run.push_back({u.count, u.w->ptr() + u.offset, u.grad, u.state[0], u.state[1]});
+    // A run ends where the next update is on another device's memory.
+    if (i + 1 == updates.size() || !updates[i + 1].w->device().same_memory(u.w->device())) {
+      backend_for(u.w->device()).adam_update_many(run, p, lr_step, stores);
+      run.clear();
+    }
+  }
 }
 
 }  // namespace strata::nn

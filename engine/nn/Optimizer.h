@@ -1,8 +1,10 @@
 #pragma once
+#include <array>
 #include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -92,6 +94,16 @@ protected:
   // device memory. `stores`: how to write w (Backend's WeightStores).
   virtual void update(Tensor& w, const float* grad, int64_t offset, int64_t count, float* const* slots, const float* lr_step,
                       WeightStores stores) = 0;
+  // One update() of a step's many (every variable of a replica, or its shard
+  // pieces), all with the same lr_step: update_all() may do them together.
+  struct Update {
+    Tensor* w;
+    const float* grad;
+    int64_t offset, count;
+    std::array<float*, 2> state;  // slot_names()'s order (at most two)
+  };
+  // Calls update() for each, in order; an optimizer may fuse them.
+  virtual void update_all(std::span<const Update> updates, const float* lr_step, WeightStores stores);
 
 private:
   // With `pieces` (the sharded update, this replica's shard of `vars`) the
@@ -173,6 +185,8 @@ public:
 protected:
   void update(Tensor& w, const float* grad, int64_t offset, int64_t count, float* const* slots, const float* lr_step,
               WeightStores stores) override;
+  // Runs of updates on one device go to Backend::adam_update_many.
+  void update_all(std::span<const Update> updates, const float* lr_step, WeightStores stores) override;
 
 private:
   float beta_1_, beta_2_, epsilon_;

@@ -126,6 +126,33 @@ void BackendComparison::optimizers() {
       c.expect("v", v, kElementwise);
     });
   }
+  // Thirty tensors (more than one launch holds on a GPU), one of them empty,
+  // laid one after another in each buffer: the same values as one call each.
+  std::vector<int64_t> sizes{1000003, 0, 37, 1};
+  for (int64_t i = 0; i < 26; ++i) sizes.push_back(i * 131 % 977 + 1);
+  int64_t total = 0;
+  for (int64_t n : sizes) total += n;
+  h_.check("adam_update_many", std::to_string(sizes.size()) + " tensors, " + std::to_string(total) + " weights, step 2",
+           [&](OpCase& c) {
+             auto& w = c.input(Shape{total}, -1.0f, 1.0f);
+             auto& g = c.input(Shape{total}, -1.0f, 1.0f);
+             auto& m = c.input(Shape{total}, -0.1f, 0.1f);
+             auto& v = c.input(Shape{total}, 0.0f, 0.01f);
+             auto& lr_step = c.values(Shape{2}, {1e-3f, 2.0f});
+             const AdamParams params{0.9f, 0.999f, 1e-7f};
+             c.run([&](Backend& b, Side s) {
+               std::vector<AdamTensor> tensors;
+               int64_t at = 0;
+               for (int64_t n : sizes) {
+                 tensors.push_back({n, w.f(s) + at, g.f(s) + at, m.f(s) + at, v.f(s) + at});
+                 at += n;
+               }
+               b.adam_update_many(tensors, params, lr_step.f(s), WeightStores::Cached);
+             });
+             c.expect("w", w, kElementwise);
+             c.expect("m", m, kElementwise);
+             c.expect("v", v, kElementwise);
+           });
 }
 
 }  // namespace strata::gpu_check

@@ -4,12 +4,15 @@
 #include <cstdlib>
 #include <exception>
 #include <fstream>
-#include <optional>
+#include <limits>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "backend/cuda/CudaCheck.h"
+#include "backend/cuda/CudaKernels.h"
+#include "core/Error.h"
 
 namespace strata::cuda {
 
@@ -43,13 +46,18 @@ ConvolutionWays::ConvolutionWays() {
   if (const char* v = std::getenv("STRATA_CONV_WAY")) forced_ = v;
   if (const char* v = std::getenv("STRATA_CONV_WAYS_FILE")) {
     file_ = v;
-    // Lines of the twelve key numbers and a way's name, as save() writes them.
+    // Lines of the twelve key numbers and a way's name, as save() writes
+    // them; a line that is not (torn by a crash) is passed over, and a name
+    // a shape no longer offers is timed again (run()).
     std::ifstream in(file_);
-    Key key{};
-    std::string name;
-    while (in) {
-      for (int64_t& k : key) in >> k;
-      if (in >> name) kept_[key] = name;
+    std::string line;
+    while (std::getline(in, line)) {
+      std::istringstream fields(line);
+      Key key{};
+      std::string name, extra;
+      bool whole = true;
+      for (int64_t& k : key) whole = whole && static_cast<bool>(fields >> k);
+      if (whole && fields >> name && !(fields >> extra)) kept_[key] = name;
     }
   }
 }
@@ -58,9 +66,10 @@ void ConvolutionWays::save(const Key& key, const std::string& name) {
   if (file_.empty()) return;
   static std::mutex appending;  // every GPU's ways append to the one file
   std::lock_guard lock(appending);
-  std::ofstream out(file_, std::ios::app);
-  for (int64_t k : key) out << k << ' ';
-  out << name << '\n';
+  std::ostringstream line;
+  for (int64_t k : key) line << k << ' ';
+  line << name << '\n';
+  std::ofstream(file_, std::ios::app) << line.str();  // one write: whole lines
 }
 
 void ConvolutionWays::force(std::string name) {
@@ -69,11 +78,11 @@ void ConvolutionWays::force(std::string name) {
 }
 
 namespace {
-// The way named `name` in `ways`, or the last (which never refuses).
-const ConvolutionWays::Way& named(std::span<const ConvolutionWays::Way> ways, const std::string& name) {
+// The way named `name` in `ways`, or null.
+const ConvolutionWays::Way* named(std::span<const ConvolutionWays::Way> ways, const std::string& name) {
   for (const auto& way : ways)
-    if (name == way.name) return way;
-  return ways.back();
+    if (name == way.name) return &way;
+  return nullptr;
 }
 }  // namespace
 
@@ -81,20 +90,36 @@ void ConvolutionWays::run(const Window2D& w, int64_t filters, Direction d, cudaS
                           std::span<const Way> ways) {
   const Key key{w.batch,    w.height,   w.width,   w.channels, w.kernel_h, w.kernel_w,
                 w.stride_h, w.stride_w, w.pad_top, w.pad_left, filters,    static_cast<int64_t>(d)};
-  std::optional<std::string> kept;
+  std::string forced;
+  const Way* kept = nullptr;
   {
     std::lock_guard lock(mutex_);
-    if (!forced_.empty()) kept = forced_;
-    else if (auto it = kept_.find(key); it != kept_.end()) kept = it->second;
+    forced = forced_;
+    if (auto it = kept_.find(key); forced.empty() && it != kept_.end()) kept = named(ways, it->second);
+  }
+  if (!forced.empty()) {
+    // A way the shape does not offer, or that refuses: the last runs, and
+    // the checks and profiles that force ways are told, once.
+    const Way* way = named(ways, forced);
+    if (!way || !way->run()) {
+      static std::once_flag told;
+      std::call_once(told, [&] {
+        std::fprintf(stderr, "%s: convolution way %s (STRATA_CONV_WAY or forced) %s a shape; %s ran instead\n",
+                     device.str().c_str(), forced.c_str(), way ? "refused" : "is not offered for", ways.back().name);
+      });
+      ways.back().run();
+    }
+    return;
   }
   if (!kept) {
     // One race at a time: replicas sharing the GPU meet a new shape together
-    // in their first step, and timings of interleaved kernels would mean
-    // nothing. Whoever comes second finds the choice made.
+    // in their first step; whoever comes second finds the choice made. (Their
+    // other work queued meanwhile on the GPU can still fall inside a race's
+    // marks: the choice is then made on noisier times.)
     std::lock_guard racing(race_mutex_);
     {
       std::lock_guard lock(mutex_);
-      if (auto it = kept_.find(key); it != kept_.end()) kept = it->second;
+      if (auto it = kept_.find(key); it != kept_.end()) kept = named(ways, it->second);
     }
     if (!kept) {
       // Inside a capture nothing can be timed: the first way (cuDNN where
@@ -102,22 +127,26 @@ void ConvolutionWays::run(const Window2D& w, int64_t filters, Direction d, cudaS
       // autotuning off cuDNN's heuristics rule.
       cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
       STRATA_CUDA(cudaStreamIsCapturing(stream, &capture));
-      if (capture != cudaStreamCaptureStatusNone || !convolution_autotune() || ways.size() == 1) {
-        kept = ways.front().name;
-      } else {
-        const std::string fastest = race(w, filters, d, stream, device, ways);
+      const bool timed = capture == cudaStreamCaptureStatusNone && convolution_autotune() && ways.size() > 1;
+      // The race ends with the fastest way's output.
+      const std::string choice = timed ? race(w, filters, d, stream, device, ways) : ways.front().name;
+      {
         std::lock_guard lock(mutex_);
-        kept_.emplace(key, fastest);
-        save(key, fastest);
-        return;  // the race ended with the fastest way's output
+        kept_[key] = choice;
+        if (timed) save(key, choice);  // a timed choice only
       }
-      std::lock_guard lock(mutex_);
-      kept_.emplace(key, *kept);
+      if (timed) return;
+      kept = &ways.front();
     }
   }
-  const Way& way = named(ways, *kept);
-  if (!way.run()) ways.back().run();
+  if (!kept->run()) ways.back().run();
 }
+
+namespace {
+bool out_of_memory(const std::exception& e) {
+  return std::string(e.what()).find("out of device memory") != std::string::npos;
+}
+}  // namespace
 
 std::string ConvolutionWays::race(const Window2D& w, int64_t filters, Direction d, cudaStream_t stream, const Device& device,
                                   std::span<const Way> ways) {
@@ -132,21 +161,32 @@ std::string ConvolutionWays::race(const Window2D& w, int64_t filters, Direction 
         if (m) cudaEventDestroy(m);
     }
   } marks(2 * ways.size());
-  std::vector<float> ms(ways.size(), 0.0f);
+  std::vector<float> ms(ways.size(), std::numeric_limits<float>::infinity());
   std::vector<bool> out(ways.size(), false);
   std::exception_ptr failure;
   size_t last_run = ways.size();
-  // Twice: the first round pays for first uses (cuBLASLt's heuristics,
-  // cuDNN's lazily loaded kernels, the pool's growth); the second is timed.
-  for (int round = 0; round < 2; ++round) {
+  // Three rounds: the first pays for first uses (cuBLASLt's heuristics,
+  // cuDNN's lazily loaded kernels, the pool's growth); the best of the other
+  // two counts. Before each way the GPU is kept busy for a while, so that
+  // the host has queued all of the way's launches by the time the GPU
+  // reaches them: the marks then time the GPU's work, not the host's
+  // queueing (a way of many small launches would otherwise pay for it,
+  // which a replayed step graph never does).
+  constexpr int kRounds = 3;
+  constexpr int64_t kLeadMicroseconds = 500;
+  for (int round = 0; round < kRounds; ++round) {
+    last_run = ways.size();
     for (size_t i = 0; i < ways.size(); ++i) {
       if (out[i]) continue;
+      spin(stream, kLeadMicroseconds);
       STRATA_CUDA(cudaEventRecord(marks.e[2 * i], stream));
       try {
         out[i] = !ways[i].run();
       } catch (const std::exception& e) {
         // A patch matrix may not fit (it holds kh * kw copies of the input)
-        // where cuDNN needs little: the others run.
+        // where cuDNN needs little: the others run. Any other failure is the
+        // step's.
+        if (!out_of_memory(e)) throw;
         if (convolution_log())
           std::fprintf(stderr, "%s: convolution way %s not taken: %s\n", device.str().c_str(), ways[i].name, e.what());
         failure = std::current_exception();
@@ -155,11 +195,21 @@ std::string ConvolutionWays::race(const Window2D& w, int64_t filters, Direction 
       STRATA_CUDA(cudaEventRecord(marks.e[2 * i + 1], stream));
       if (!out[i]) last_run = i;
     }
-    if (last_run == ways.size()) std::rethrow_exception(failure);  // every way failed; the last one's error
+    if (last_run == ways.size()) {
+      // None ran: out of memory for every way (the error says how much), or
+      // refused by all, which the last way's contract rules out.
+      if (failure) std::rethrow_exception(failure);
+      throw runtime_error(device.str() + ": no way of computing this convolution ran");
+    }
     STRATA_CUDA(cudaEventSynchronize(marks.e[2 * last_run + 1]));
+    if (round == 0) continue;
+    for (size_t i = 0; i < ways.size(); ++i) {
+      if (out[i]) continue;
+      float t = 0;
+      STRATA_CUDA(cudaEventElapsedTime(&t, marks.e[2 * i], marks.e[2 * i + 1]));
+      ms[i] = std::min(ms[i], t);
+    }
   }
-  for (size_t i = 0; i < ways.size(); ++i)
-    if (!out[i]) STRATA_CUDA(cudaEventElapsedTime(&ms[i], marks.e[2 * i], marks.e[2 * i + 1]));
   size_t best = last_run;  // ties go to the earlier way
   for (size_t i = 0; i < ways.size(); ++i)
     if (!out[i] && (ms[i] < ms[best] || (ms[i] == ms[best] && i < best))) best = i;

@@ -391,7 +391,7 @@ std::optional<double> CudaBackend::host_time_us(cudaEvent_t mark) {
   const int previous = 1 - clock_current_;
   float ms = 0;
   if (clock_ref_us_[previous] >= 0 && now_us - clock_ref_us_[previous] < 3e6) {
-    if (cudaEventElapsedTime(&ms, clock_ref_[previous], mark) == cudaSuccess && ms >= 0)
+    if (cudaEventElapsedTime(&ms, clock_ref_[previous], mark) == cudaSuccess && ms > 0)
       return clock_ref_us_[previous] + 1000.0 * static_cast<double>(ms);
     cudaGetLastError();
   }
@@ -416,7 +416,9 @@ void CudaBackend::calibrate_clock() {
     for (cudaEvent_t& ref : clock_ref_) STRATA_CUDA(cudaEventCreate(&ref));
   }
   // The other reference is recorded again; this one stays, as the previous.
+  // Unknown until measured (a failure below leaves it so, not stale).
   clock_current_ = 1 - clock_current_;
+  clock_ref_us_[clock_current_] = -1;
   const double before = monotonic_seconds();
   STRATA_CUDA(cudaEventRecord(clock_ref_[clock_current_], clock_stream_));
   STRATA_CUDA(cudaEventSynchronize(clock_ref_[clock_current_]));
@@ -647,6 +649,11 @@ void CudaBackend::adam_update(int64_t n, float* w, const float* g, float* m, flo
   cuda::adam_update(enter(), n, w, g, m, v, p, lr_step);
 }
 
+void CudaBackend::adam_update_many(std::span<const AdamTensor> tensors, const AdamParams& p, const float* lr_step,
+                                   WeightStores) {
+  cuda::adam_update_many(enter(), tensors, p, lr_step);
+}
+
 // ---- images and batch normalisation --------------------------------------------
 
 void CudaBackend::im2col(const Window2D& w, const float* x, float* col) { cuda::im2col(enter(), w, x, col); }
@@ -686,7 +693,26 @@ int64_t CudaBackend::images_per_slice(const Window2D& w) const {
   return std::max<int64_t>(1, l2_bytes_ / 2 / std::max<int64_t>(1, per_image));
 }
 
-bool CudaBackend::has_conv2d(const Window2D& w, int64_t filters) { return convolution_ways(w, filters).size() > 1; }
+// Which ways beside whole-batch im2col this window has: cuDNN in either
+// layout where it loads and takes the shape (its padding gives the window, it
+// plans it), im2col over slices where the batch's patch matrix outgrows the
+// cache.
+CudaBackend::Offered CudaBackend::offered(const Window2D& w, int64_t filters) {
+  Offered o;
+#ifdef STRATA_WITH_CUDNN
+  enter();  // the heuristics a new shape asks run on this thread: with this GPU current
+  make_cudnn();
+  o.nhwc = cudnn_ && cudnn_->takes(w, filters);
+  o.nchw = cudnn_nchw_ && cudnn_nchw_->takes(w, filters);
+#endif
+  o.slices = images_per_slice(w) < w.batch;
+  return o;
+}
+
+bool CudaBackend::has_conv2d(const Window2D& w, int64_t filters) {
+  const Offered o = offered(w, filters);
+  return o.nhwc || o.nchw || o.slices;
+}
 
 std::vector<std::string> CudaBackend::convolution_ways(const Window2D& w, int64_t filters) {
   std::vector<std::string> names;
@@ -696,26 +722,18 @@ std::vector<std::string> CudaBackend::convolution_ways(const Window2D& w, int64_
 
 void CudaBackend::force_convolution_way(const std::string& way) { conv_ways_.force(way); }
 
-// The ways this window can take, cuDNN's first (the one a step captured
-// before any timing keeps), im2col over the whole batch last. cuDNN's NCHW
-// way transposes its images and kernels here; `im2col` is given the images
-// per slice.
+// The ways this window takes, cuDNN's first (the one a step captured before
+// any timing keeps), im2col over the whole batch last; `im2col` is given the
+// images per slice.
 std::vector<cuda::ConvolutionWays::Way> CudaBackend::ways_for(const Window2D& w, int64_t filters, const CudnnCall& nhwc,
                                                               const CudnnCall& nchw,
                                                               const std::function<void(int64_t)>& im2col) {
+  const Offered o = offered(w, filters);
   std::vector<cuda::ConvolutionWays::Way> ways;
-#ifdef STRATA_WITH_CUDNN
-  enter();  // the heuristics a new shape asks run on this thread: with this GPU current
-  make_cudnn();
-  if (cudnn_ && cudnn_->takes(w, filters)) ways.push_back({"cudnn", [this, nhwc] { return nhwc(*cudnn_); }});
-  if (cudnn_nchw_ && cudnn_nchw_->takes(w, filters))
-    ways.push_back({"cudnn-nchw", [this, nchw] { return nchw(*cudnn_nchw_); }});
-#else
-  (void)nhwc;
-  (void)nchw;
-#endif
-  if (const int64_t images = images_per_slice(w); images < w.batch)
-    ways.push_back({"im2col-slices", [im2col, images] {
+  if (o.nhwc) ways.push_back({"cudnn", [this, nhwc] { return nhwc(*cudnn_); }});
+  if (o.nchw) ways.push_back({"cudnn-nchw", [this, nchw] { return nchw(*cudnn_nchw_); }});
+  if (o.slices)
+    ways.push_back({"im2col-slices", [im2col, images = images_per_slice(w)] {
                       im2col(images);
                       return true;
                     }});

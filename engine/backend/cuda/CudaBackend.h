@@ -105,8 +105,9 @@ public:
   void check_labels(const int32_t* labels, int64_t n, int64_t classes, float* error) override;
   void im2col(const Window2D& w, const float* x, float* col) override;
   void col2im(const Window2D& w, const float* col, float* dx) override;
-  // cuDNN where it loads and its padding gives the window; else the layers'
-  // im2col + cuBLASLt.
+  // Where the window has a way beside whole-batch im2col (cuDNN in either
+  // layout, im2col over slices: offered()); else the layers' own im2col +
+  // cuBLASLt, which keeps the patch matrix for the backward pass.
   bool has_conv2d(const Window2D& w, int64_t filters) override;
   std::vector<std::string> convolution_ways(const Window2D& w, int64_t filters) override;
   void force_convolution_way(const std::string& way) override;
@@ -136,6 +137,8 @@ public:
                   WeightStores stores) override;
   void adam_update(int64_t n, float* w, const float* g, float* m, float* v, const AdamParams& p, const float* lr_step,
                    WeightStores stores) override;
+  void adam_update_many(std::span<const AdamTensor> tensors, const AdamParams& p, const float* lr_step,
+                        WeightStores stores) override;
 
 private:
   // Makes this GPU the calling thread's current device (a cached check).
@@ -170,6 +173,10 @@ private:
   Tensor to_nchw(const float* x, int64_t n, int64_t pixels, int64_t channels);
   void from_nchw(const Tensor& t, int64_t n, int64_t pixels, int64_t channels, float* x);
   int64_t images_per_slice(const Window2D& w) const;
+  struct Offered {
+    bool nhwc = false, nchw = false, slices = false;
+  };
+  Offered offered(const Window2D& w, int64_t filters);
   using CudnnCall = std::function<bool(cuda::CudnnConvolution&)>;
   std::vector<cuda::ConvolutionWays::Way> ways_for(const Window2D& w, int64_t filters, const CudnnCall& nhwc,
                                                    const CudnnCall& nchw, const std::function<void(int64_t)>& im2col);
@@ -196,9 +203,11 @@ private:
   // The timing marks' link to the host clock: clock_ref_[i], recorded on an
   // otherwise idle stream and waited for, happened at host time
   // clock_ref_us_[i] (to within half the wait, a few microseconds). Measured
-  // again each second, into the other of the two, so the two clocks' drift
-  // stays far below that and the previous reference precedes the marks
-  // being read.
+  // again each second, into the other of the two: marks are read against the
+  // previous one (one to three seconds old, so before them: one elapsed-time
+  // read), so a mark's place on the host clock carries the two clocks' drift
+  // over up to three seconds rather than one. Durations (elapsed time between
+  // a span's own marks) carry none.
   void calibrate_clock();
   // A reached mark's time on the host's clock (microseconds); under clock_mutex_ inside.
   std::optional<double> host_time_us(cudaEvent_t mark);

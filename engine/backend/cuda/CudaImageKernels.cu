@@ -254,6 +254,11 @@ __device__ Tile<I> tile_of(const Win<I>& w, I i) {
   t /= w.out_w;
   return {t / w.out_h, c4, t % w.out_h, ox};
 }
+// The float4 index of pixel (ky, kx) of tile t's window.
+template <typename I>
+__device__ I tile_pixel(const Win<I>& w, const Tile<I>& t, I ky, I kx) {
+  return ((t.b * w.height + t.oy * w.kernel_h + ky) * w.width + t.ox * w.kernel_w + kx) * w.channels + t.c4;
+}
 
 __device__ inline void pool_max(float v, int32_t at, float& best, int32_t& where) {
   if (v > best || where < 0) {
@@ -271,7 +276,7 @@ __global__ void max_pool_tiled_kernel(Win<I> w, const float4* __restrict__ x, fl
     int4 where = make_int4(-1, -1, -1, -1);
     for (I ky = 0; ky < w.kernel_h; ++ky)
       for (I kx = 0; kx < w.kernel_w; ++kx) {
-        const I at = ((t.b * w.height + t.oy * w.kernel_h + ky) * w.width + t.ox * w.kernel_w + kx) * w.channels + t.c4;
+        const I at = tile_pixel(w, t, ky, kx);
         const float4 v = x[at];
         const auto flat = static_cast<int32_t>(at * 4);
         pool_max(v.x, flat, best.x, where.x);
@@ -293,7 +298,7 @@ __global__ void max_pool_backward_tiled_kernel(Win<I> w, const float4* __restric
     const int4 a = argmax[i];
     for (I ky = 0; ky < w.kernel_h; ++ky)
       for (I kx = 0; kx < w.kernel_w; ++kx) {
-        const I at = ((t.b * w.height + t.oy * w.kernel_h + ky) * w.width + t.ox * w.kernel_w + kx) * w.channels + t.c4;
+        const I at = tile_pixel(w, t, ky, kx);
         const auto flat = static_cast<int32_t>(at * 4);
         dx[at] = make_float4(a.x == flat ? 0.0f + g.x : 0.0f, a.y == flat + 1 ? 0.0f + g.y : 0.0f,
                              a.z == flat + 2 ? 0.0f + g.z : 0.0f, a.w == flat + 3 ? 0.0f + g.w : 0.0f);

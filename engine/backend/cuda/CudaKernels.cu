@@ -361,9 +361,62 @@ __global__ void adam_kernel(int64_t n, float* w, const float* g, float* m, float
   }
 }
 
+// Several tensors' Adam in one launch (PyTorch's multi_tensor_apply, by
+// other means): the tensors are laid end to end in one index space and each
+// thread, walking it upward, moves to the next tensor as it passes its end.
+// The same arithmetic as adam_kernel, so the same bits.
+constexpr int kAdamTensors = 24;  // 24 * 40 bytes of pointers and ends: well inside a launch's 4 KiB of arguments
+struct AdamBatch {
+  int count;
+  int64_t end[kAdamTensors];  // each tensor's end in the joined index space
+  float* w[kAdamTensors];
+  const float* g[kAdamTensors];
+  float* m[kAdamTensors];
+  float* v[kAdamTensors];
+};
+
+__global__ void adam_many_kernel(AdamBatch b, AdamParams p, const float* lr_step) {
+  __shared__ float alpha;
+  if (threadIdx.x == 0) {
+    const double lr = lr_step[0], step = lr_step[1];
+    const double b1t = pow(static_cast<double>(p.beta1), step), b2t = pow(static_cast<double>(p.beta2), step);
+    alpha = static_cast<float>(lr * sqrt(1.0 - b2t) / (1.0 - b1t));
+  }
+  __syncthreads();
+  const float one_b1 = 1.0f - p.beta1, one_b2 = 1.0f - p.beta2;
+  int t = 0;
+  STRATA_GRID_STRIDE(i, b.end[b.count - 1]) {
+    while (i >= b.end[t]) ++t;
+    const int64_t j = i - (t > 0 ? b.end[t - 1] : 0);
+    float* m = b.m[t];
+    float* v = b.v[t];
+    const float gi = b.g[t][j];
+    const float mi = m[j] + (gi - m[j]) * one_b1;
+    const float vi = v[j] + (gi * gi - v[j]) * one_b2;
+    m[j] = mi;
+    v[j] = vi;
+    b.w[t][j] -= alpha * mi / (sqrtf(vi) + p.epsilon);
+  }
+}
+
+// One thread waits on the GPU's nanosecond clock (ConvolutionWays: the GPU
+// kept busy while the host queues the work to be timed).
+__global__ void spin_kernel(int64_t nanoseconds) {
+  uint64_t start = 0, now = 0;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+  do {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+  } while (now - start < static_cast<uint64_t>(nanoseconds));
+}
+
 }  // namespace
 
 // ---- launchers ------------------------------------------------------------------
+
+void spin(cudaStream_t s, int64_t microseconds) {
+  spin_kernel<<<1, 1, 0, s>>>(microseconds * 1000);
+  STRATA_CUDA_LAUNCHED("spin");
+}
 
 void add_bias_rows(cudaStream_t s, float* y, const float* bias, int64_t rows, int64_t cols) {
   if (rows * cols == 0) return;
@@ -379,6 +432,11 @@ void fill32(cudaStream_t s, uint32_t* dst, int64_t n, uint32_t word) {
 
 void transpose(cudaStream_t s, const float* in, int64_t rows, int64_t cols, float* out, int64_t batch) {
   if (rows * cols * batch == 0) return;
+  if (rows == 1 || cols == 1) {  // the same values in the same order (a one-channel image, a one-pixel kernel)
+    STRATA_CUDA(
+        cudaMemcpyAsync(out, in, static_cast<size_t>(rows * cols * batch) * sizeof(float), cudaMemcpyDeviceToDevice, s));
+    return;
+  }
   const dim3 grid(static_cast<unsigned>((cols + kTile - 1) / kTile),
                   static_cast<unsigned>(std::min<int64_t>((rows + kTile - 1) / kTile, 65535)),
                   static_cast<unsigned>(std::min<int64_t>(batch, 65535)));
@@ -542,6 +600,25 @@ void adam_update(cudaStream_t s, int64_t n, float* w, const float* g, float* m, 
   if (n == 0) return;
   adam_kernel<<<blocks_for(n), kThreads, 0, s>>>(n, w, g, m, v, p, lr_step);
   STRATA_CUDA_LAUNCHED("adam_update");
+}
+
+void adam_update_many(cudaStream_t s, std::span<const AdamTensor> tensors, const AdamParams& p, const float* lr_step) {
+  for (size_t first = 0; first < tensors.size(); first += kAdamTensors) {
+    AdamBatch b{};
+    int64_t total = 0;
+    for (size_t k = first; k < tensors.size() && b.count < kAdamTensors; ++k, ++b.count) {
+      const AdamTensor& t = tensors[k];
+      total += t.n;
+      b.end[b.count] = total;
+      b.w[b.count] = t.w;
+      b.g[b.count] = t.g;
+      b.m[b.count] = t.m;
+      b.v[b.count] = t.v;
+    }
+    if (total == 0) continue;
+    adam_many_kernel<<<blocks_for(total), kThreads, 0, s>>>(b, p, lr_step);
+    STRATA_CUDA_LAUNCHED("adam_update_many");
+  }
 }
 
 cudaError_t kernel_image_status() {

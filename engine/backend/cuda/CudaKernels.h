@@ -13,6 +13,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <span>
 
 #include "backend/Backend.h"
 
@@ -56,9 +57,14 @@ void count_correct(cudaStream_t s, const float* predictions, const int32_t* labe
 void check_labels(cudaStream_t s, const int32_t* labels, int64_t n, int64_t classes, float* error);
 void sgd_update(cudaStream_t s, int64_t n, float* w, const float* g, float* velocity, const float* lr, float momentum,
                 bool nesterov);
+// adam_update of every tensor, 24 to a launch.
+void adam_update_many(cudaStream_t s, std::span<const AdamTensor> tensors, const AdamParams& p, const float* lr_step);
 void adam_update(cudaStream_t s, int64_t n, float* w, const float* g, float* m, float* v, const AdamParams& p,
                  const float* lr_step);
 void fill32(cudaStream_t s, uint32_t* dst, int64_t n, uint32_t word);
+// Keeps the GPU busy (one thread) for `microseconds`: work queued after it
+// starts no earlier.
+void spin(cudaStream_t s, int64_t microseconds);
 // out (cols, rows) = in (rows, cols) transposed, for each of `batch`
 // matrices stored one after another.
 void transpose(cudaStream_t s, const float* in, int64_t rows, int64_t cols, float* out, int64_t batch = 1);

@@ -136,7 +136,7 @@ bool CudnnConvolution::takes(const Window2D& w, int64_t filters) {
     p = &planned(w, filters);
   } catch (const std::exception& e) {
     refused_.insert(key);
-    std::fprintf(stderr, "%s; this shape uses im2col and cuBLASLt\n", e.what());
+    std::fprintf(stderr, "%s; this shape takes the other ways (%s cuDNN does not)\n", e.what(), layout_name());
     return false;
   }
   // Not a refusal: out of memory for the workspace (im2col's patches would
@@ -189,8 +189,7 @@ void CudnnConvolution::make_plan(Plan& p, const Window2D& w, int64_t filters) {
   const auto& api = lib();
   const std::string what = device_ + ": convolution " + std::to_string(w.kernel_h) + "x" + std::to_string(w.kernel_w) +
                            " over " + std::to_string(w.batch) + "x" + std::to_string(w.height) + "x" +
-                           std::to_string(w.width) + "x" + std::to_string(w.channels) +
-                           (layout_ == CUDNN_TENSOR_NCHW ? " in NCHW" : "");
+                           std::to_string(w.width) + "x" + std::to_string(w.channels) + " in " + layout_name();
   api.check(api.cudnnCreateTensorDescriptor(&p.x), what);
   api.check(api.cudnnCreateTensorDescriptor(&p.y), what);
   api.check(api.cudnnCreateFilterDescriptor(&p.kernel), what);
@@ -289,8 +288,8 @@ bool CudnnConvolution::ran(cudnnStatus_t status, const Window2D& w, int64_t filt
   // engine wants. That refuses this call, not the shape.
   if (status == CUDNN_STATUS_BAD_PARAM_MISALIGNED_POINTER) return false;
   refused_.insert(key_of(w, filters));
-  std::fprintf(stderr, "%s: %s: %s; this shape uses im2col and cuBLASLt from here on\n", device_.c_str(), call,
-               lib().cudnnGetErrorString(status));
+  std::fprintf(stderr, "%s: %s: %s; this shape takes the other ways from here on (%s cuDNN does not)\n", device_.c_str(),
+               call, lib().cudnnGetErrorString(status), layout_name());
   return false;
 }
 

@@ -80,6 +80,7 @@ private:
   // The call's status: true on success; false (and the shape refused) when
   // cuDNN will not run it; throws otherwise.
   bool ran(cudnnStatus_t status, const Window2D& w, int64_t filters, const char* call);
+  const char* layout_name() const { return layout_ == CUDNN_TENSOR_NCHW ? "NCHW" : "NHWC"; }
 
   DeviceMemory& memory_;
   std::string device_;

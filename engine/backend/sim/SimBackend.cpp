@@ -336,15 +336,15 @@ std::vector<std::string> SimBackend::convolution_ways(const Window2D& w, int64_t
 }
 
 void SimBackend::conv2d(const Window2D& w, int64_t filters, const float* x, const float* kernel, float* y) {
-  conv2d_im2col(w, filters, x, kernel, y, sliced_ ? kSliceImages : w.batch);
+  conv2d_im2col(w, filters, x, kernel, y, slice_images(w));
 }
 
 void SimBackend::conv2d_backward_data(const Window2D& w, int64_t filters, const float* dy, const float* kernel, float* dx) {
-  conv2d_backward_data_im2col(w, filters, dy, kernel, dx, sliced_ ? kSliceImages : w.batch);
+  conv2d_backward_data_im2col(w, filters, dy, kernel, dx, slice_images(w));
 }
 
 void SimBackend::conv2d_backward_filter(const Window2D& w, int64_t filters, const float* x, const float* dy, float* dkernel) {
-  conv2d_backward_filter_im2col(w, filters, x, dy, dkernel, sliced_ ? kSliceImages : w.batch);
+  conv2d_backward_filter_im2col(w, filters, x, dy, dkernel, slice_images(w));
 }
 
 void SimBackend::im2col(const Window2D& w, const float* x, float* col) {

@@ -114,6 +114,7 @@ public:
 private:
   static constexpr int64_t kSliceImages = 3;
   bool sliced_ = false;  // set between calls, by the checks
+  int64_t slice_images(const Window2D& w) const { return sliced_ ? kSliceImages : w.batch; }
   // The device thread's view of a kernel argument; throws (on the calling
   // host thread) when it is not sim device memory.
   template <typename T>
