@@ -190,6 +190,15 @@ __device__ PoolWindow<I> pool_window(const Win<I>& w, I i) {
   return {b, c, max(I{0}, ys), min(w.height, ys + w.kernel_h), max(I{0}, xs), min(w.width, xs + w.kernel_w)};
 }
 
+// The tie rule of max pooling (as on the CPU): a pixel wins when strictly
+// greater, or when it is the window's first.
+__device__ inline void pool_max(float v, int32_t at, float& best, int32_t& where) {
+  if (v > best || where < 0) {
+    best = v;
+    where = at;
+  }
+}
+
 // One thread per output element; pixels in (ky, kx) order, padding skipped.
 // Tie rule as on the CPU: a pixel wins when strictly greater, or when it is
 // the window's first pixel inside the image (so a NaN there stays, and a
@@ -204,11 +213,7 @@ __global__ void max_pool_kernel(Win<I> w, const float* __restrict__ x, float* __
     for (I iy = p.y0; iy < p.y1; ++iy)
       for (I ix = p.x0; ix < p.x1; ++ix) {
         const I at = ((p.b * w.height + iy) * w.width + ix) * w.channels + p.c;
-        const float v = x[at];
-        if (v > best || where < 0) {
-          best = v;
-          where = static_cast<int32_t>(at);
-        }
+        pool_max(x[at], static_cast<int32_t>(at), best, where);
       }
     y[i] = best;
     argmax[i] = where;
@@ -258,13 +263,6 @@ __device__ Tile<I> tile_of(const Win<I>& w, I i) {
 template <typename I>
 __device__ I tile_pixel(const Win<I>& w, const Tile<I>& t, I ky, I kx) {
   return ((t.b * w.height + t.oy * w.kernel_h + ky) * w.width + t.ox * w.kernel_w + kx) * w.channels + t.c4;
-}
-
-__device__ inline void pool_max(float v, int32_t at, float& best, int32_t& where) {
-  if (v > best || where < 0) {
-    best = v;
-    where = at;
-  }
 }
 
 template <typename I>

@@ -339,10 +339,9 @@ __global__ void sgd_kernel(int64_t n, float* w, const float* g, float* velocity,
   }
 }
 
-__global__ void adam_kernel(int64_t n, float* w, const float* g, float* m, float* v, AdamParams p,
-                            const float* lr_step) {
-  // Keras' formulation (as the CPU): the bias correction folds into the step
-  // size, computed once per block in double from the device-side step.
+// Keras' formulation (as the CPU): the bias correction folds into the step
+// size, computed once per block in double from the device-side step.
+__device__ float adam_alpha(const AdamParams& p, const float* lr_step) {
   __shared__ float alpha;
   if (threadIdx.x == 0) {
     const double lr = lr_step[0], step = lr_step[1];
@@ -350,15 +349,20 @@ __global__ void adam_kernel(int64_t n, float* w, const float* g, float* m, float
     alpha = static_cast<float>(lr * sqrt(1.0 - b2t) / (1.0 - b1t));
   }
   __syncthreads();
-  const float one_b1 = 1.0f - p.beta1, one_b2 = 1.0f - p.beta2;
-  STRATA_GRID_STRIDE(i, n) {
-    const float gi = g[i];
-    const float mi = m[i] + (gi - m[i]) * one_b1;
-    const float vi = v[i] + (gi * gi - v[i]) * one_b2;
-    m[i] = mi;
-    v[i] = vi;
-    w[i] -= alpha * mi / (sqrtf(vi) + p.epsilon);
-  }
+  return alpha;
+}
+
+__device__ inline void adam_element(float gi, float& m, float& v, float& w, float alpha, const AdamParams& p) {
+  const float mi = m + (gi - m) * (1.0f - p.beta1);
+  const float vi = v + (gi * gi - v) * (1.0f - p.beta2);
+  m = mi;
+  v = vi;
+  w -= alpha * mi / (sqrtf(vi) + p.epsilon);
+}
+
+__global__ void adam_kernel(int64_t n, float* w, const float* g, float* m, float* v, AdamParams p, const float* lr_step) {
+  const float alpha = adam_alpha(p, lr_step);
+  STRATA_GRID_STRIDE(i, n) adam_element(g[i], m[i], v[i], w[i], alpha, p);
 }
 
 // Several tensors' Adam in one launch (PyTorch's multi_tensor_apply, by
@@ -376,26 +380,12 @@ struct AdamBatch {
 };
 
 __global__ void adam_many_kernel(AdamBatch b, AdamParams p, const float* lr_step) {
-  __shared__ float alpha;
-  if (threadIdx.x == 0) {
-    const double lr = lr_step[0], step = lr_step[1];
-    const double b1t = pow(static_cast<double>(p.beta1), step), b2t = pow(static_cast<double>(p.beta2), step);
-    alpha = static_cast<float>(lr * sqrt(1.0 - b2t) / (1.0 - b1t));
-  }
-  __syncthreads();
-  const float one_b1 = 1.0f - p.beta1, one_b2 = 1.0f - p.beta2;
+  const float alpha = adam_alpha(p, lr_step);
   int t = 0;
   STRATA_GRID_STRIDE(i, b.end[b.count - 1]) {
     while (i >= b.end[t]) ++t;
     const int64_t j = i - (t > 0 ? b.end[t - 1] : 0);
-    float* m = b.m[t];
-    float* v = b.v[t];
-    const float gi = b.g[t][j];
-    const float mi = m[j] + (gi - m[j]) * one_b1;
-    const float vi = v[j] + (gi * gi - v[j]) * one_b2;
-    m[j] = mi;
-    v[j] = vi;
-    b.w[t][j] -= alpha * mi / (sqrtf(vi) + p.epsilon);
+    adam_element(b.g[t][j], b.m[t][j], b.v[t][j], b.w[t][j], alpha, p);
   }
 }
 
