@@ -66,24 +66,17 @@ public:
   // Timing marks, for the step timeline's device lanes: a point queued in
   // the stream that notes when the device reaches it; queued while
   // capturing, it becomes part of the graph and notes the time again at
-  // every replay. mark_time_us reads it once the work before it has
+  // every replay. span_time_us reads two once the work before them has
   // completed (after the step's synchronisation), in microseconds on the
   // host's monotonic clock (monotonic_seconds() * 1e6); nullopt before
   // then. Devices without marks return null and nullopt.
   virtual EventPtr record_timing_mark() { return nullptr; }
-  virtual std::optional<double> mark_time_us(const EventPtr& /*mark*/) { return std::nullopt; }
   // The span between two marks queued in this order on one stream: its
-  // start (as mark_time_us) and duration, nullopt until `end` is reached.
-  // Devices may answer with fewer calls than two mark_time_us would take.
+  // start and duration, nullopt until `end` is reached.
   struct MarkedSpan {
     double start_us = 0, duration_us = 0;
   };
-  virtual std::optional<MarkedSpan> span_time_us(const EventPtr& begin, const EventPtr& end) {
-    const std::optional<double> t1 = mark_time_us(end);
-    const std::optional<double> t0 = t1 ? mark_time_us(begin) : std::nullopt;
-    if (!t0) return std::nullopt;
-    return MarkedSpan{*t0, *t1 > *t0 ? *t1 - *t0 : 0.0};
-  }
+  virtual std::optional<MarkedSpan> span_time_us(const EventPtr& /*begin*/, const EventPtr& /*end*/) { return std::nullopt; }
   // Step capture. Between begin_capture() and end_capture() the work queued
   // on this device is recorded, not run; replay() runs the recording again,
   // on the same memory, as often as asked. Memory allocated while capturing

@@ -321,17 +321,12 @@ void Adam::update(Tensor& w, const float* grad, int64_t offset, int64_t count, f
 }
 
 void Adam::update_all(std::span<const Update> updates, const float* lr_step, WeightStores stores) {
-  const AdamParams p{beta_1_, beta_2_, epsilon_};
-  std::vector<AdamTensor> run;
-  for (size_t i = 0; i < updates.size(); ++i) {
-    const Update& u = updates[i];
-    run.push_back({u.count, u.w->ptr() + u.offset, u.grad, u.state[0], u.state[1]});
-    // A run ends where the next update is on another device's memory.
-    if (i + 1 == updates.size() || !updates[i + 1].w->device().same_memory(u.w->device())) {
-      backend_for(u.w->device()).adam_update_many(run, p, lr_step, stores);
-      run.clear();
-    }
-  }
+  if (updates.empty()) return;
+  // One replica's updates, on its device, as lr_step is (apply_local checked).
+  std::vector<AdamTensor> tensors;
+  tensors.reserve(updates.size());
+  for (const Update& u : updates) tensors.push_back({u.count, u.w->ptr() + u.offset, u.grad, u.state[0], u.state[1]});
+  backend_for(updates.front().w->device()).adam_update_many(tensors, AdamParams{beta_1_, beta_2_, epsilon_}, lr_step, stores);
 }
 
 }  // namespace strata::nn

@@ -185,7 +185,7 @@ public:
 protected:
   void update(Tensor& w, const float* grad, int64_t offset, int64_t count, float* const* slots, const float* lr_step,
               WeightStores stores) override;
-  // Runs of updates on one device go to Backend::adam_update_many.
+  // All of them in one Backend::adam_update_many.
   void update_all(std::span<const Update> updates, const float* lr_step, WeightStores stores) override;
 
 private:

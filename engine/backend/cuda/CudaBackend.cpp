@@ -348,21 +348,10 @@ EventPtr CudaBackend::record_timing_mark_on(cudaStream_t stream) {
   return mark;
 }
 
-std::optional<double> CudaBackend::mark_time_us(const EventPtr& mark) {
-  auto* e = dynamic_cast<const CudaEvent*>(mark.get());
-  if (!e) return std::nullopt;
-  enter();
-  if (cudaEventQuery(e->event) != cudaSuccess) {
-    cudaGetLastError();  // not reached yet: not an error of the stream
-    return std::nullopt;
-  }
-  return host_time_us(e->event);
-}
-
 // A span costs one query (its end reached means its begin was: one stream)
-// and two or three elapsed-time reads, where two marks' times would cost two
-// queries and four reads: with a span or more per phase of every step, these
-// calls are most of what tracing adds to a short step.
+// and two or three elapsed-time reads (its start on the host clock, its
+// duration between its own marks): with a span or more per phase of every
+// step, these calls are most of what tracing adds to a short step.
 std::optional<DeviceMemory::MarkedSpan> CudaBackend::span_time_us(const EventPtr& begin, const EventPtr& end) {
   auto* b = dynamic_cast<const CudaEvent*>(begin.get());
   auto* e = dynamic_cast<const CudaEvent*>(end.get());

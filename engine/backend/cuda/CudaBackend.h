@@ -59,9 +59,8 @@ public:
   // event whose host time is measured (calibrate_clock).
   EventPtr record_timing_mark() override;
   // The same on another stream of this GPU (NCCL's communication stream):
-  // mark_time_us reads it as it reads the compute stream's.
+  // span_time_us reads it as it reads the compute stream's.
   EventPtr record_timing_mark_on(cudaStream_t stream);
-  std::optional<double> mark_time_us(const EventPtr& mark) override;
   std::optional<MarkedSpan> span_time_us(const EventPtr& begin, const EventPtr& end) override;
   float* label_error_flag() override { return label_error_; }
   // CUDA graphs: the stream is captured (relaxed mode, so other threads'

@@ -330,6 +330,13 @@ void SimBackend::check_labels(const int32_t* labels, int64_t n, int64_t classes,
   run([=, this] { cpu_.check_labels(L, n, classes, E); });
 }
 
+std::optional<DeviceMemory::MarkedSpan> SimBackend::span_time_us(const EventPtr& begin, const EventPtr& end) {
+  const std::optional<double> t1 = SimStream::mark_time_us(end);
+  const std::optional<double> t0 = t1 ? SimStream::mark_time_us(begin) : std::nullopt;
+  if (!t0) return std::nullopt;
+  return MarkedSpan{*t0, *t1 > *t0 ? *t1 - *t0 : 0.0};
+}
+
 std::vector<std::string> SimBackend::convolution_ways(const Window2D& w, int64_t) {
   if (w.batch > kSliceImages) return {"im2col-slices", "im2col"};
   return {"im2col"};

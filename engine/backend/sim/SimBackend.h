@@ -39,7 +39,7 @@ public:
   void wait_event(const EventPtr& event) override { stream_.wait(event); }
   void wait_host(const EventPtr& event) override;
   EventPtr record_timing_mark() override { return stream_.record_timing_mark(); }
-  std::optional<double> mark_time_us(const EventPtr& mark) override { return SimStream::mark_time_us(mark); }
+  std::optional<MarkedSpan> span_time_us(const EventPtr& begin, const EventPtr& end) override;
   float* label_error_flag() override { return label_error_; }
   const SimArena& arena() const { return arena_; }
   bool supports_capture() const override { return true; }
