@@ -56,7 +56,8 @@ public:
   };
   // The calling thread's context (spans null when it records nothing).
   static Context current();
-  // A span whose two marks the caller queued itself (on a stream of its own).
+  // A span whose two marks the caller queued itself (on a stream of its
+  // own, or shared with the spans beside it: DevicePhases).
   void add(const Device& device, const Span& span, EventPtr begin, EventPtr end);
 
   // Step graphs: the spans opened since `mark()` were captured into graph

@@ -12,6 +12,7 @@
 #include "distribute/Strategies.h"
 #include "nn/GradientTape.h"
 #include "nn/Metrics.h"
+#include "trace/DevicePhases.h"
 #include "train/ModelFactory.h"
 #include "train/ParameterServerRun.h"
 #include "train/StepReadback.h"
@@ -114,7 +115,15 @@ void Trainer::drain_device_spans(int64_t replayed_step, int graph) {
 }
 
 void Trainer::flush_trace(int64_t completed) {
-  if (tracer_) tracer_->flush(elapsed(), completed);
+  if (!tracer_) return;
+  // Twenty times a second at most: the dashboard redraws no faster, and on
+  // a short step a flush per step (summaries, the file thread woken) costs
+  // the training thread more than recording the spans does. The last one
+  // comes at close.
+  const double now = elapsed();
+  if (now - last_trace_flush_ < 0.05) return;
+  last_trace_flush_ = now;
+  tracer_->flush(now, completed);
 }
 
 void Trainer::write_trace_to(const std::string& file) {
@@ -195,7 +204,7 @@ void Trainer::prepare_step_execution() {
       !StepGraph::unsupported_reason(*strategy_).empty())
     return;
   step_graph_ = std::make_unique<StepGraph>(
-      *strategy_, [this](ReplicaContext& ctx, const Batch& in, Tensor& stats) { enqueue_step(ctx, in, stats); },
+      *strategy_, [this](ReplicaContext& ctx, const Batch& in, Tensor& stats) { enqueue_step(ctx, in, stats, true); },
       [this] {
         optimizer_->count_replayed_step();
         model_->count_replayed_step();
@@ -208,29 +217,24 @@ void Trainer::straggle(int replica, double step_seconds) const {
   std::this_thread::sleep_for(std::chrono::duration<double>(step_seconds * (config_.strategy.slowdown - 1.0)));
 }
 
-void Trainer::enqueue_step(ReplicaContext& ctx, const Batch& in, Tensor& stats) {
+void Trainer::enqueue_step(ReplicaContext& ctx, const Batch& in, Tensor& stats, bool captured) {
   const double t0 = monotonic_seconds();
   ctx.trace(recorder(), traced_step_, device_spans());
   using trace::SpanKind;
-  // Each span twice: as the host queued it and (on an accelerator) as the device ran it.
-  struct Both {
-    trace::ScopedSpan host;
-    trace::DeviceSpans::Scoped device;
-  };
-  const trace::Lane on_device = trace::device_lane(ctx.local_replica_id());
-  auto span = [&](SpanKind kind) {
-    return Both{trace::ScopedSpan(recorder(), kind, ctx.lane(), traced_step_),
-                trace::DeviceSpans::Scoped(device_spans(), ctx.device(), kind, on_device, traced_step_)};
-  };
-  // The device's frame of the step (the host's is train_step's, outside a captured graph).
-  const trace::DeviceSpans::Scoped device_frame(device_spans(), ctx.device(), SpanKind::Step, on_device, traced_step_);
+  const trace::Lane lane = ctx.lane();
+  // Each phase twice: as the host queued it and (on an accelerator) as the
+  // device ran it; a captured graph's phases share their boundary marks.
+  trace::DevicePhases device(device_spans(), ctx.device(), trace::device_lane(ctx.local_replica_id()), traced_step_,
+                             captured);
   GradientTape tape;
   Tensor logits, loss;
   {
-    const auto s = span(SpanKind::Forward);
+    const trace::ScopedSpan s(recorder(), SpanKind::Forward, lane, traced_step_);
+    device.begin();
     logits = (*model_)(in.features, true, tape);
     Tensor per_example = (*loss_)(in.labels, logits);
     loss = nn::compute_average_loss(per_example, loss_scale(ctx.local_replica_id(), ctx.device(), in.global_batch_size));
+    device.end(SpanKind::Forward);
   }
   // Gradients are reduced across replicas while the backward pass goes on
   // where the strategy's collectives run beside the computation.
@@ -238,17 +242,23 @@ void Trainer::enqueue_step(ReplicaContext& ctx, const Batch& in, Tensor& stats) 
   if (ctx.overlaps_backward()) ready = [&ctx](size_t i, const Tensor& g) { ctx.gradient_ready(i, g); };
   std::vector<Tensor> grads;
   {
-    const auto s = span(SpanKind::Backward);
+    const trace::ScopedSpan s(recorder(), SpanKind::Backward, lane, traced_step_);
+    device.begin();
     grads = tape.gradient(loss, trainable_, ready);
+    device.end(SpanKind::Backward);
   }
   straggle(ctx.replica_id_in_sync_group(), monotonic_seconds() - t0);
   ctx.finish_gradients(grads);
   {
     // Under the sharded update it holds the weights' all-gather, a span of its own.
-    const auto s = span(SpanKind::Optimizer);
+    const trace::ScopedSpan s(recorder(), SpanKind::Optimizer, lane, traced_step_);
+    // Several replicas: the gradients' reduction came between (spans of its own).
+    device.begin(ctx.num_replicas_in_sync() > 1);
     optimizer_->apply_summed_gradients(ctx, grads, trainable_);
+    device.end(SpanKind::Optimizer);
   }
   gather_step(loss, logits, in.labels, stats);
+  device.finish();
 }
 
 Trainer::StepResult Trainer::train_step(ReplicaContext& ctx, const Batch& input, DistributedDataset& dist) {
@@ -273,7 +283,7 @@ Tensor Trainer::queue_train_step(ReplicaContext& ctx, const Batch& input, Distri
     s.set_bytes(static_cast<int64_t>(in.features.bytes() + in.labels.bytes()));
   }
   Tensor stats = step_stats(ctx.device());
-  enqueue_step(ctx, in, stats);
+  enqueue_step(ctx, in, stats, false);
   return stats;
 }
 

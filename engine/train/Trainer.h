@@ -1,6 +1,7 @@
 #pragma once
 #include <atomic>
 #include <condition_variable>
+#include <cstdlib>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -93,7 +94,8 @@ private:
   StepResult train_step(ReplicaContext& ctx, const Batch& input, DistributedDataset& dist);
   // The step's device work, its figures into `stats` (step_stats()); reads
   // nothing back, so it can be captured as a graph (StepGraph).
-  void enqueue_step(ReplicaContext& ctx, const Batch& in, Tensor& stats);
+  // `captured`: into a step graph (its device phases then share their marks).
+  void enqueue_step(ReplicaContext& ctx, const Batch& in, Tensor& stats, bool captured);
   // train_step without the read: the batch to the replica (into `in`), the
   // step queued; returns the stats tensor its figures will be in.
   Tensor queue_train_step(ReplicaContext& ctx, const Batch& input, DistributedDataset& dist, Batch& in);
@@ -123,8 +125,9 @@ private:
   // Op-by-op steps of replicas that are all on accelerators are queued and
   // read one step late as replays are (prepare_step_execution()).
   bool read_eager_steps_late_ = false;
-  double last_step_end_ = 0;     // when the previous step's figures were in (monotonic)
-  int64_t steps_per_epoch_ = 0;  // run()
+  double last_step_end_ = 0;      // when the previous step's figures were in (monotonic)
+  double last_trace_flush_ = -1;  // when the step timeline was last flushed (elapsed())
+  int64_t steps_per_epoch_ = 0;   // run()
   bool finish_queued(TrainingPosition& pos, EpochProgress& ep, FinishedEvent& fin);
   // A step's figures become its event (exchanged among the workers first)
   // and, when due, a checkpoint; false when the run must end (diverged).

@@ -32,9 +32,20 @@ thread_local int t_current_device = -1;
 
 class CudaEvent final : public DeviceEvent {
 public:
-  explicit CudaEvent(cudaEvent_t e) : event(e) {}
-  ~CudaEvent() override { cudaEventDestroy(event); }
+  explicit CudaEvent(cudaEvent_t e, std::shared_ptr<CudaBackend::SpareEvents> spare = nullptr)
+      : event(e), spare_(std::move(spare)) {}
+  ~CudaEvent() override {
+    if (!spare_) {
+      cudaEventDestroy(event);
+      return;
+    }
+    std::lock_guard lock(spare_->mutex);
+    spare_->events.push_back(event);
+  }
   cudaEvent_t event;
+
+private:
+  std::shared_ptr<CudaBackend::SpareEvents> spare_;  // where the event goes back to, when it is reused
 };
 
 // The CUDA event behind `event`; an event of another kind of device is an
@@ -334,11 +345,22 @@ EventPtr CudaBackend::record_event() {
 
 EventPtr CudaBackend::record_timing_mark() { return record_timing_mark_on(enter()); }
 
+CudaBackend::SpareEvents::~SpareEvents() {
+  for (cudaEvent_t e : events) cudaEventDestroy(e);
+}
+
 EventPtr CudaBackend::record_timing_mark_on(cudaStream_t stream) {
   enter();
   cudaEvent_t e = nullptr;
-  STRATA_CUDA(cudaEventCreate(&e));  // with timing
-  auto mark = std::make_shared<CudaEvent>(e);
+  {
+    std::lock_guard lock(spare_marks_->mutex);
+    if (!spare_marks_->events.empty()) {
+      e = spare_marks_->events.back();
+      spare_marks_->events.pop_back();
+    }
+  }
+  if (!e) STRATA_CUDA(cudaEventCreate(&e));  // with timing
+  auto mark = std::make_shared<CudaEvent>(e, spare_marks_);
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
   STRATA_CUDA(cudaStreamIsCapturing(stream, &capture));
   // Captured without the flag, a record only orders streams inside the
@@ -348,25 +370,23 @@ EventPtr CudaBackend::record_timing_mark_on(cudaStream_t stream) {
   return mark;
 }
 
-// A span costs one query (its end reached means its begin was: one stream)
-// and two or three elapsed-time reads (its start on the host clock, its
-// duration between its own marks): with a span or more per phase of every
-// step, these calls are most of what tracing adds to a short step.
+// A span costs two or three elapsed-time reads (its duration between its
+// own marks, then its start on the host clock) and no query: the duration
+// is refused (cudaErrorNotReady) until the device has passed both marks.
+// With a span or more per phase of every step, these calls are most of what
+// tracing adds to the host's side of a short step.
 std::optional<DeviceMemory::MarkedSpan> CudaBackend::span_time_us(const EventPtr& begin, const EventPtr& end) {
   auto* b = dynamic_cast<const CudaEvent*>(begin.get());
   auto* e = dynamic_cast<const CudaEvent*>(end.get());
   if (!b || !e) return std::nullopt;
   enter();
-  if (cudaEventQuery(e->event) != cudaSuccess) {
+  float ms = 0;
+  if (cudaEventElapsedTime(&ms, b->event, e->event) != cudaSuccess) {
     cudaGetLastError();
     return std::nullopt;
   }
   const std::optional<double> start = host_time_us(b->event);
-  float ms = 0;
-  if (!start || cudaEventElapsedTime(&ms, b->event, e->event) != cudaSuccess) {
-    cudaGetLastError();
-    return std::nullopt;
-  }
+  if (!start) return std::nullopt;
   return MarkedSpan{*start, std::max(0.0, 1000.0 * static_cast<double>(ms))};
 }
 

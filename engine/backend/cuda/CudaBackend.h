@@ -41,6 +41,12 @@ public:
   int threads() const override { return 1; }
   cudaStream_t stream() const { return stream_; }
   const std::string& name() const { return name_; }
+  // Timing events no mark holds, for the next marks (they outlive the backend with the marks).
+  struct SpareEvents {
+    std::mutex mutex;
+    std::vector<cudaEvent_t> events;
+    ~SpareEvents();
+  };
 
   void* allocate(size_t bytes) override;
   void deallocate(void* p, size_t bytes) override;
@@ -211,6 +217,10 @@ private:
   // A reached mark's time on the host's clock (microseconds); under clock_mutex_ inside.
   std::optional<double> host_time_us(cudaEvent_t mark);
   std::mutex clock_mutex_;
+  // Timing marks' events, reused: a traced step queues marks outside its
+  // graph every step (the batch's copy), and creating and destroying an
+  // event costs the host about as much as recording it.
+  std::shared_ptr<SpareEvents> spare_marks_ = std::make_shared<SpareEvents>();
   cudaStream_t clock_stream_ = nullptr;
   cudaEvent_t clock_ref_[2] = {};
   double clock_ref_us_[2] = {-1, -1};
