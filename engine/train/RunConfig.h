@@ -151,6 +151,9 @@ struct StrategyConfig {
 struct TraceConfig {
   bool enabled = false;
   std::string file;  // a Chrome trace file to write ("" = none; under mpirun each rank writes its own)
+  // Accelerators' device lanes (timing marks in their streams); off, the
+  // host's lanes alone, as a profiler's CPU-only activities.
+  bool device_lanes = true;
 };
 
 struct RunConfig {

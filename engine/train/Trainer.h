@@ -195,7 +195,7 @@ private:
   trace::TraceRecorder* recorder() const { return tracer_ ? tracer_->recorder() : nullptr; }
   // What accelerator replicas' devices ran, timed there (null when not tracing).
   trace::DeviceSpans device_spans_;
-  trace::DeviceSpans* device_spans() { return tracer_ ? &device_spans_ : nullptr; }
+  trace::DeviceSpans* device_spans() { return tracer_ && config_.trace.device_lanes ? &device_spans_ : nullptr; }
   // Records the device spans whose work has completed (after a step's synchronisation).
   void drain_device_spans(int64_t replayed_step = -1, int graph = 0);
   int64_t traced_step_ = -1;  // the step run_step is running

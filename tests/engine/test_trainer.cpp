@@ -327,6 +327,30 @@ private slots:
       QVERIFY(std::find(lanes.begin(), lanes.end(), "replica " + std::to_string(r) + " device") != lanes.end());
   }
 
+  // --no-device-lanes: the host's lanes alone (no timing marks queued).
+  void device_lanes_can_be_left_out() {
+    RecordingSink sink;
+    RunConfig config = synthetic_config(1);
+    config.strategy.name = "one_device";
+    config.strategy.devices = {"sim:0"};
+    config.trace.enabled = true;
+    config.trace.device_lanes = false;
+    Trainer trainer(config, sink);
+    trainer.prepare();
+    std::mutex mutex;
+    std::vector<trace::Span> spans;
+    trainer.set_span_listener([&](const std::vector<trace::Span>& s) {
+      std::lock_guard lock(mutex);
+      spans.insert(spans.end(), s.begin(), s.end());
+    });
+    QCOMPARE(QString(status_name(trainer.run().status)), QString("completed"));
+    int on_device = 0, on_host = 0;
+    for (const trace::Span& s : spans) (s.lane.kind == trace::LaneKind::Device ? on_device : on_host) += 1;
+    QCOMPARE(on_device, 0);
+    QVERIFY(on_host > 0);
+    QVERIFY(!sink.all<StepSpansEvent>().empty());
+  }
+
   // A parameter-server run's workers record their pulls and pushes, each
   // round's breakdown once, after the round is reported.
   void parameter_server_workers_on_the_timeline() {

@@ -256,7 +256,7 @@ std::vector<CheckRecord> check_fashion_cnn(const Device& device) {
 }
 
 ThroughputFigure measure_throughput(const std::vector<Device>& replicas, const std::string& project, int64_t batch,
-                                    int warmup, int steps, bool traced) {
+                                    int warmup, int steps, Tracing tracing) {
   const Device& first = replicas.front();
   RunConfig c = project == "fashion-mlp" ? example_mlp(first, warmup + steps, "adam")
                                          : example(project, first, warmup + steps);
@@ -266,7 +266,8 @@ ThroughputFigure measure_throughput(const std::vector<Device>& replicas, const s
     for (const Device& d : replicas) c.strategy.devices.push_back(d.str());
   }
   c.training.batch_size = batch;
-  c.trace.enabled = traced;
+  c.trace.enabled = tracing != Tracing::Off;
+  c.trace.device_lanes = tracing == Tracing::HostAndDevice;
   // One epoch of 60,000 examples holds fewer large batches than asked for:
   // take as many epochs as the steps need, and time steps, not epoch ends.
   const int64_t per_epoch = (60000 + batch - 1) / batch, wanted = warmup + steps;

@@ -48,14 +48,16 @@ std::vector<CheckRecord> check_fashion_cnn(const Device& device);
 
 // Training-step throughput of an example project ("fashion-mlp",
 // "fashion-cnn"; Adam) at one global batch, on one device or mirrored over
-// `replicas` (a device may repeat); `traced`: with the step timeline
-// recorded (host and device spans), as --trace does.
+// `replicas` (a device may repeat). Traced: with the step timeline
+// recorded, as --trace does (host and device spans; host spans alone
+// without device lanes, as --no-device-lanes).
+enum class Tracing { Off, HostAndDevice, HostOnly };
 struct ThroughputFigure {
   int64_t batch = 0;
   double samples_per_sec = 0, step_us = 0;
   int64_t device_bytes = 0;  // device memory allocated from the system during the run, all devices
 };
 ThroughputFigure measure_throughput(const std::vector<Device>& replicas, const std::string& project, int64_t batch,
-                                    int warmup = 20, int steps = 200, bool traced = false);
+                                    int warmup = 20, int steps = 200, Tracing tracing = Tracing::Off);
 
 }  // namespace strata::gpu_check
