@@ -35,6 +35,21 @@ RunConfig synthetic_config(int epochs = 4) {
   return project_from_json(j);
 }
 
+// Runs `config` (its timeline on), returning every span the listener got
+// and the run's status in `status`.
+std::vector<trace::Span> traced_run(const RunConfig& config, RecordingSink& sink, std::string& status) {
+  Trainer trainer(config, sink);
+  trainer.prepare();
+  std::mutex mutex;
+  std::vector<trace::Span> spans;
+  trainer.set_span_listener([&](const std::vector<trace::Span>& s) {
+    std::lock_guard lock(mutex);
+    spans.insert(spans.end(), s.begin(), s.end());
+  });
+  status = status_name(trainer.run().status);
+  return spans;
+}
+
 }  // namespace
 
 class TestTrainer : public QObject {
@@ -254,15 +269,9 @@ private slots:
     for (const QString& d : devices) config.strategy.devices.push_back(d.toStdString());
     config.training.step_graphs = graphs;
     config.trace.enabled = true;
-    Trainer trainer(config, sink);
-    trainer.prepare();
-    std::mutex mutex;
-    std::vector<trace::Span> spans;
-    trainer.set_span_listener([&](const std::vector<trace::Span>& s) {
-      std::lock_guard lock(mutex);
-      spans.insert(spans.end(), s.begin(), s.end());
-    });
-    QCOMPARE(QString(status_name(trainer.run().status)), QString("completed"));
+    std::string status;
+    const std::vector<trace::Span> spans = traced_run(config, sink, status);
+    QCOMPARE(QString::fromStdString(status), QString("completed"));
     if (graphs) {
       bool captured = false;
       for (const LogEvent& log : sink.all<LogEvent>())
@@ -335,15 +344,9 @@ private slots:
     config.strategy.devices = {"sim:0"};
     config.trace.enabled = true;
     config.trace.device_lanes = false;
-    Trainer trainer(config, sink);
-    trainer.prepare();
-    std::mutex mutex;
-    std::vector<trace::Span> spans;
-    trainer.set_span_listener([&](const std::vector<trace::Span>& s) {
-      std::lock_guard lock(mutex);
-      spans.insert(spans.end(), s.begin(), s.end());
-    });
-    QCOMPARE(QString(status_name(trainer.run().status)), QString("completed"));
+    std::string status;
+    const std::vector<trace::Span> spans = traced_run(config, sink, status);
+    QCOMPARE(QString::fromStdString(status), QString("completed"));
     int on_device = 0, on_host = 0;
     for (const trace::Span& s : spans) (s.lane.kind == trace::LaneKind::Device ? on_device : on_host) += 1;
     QCOMPARE(on_device, 0);
