@@ -21,8 +21,8 @@ public:
   // device has no marks (the host). `shared`: one mark between phases.
   DevicePhases(DeviceSpans* spans, const Device& device, Lane lane, int64_t step, bool shared);
   // A phase starts (after its host span opened). `after_other_work`: work
-  // of no phase was queued since the last one ended (a collective's
-  // wait), so even a shared start needs its own mark.
+  // outside the phases was queued since the last one ended (the gradients'
+  // reduction), so even a shared start needs its own mark.
   void begin(bool after_other_work = false);
   // The phase begun last ends, recorded as `kind`.
   void end(SpanKind kind);
