@@ -65,6 +65,12 @@ void StepTracer::stop_file() {
 }
 
 void StepTracer::flush(double time, int64_t completed) {
+  if (time - last_flush_ < kFlushSeconds) return;
+  last_flush_ = time;
+  hand_over(time, completed);
+}
+
+void StepTracer::hand_over(double time, int64_t completed) {
   std::vector<trace::Span> spans = recorder_.drain();
   if (spans.empty() && later_.empty()) return;
   if (listener_ && !spans.empty()) listener_(spans);
@@ -119,7 +125,7 @@ void StepTracer::summarize(double time, int64_t completed, const std::vector<tra
 }
 
 void StepTracer::close(double time) {
-  flush(time, std::numeric_limits<int64_t>::max());
+  hand_over(time, std::numeric_limits<int64_t>::max());
   if (recorder_.dropped() > 0)
     sink_.emit(LogEvent{"warning",
                         "the step timeline lost " + std::to_string(recorder_.dropped()) +

@@ -35,13 +35,19 @@ public:
   // Called between steps on the training thread: everything recorded so far
   // goes to the file and the listener; the steps up to `completed` get their
   // step_spans events (a parameter-server worker may already be recording a
-  // later round: its spans wait for that round's flush).
+  // later round: its spans wait for that round's flush). Twenty times a
+  // second at most (by `time`, seconds): the dashboard redraws no faster,
+  // and on a short step a hand-over per step (summaries, the file thread
+  // woken) costs the training thread more than recording the spans does.
   void flush(double time, int64_t completed);
   // The last flush, the trace file finished under its name, and a warning
   // when spans were lost (a buffer filled between two flushes).
   void close(double time);
 
 private:
+  static constexpr double kFlushSeconds = 0.05;
+  // flush() without the rate limit (close() ends with one).
+  void hand_over(double time, int64_t completed);
   // The step_spans events of the steps up to `completed`; spans of later
   // steps wait in later_ for their flush.
   void summarize(double time, int64_t completed, const std::vector<trace::Span>& spans);
@@ -54,6 +60,7 @@ private:
   EventSink& sink_;
   Listener listener_;
   std::vector<trace::Span> later_;  // spans of steps not completed at the last flush
+  double last_flush_ = -1;          // flush()'s `time` when it last handed spans over
   std::unique_ptr<trace::ChromeTraceWriter> file_;
   std::thread file_thread_;
   std::mutex file_mutex_;

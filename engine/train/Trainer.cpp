@@ -115,15 +115,7 @@ void Trainer::drain_device_spans(int64_t replayed_step, int graph) {
 }
 
 void Trainer::flush_trace(int64_t completed) {
-  if (!tracer_) return;
-  // Twenty times a second at most: the dashboard redraws no faster, and on
-  // a short step a flush per step (summaries, the file thread woken) costs
-  // the training thread more than recording the spans does. The last one
-  // comes at close.
-  const double now = elapsed();
-  if (now - last_trace_flush_ < 0.05) return;
-  last_trace_flush_ = now;
-  tracer_->flush(now, completed);
+  if (tracer_) tracer_->flush(elapsed(), completed);
 }
 
 void Trainer::write_trace_to(const std::string& file) {

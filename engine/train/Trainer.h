@@ -124,9 +124,8 @@ private:
   // Op-by-op steps of replicas that are all on accelerators are queued and
   // read one step late as replays are (prepare_step_execution()).
   bool read_eager_steps_late_ = false;
-  double last_step_end_ = 0;      // when the previous step's figures were in (monotonic)
-  double last_trace_flush_ = -1;  // when the step timeline was last flushed (elapsed())
-  int64_t steps_per_epoch_ = 0;   // run()
+  double last_step_end_ = 0;     // when the previous step's figures were in (monotonic)
+  int64_t steps_per_epoch_ = 0;  // run()
   bool finish_queued(TrainingPosition& pos, EpochProgress& ep, FinishedEvent& fin);
   // A step's figures become its event (exchanged among the workers first)
   // and, when due, a checkpoint; false when the run must end (diverged).

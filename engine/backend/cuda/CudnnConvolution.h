@@ -24,8 +24,9 @@ namespace strata::cuda {
 //
 // Float32 arithmetic (CUDNN_FMA_MATH) and no FFT or Winograd algorithm
 // (their transforms lose several times a float32 sum's precision) unless
-// STRATA_TF32=1, as the matrix products. Deterministic algorithms only, so a replayed step and a resumed
-// run compute the same bits; a shape with none takes im2col and cuBLASLt.
+// STRATA_TF32=1, as the matrix products. Deterministic algorithms only, so
+// a replayed step and a resumed run compute the same bits; a shape with
+// none takes the other convolution ways (CudaBackend::ways_for).
 class CudnnConvolution {
 public:
   CudnnConvolution(DeviceMemory& memory, std::string device_name, cudaStream_t stream, bool tf32, cudnnTensorFormat_t layout);
