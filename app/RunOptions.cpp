@@ -90,8 +90,10 @@ void print_usage(std::FILE* out) {
                "  --trace FILE          record the step timeline: a Chrome trace file (Perfetto, chrome://tracing)\n"
                "                        and a step_spans event per step; under mpirun each rank writes\n"
                "                        FILE with .rankN before its extension\n"
-               "  --no-device-lanes     with --trace: the host's lanes only, no timing marks in the GPUs'\n"
-               "                        streams\n"
+               "  --device-lanes MODE   with --trace, the GPUs' own lanes (timing marks in their streams):\n"
+               "                        sampled (bursts of 20 steps, at most 4 a second; every step of\n"
+               "                        a slow run), every-step, or off (the host's lanes only)\n"
+               "  --no-device-lanes     --device-lanes off\n"
                "  --merge-traces OUT IN...  merge the ranks' trace files into one, clocks aligned, and exit\n"
                "  --no-graphs           run every step op by op (GPU/sim devices otherwise replay each\n"
                "                        step as one captured graph from the second step on)\n"
@@ -271,8 +273,16 @@ RunOptions parse_run_options(int argc, char** argv) {
       while (i + 1 < argc) o.merge_inputs.emplace_back(argv[++i]);
       if (o.merge_inputs.empty()) throw bad_input("--merge-traces: needs OUT and at least one trace file to merge");
       return o;
+    } else if (a == "--device-lanes") {
+      const std::string mode = value();
+      trace::DeviceLanes lanes;
+      if (mode == "sampled") lanes = trace::DeviceLanes::Sampled;
+      else if (mode == "every-step") lanes = trace::DeviceLanes::EveryStep;
+      else if (mode == "off") lanes = trace::DeviceLanes::Off;
+      else throw bad_input("--device-lanes: '" + mode + "' is not sampled, every-step or off");
+      set([lanes](RunConfig& c) { c.trace.device_lanes = lanes; });
     } else if (a == "--no-device-lanes") {
-      set([](RunConfig& c) { c.trace.device_lanes = false; });
+      set([](RunConfig& c) { c.trace.device_lanes = trace::DeviceLanes::Off; });
     } else if (a == "--no-graphs") {
       set([](RunConfig& c) { c.training.step_graphs = false; });
     } else if (!a.empty() && a[0] == '-') {

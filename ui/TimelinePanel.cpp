@@ -141,6 +141,7 @@ void TimelinePanel::addSpans(const std::vector<Span>& spans) {
       unstepped_.push_back(s);
       continue;
     }
+    device_lanes_ = device_lanes_ || s.lane.kind == trace::LaneKind::Device;
     // A late span of a step already dropped would bring the step back and
     // push a newer one out.
     const bool full = static_cast<int>(steps_.size()) >= steps_shown_;
@@ -153,6 +154,7 @@ void TimelinePanel::addSpans(const std::vector<Span>& spans) {
 
 void TimelinePanel::clear() {
   steps_.clear();
+  device_lanes_ = false;
   unstepped_.clear();
   file_.reset();
   user_view_ = false;
@@ -197,8 +199,30 @@ void TimelinePanel::setFirstStep(int64_t step) {
 
 QString TimelinePanel::sourceText() const { return source_bar_->sourceText(); }
 
+bool TimelinePanel::drawn(const std::vector<Span>& step_spans) const {
+  return !device_lanes_ || std::any_of(step_spans.begin(), step_spans.end(),
+                                       [](const Span& s) { return s.lane.kind == trace::LaneKind::Device; });
+}
+
 void TimelinePanel::trim() {
-  while (static_cast<int>(steps_.size()) > steps_shown_) steps_.erase(steps_.begin());
+  // The newest steps_shown_ drawn steps stay (with device lanes, those of the
+  // newest burst alone: consecutive steps, not the tail of the burst before
+  // a sampling period ago), and newer steps not drawn yet, a few: a step's
+  // device spans can come in the batch after its host spans.
+  constexpr int kAwaitingDevice = 2;
+  int kept = 0, awaiting = 0;
+  int64_t last_kept = 0;
+  for (auto it = steps_.end(); it != steps_.begin();) {
+    --it;
+    bool keep;
+    if (!drawn(it->second)) {
+      keep = kept == 0 && ++awaiting <= kAwaitingDevice;
+    } else {
+      keep = (!device_lanes_ || kept == 0 || it->first == last_kept - 1) && ++kept <= steps_shown_;
+      if (keep) last_kept = it->first;
+    }
+    if (!keep) it = steps_.erase(it);
+  }
   // Spans of no step stay while they fall within the kept steps' time (or
   // while there are no steps), and never more than kMaxUnstepped.
   double first_us = HUGE_VAL;
@@ -220,6 +244,7 @@ void TimelinePanel::rebuild() {
     file_->window(steps_shown_, shown_, shown_steps_);
   } else {
     for (const auto& [step, spans] : steps_) {
+      if (!drawn(spans)) continue;
       shown_.insert(shown_.end(), spans.begin(), spans.end());
       shown_steps_.push_back(step);
     }

@@ -49,7 +49,9 @@ public:
   // A new run: drops the live spans, and a file shown gives way to the live view.
   void clear();
   // Live: keeps the spans of the last `n` steps seen (the highest step
-  // numbers). A file: draws `n` of its steps.
+  // numbers; once device lanes came, of those that have them: a run whose
+  // device lanes are sampled shows its newest burst). A file: draws `n` of
+  // its steps.
   void setStepsShown(int n);
   int stepsShown() const { return steps_shown_; }
 
@@ -109,6 +111,8 @@ Q_SIGNALS:
 private:
   void rebuild();
   void trim();
+  // Whether a kept step is drawn (not when the run has device lanes and it has none).
+  bool drawn(const std::vector<trace::Span>& step_spans) const;
   void updateChart(const std::vector<trace::Span>& shown, const std::vector<trace::StepBreakdown>& steps);
   void fitTimeAxis();
   void onMouseMove(QMouseEvent* event);
@@ -126,6 +130,10 @@ private:
 
   // The live run's spans: step -> its spans, only the kept steps.
   std::map<int64_t, std::vector<trace::Span>> steps_;
+  // The run has device lanes: the steps drawn are those with device spans
+  // (sampled device lanes mark bursts of steps, docs/timeline.md), so the
+  // chart shows the newest burst whole rather than newer steps without them.
+  bool device_lanes_ = false;
   std::vector<trace::Span> unstepped_;  // step < 0 (a checkpoint between epochs)
   std::optional<TimelineFile> file_;    // a trace file shown instead
   std::vector<trace::Span> shown_;      // what is drawn, which the hover searches

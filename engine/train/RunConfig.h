@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "trace/DeviceLaneSchedule.h"
+
 namespace strata {
 
 struct DatasetConfig {
@@ -151,9 +153,12 @@ struct StrategyConfig {
 struct TraceConfig {
   bool enabled = false;
   std::string file;  // a Chrome trace file to write ("" = none; under mpirun each rank writes its own)
-  // Accelerators' device lanes (timing marks in their streams); off, the
-  // host's lanes alone, as a profiler's CPU-only activities.
-  bool device_lanes = true;
+  // Accelerators' device lanes (timing marks in their streams): in bursts of
+  // steps (DeviceLaneSchedule), every step, or off (the host's lanes alone,
+  // as a profiler's CPU-only activities).
+  trace::DeviceLanes device_lanes = trace::DeviceLanes::Sampled;
+  int device_burst_steps = trace::DeviceLaneSchedule::kBurstSteps;
+  double device_period_seconds = trace::DeviceLaneSchedule::kPeriodSeconds;
 };
 
 struct RunConfig {

@@ -26,12 +26,11 @@ std::string StepGraph::unsupported_reason(const Strategy& strategy) {
   return {};
 }
 
-StepGraph::StepGraph(Strategy& strategy, Enqueue enqueue, std::function<void()> replayed, int graphs_per_shape)
+StepGraph::StepGraph(Strategy& strategy, Enqueue enqueue, std::function<void()> replayed)
     : strategy_(strategy),
       enqueue_(std::move(enqueue)),
       replayed_(std::move(replayed)),
-      device_(strategy.devices().front()),
-      per_shape_(graphs_per_shape == 2 ? 2 : 1) {}
+      device_(strategy.devices().front()) {}
 
 StepGraph::Key StepGraph::key_of(const PerReplica<Batch>& inputs) {
   Key k;
@@ -50,19 +49,20 @@ void StepGraph::copy_inputs(const PerReplica<Batch>& inputs) {
   }
 }
 
-void StepGraph::capture(const PerReplica<Batch>& inputs, int slot) {
-  if (slot == 0) {
-    // A new shape: the old graphs go before the buffers they point into.
-    for (GraphPtr& g : graphs_) g.reset();
-    captured_ = 0;
-    inputs_.clear();
-    stats_.clear();
-    for (const Batch& b : inputs) {
-      inputs_.push_back(Batch{Tensor::empty(b.features.shape(), b.features.dtype(), device_),
-                              Tensor::empty(b.labels.shape(), b.labels.dtype(), device_), b.global_batch_size});
-      stats_.push_back(step_stats(device_));
-    }
+void StepGraph::start_shape(const PerReplica<Batch>& inputs) {
+  for (GraphPtr& g : graphs_) g.reset();
+  inputs_.clear();
+  stats_.clear();
+  for (const Batch& b : inputs) {
+    inputs_.push_back(Batch{Tensor::empty(b.features.shape(), b.features.dtype(), device_),
+                            Tensor::empty(b.labels.shape(), b.labels.dtype(), device_), b.global_batch_size});
+    stats_.push_back(step_stats(device_));
   }
+  captured_key_ = key_of(inputs);
+  new_shape_ = true;
+}
+
+void StepGraph::capture(const PerReplica<Batch>& inputs, int slot) {
   copy_inputs(inputs);
   Backend& be = backend_for(device_);
   be.begin_capture();
@@ -90,37 +90,35 @@ void StepGraph::capture(const PerReplica<Batch>& inputs, int slot) {
   } catch (const Error& e) {
     throw capture_failed(e);
   }
-  captured_ = slot + 1;
-  captured_key_ = key_of(inputs);
   ++captures_;
 }
 
-std::optional<std::vector<Tensor>> StepGraph::run(const PerReplica<Batch>& inputs) {
+std::optional<std::vector<Tensor>> StepGraph::run(const PerReplica<Batch>& inputs, bool marked) {
+  new_shape_ = false;
   const Key key = key_of(inputs);
   // seen_ is the previous step's shape: a shape is captured only when two
   // steps in a row have it, so an epoch's partial last batch (one step,
   // after replays of the full one) never replaces the full batch's graph.
-  int slot = 0;
-  if (captured_ > 0 && key == captured_key_) {
-    seen_ = key;
-    slot = (last_ + 1) % per_shape_;
-    if (slot < captured_) {
-      copy_inputs(inputs);
-      backend_for(device_).replay(graphs_[slot]);
-      last_ = slot;
-      replayed_();
-      return stats_;
-    }
-    // The shape's second graph is captured from its third step (below).
-  } else if (key != seen_) {
-    seen_ = key;
-    return std::nullopt;
+  const bool again = key == seen_;
+  seen_ = key;
+  if (key != captured_key_) {
+    if (!again) return std::nullopt;
+    start_shape(inputs);
   }
-  // The second step of this shape: record it, then run the recording (the
-  // capture itself computed nothing, and ran the step's host code once).
-  capture(inputs, slot);
-  backend_for(device_).replay(graphs_[slot]);
+  // Marked steps take the two marked graphs in turn (the header says why).
+  const int slot = !marked ? kPlain : last_ == 1 ? 2 : 1;
+  Backend& be = backend_for(device_);
   last_ = slot;
+  if (graphs_[slot]) {
+    copy_inputs(inputs);
+    be.replay(graphs_[slot]);
+    replayed_();
+    return stats_;
+  }
+  // The shape's first step of this kind: record it, then run the recording
+  // (the capture itself computed nothing, and ran the step's host code once).
+  capture(inputs, slot);
+  be.replay(graphs_[slot]);
   return stats_;
 }
 

@@ -18,10 +18,12 @@
 // holds must keep that memory where it is (the optimizer's learning-rate
 // and step scalars, dropout's call counters, the loss scale do).
 //
-// With two graphs per shape (a traced run) the steps alternate between two
-// captures of the same step. A graph's timing marks are its own events, so
-// step k's stay readable while step k + 1 runs on the other graph: tracing
-// keeps one step in flight instead of waiting for each step's marks.
+// A traced run's device lanes are timing marks captured into the graph. A
+// shape then has up to three graphs: one without marks, for the steps the
+// schedule leaves unmarked (DeviceLaneSchedule), and two with, replayed in
+// turn for marked steps: a graph's marks are its own events, so step k's
+// stay readable while step k + 1 runs on the other graph, and tracing keeps
+// one step in flight instead of waiting for each step's marks.
 #include <functional>
 #include <optional>
 #include <string>
@@ -45,24 +47,31 @@ public:
   // Why the steps of a run with `strategy` cannot be captured; empty when they can.
   static std::string unsupported_reason(const Strategy& strategy);
 
-  // `graphs_per_shape`: 1, or 2 to alternate (above).
-  StepGraph(Strategy& strategy, Enqueue enqueue, std::function<void()> replayed, int graphs_per_shape = 1);
+  StepGraph(Strategy& strategy, Enqueue enqueue, std::function<void()> replayed);
 
   // Runs this step as a graph (capturing it first when its shape comes the
-  // second time) and returns each replica's stats tensor to read; nullopt
-  // when the step must run eagerly.
-  std::optional<std::vector<Tensor>> run(const PerReplica<Batch>& inputs);
+  // second time, or the first time it is `marked` or not) and returns each
+  // replica's stats tensor to read; nullopt when the step must run eagerly.
+  // `marked`: the step's device lanes are timed (the enqueue records the
+  // marks when it is called to capture such a graph).
+  std::optional<std::vector<Tensor>> run(const PerReplica<Batch>& inputs, bool marked = false);
   // How many times a step was captured (a new shape replaces the graphs).
   int captures() const { return captures_; }
-  // Which of the shape's graphs the last run() captured or replayed (0 or 1).
-  int last_graph() const { return last_; }
+  // Whether the last run() captured the first graph of a new shape.
+  bool captured_new_shape() const { return new_shape_; }
+  // Which of the two marked graphs the last run() captured or replayed (0 or
+  // 1); -1 when it ran the graph without marks.
+  int marked_graph() const { return last_ == kPlain ? -1 : last_ - 1; }
   const Device& device() const { return device_; }
 
 private:
   using Key = std::vector<std::vector<int64_t>>;
+  static constexpr int kPlain = 0;  // graphs_[0]: no marks; 1 and 2: marked, in turn
   static Key key_of(const PerReplica<Batch>& inputs);
-  // Captures graph `slot` of this shape; slot 0 is a new shape's first.
+  // Captures graph `slot` of the current shape.
   void capture(const PerReplica<Batch>& inputs, int slot);
+  // A new shape: the old graphs go, and the buffers they pointed into.
+  void start_shape(const PerReplica<Batch>& inputs);
   void copy_inputs(const PerReplica<Batch>& inputs);
 
   Strategy& strategy_;
@@ -72,11 +81,10 @@ private:
   Key seen_, captured_key_;
   std::vector<Batch> inputs_;   // the graph's input buffers, one batch per replica
   std::vector<Tensor> stats_;   // the graph's outputs, one per replica
-  int per_shape_;
-  GraphPtr graphs_[2];  // the current shape's; both share inputs_ and stats_
-  int captured_ = 0;    // how many of them are captured
-  int last_ = 0;
+  GraphPtr graphs_[3];          // the current shape's (null until captured); all share inputs_ and stats_
+  int last_ = kPlain;
   int captures_ = 0;
+  bool new_shape_ = false;
 };
 
 }  // namespace strata

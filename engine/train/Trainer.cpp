@@ -136,27 +136,28 @@ std::optional<PerReplica<Trainer::StepResult>> Trainer::run_step(const PerReplic
       loss_scale(r, strategy_->devices()[static_cast<size_t>(r)], inputs[r].global_batch_size);
     const int captures = step_graph_->captures();
     const size_t marks = device_spans_.mark();
-    if (auto stats = step_graph_->run(inputs)) {
+    if (auto stats = step_graph_->run(inputs, device_marks_)) {
       if (step_graph_->captures() != captures) {
-        if (step_graph_->last_graph() == 0)
+        if (step_graph_->captured_new_shape())
           sink_.emit(LogEvent{"info",
                               "step " + std::to_string(step) + ": the training step is captured as a graph on " +
                                   strategy_->devices().front().str() +
                                   " and replayed from now on (--no-graphs turns this off)",
                               elapsed()});
         // The device spans opened while capturing are the graph's: each replay times them again.
-        device_spans_.keep_for_replays(marks, step_graph_->last_graph());
+        if (step_graph_->marked_graph() >= 0) device_spans_.keep_for_replays(marks, step_graph_->marked_graph());
       }
-      // Read one step late (finish_queued), traced or not: a traced run
-      // alternates two graphs, so this step's timing marks stay as they are
+      // Read one step late (finish_queued), traced or not: marked steps
+      // alternate two graphs, so this step's timing marks stay as they are
       // while the next step runs.
+      const int marked = step_graph_->marked_graph();
       if (config_.training.read_late) {
-        queue_stats(*stats, step_graph_->last_graph());
+        queue_stats(*stats, marked);
         return std::nullopt;
       }
       std::vector<StepResult> out;
       for (int r = 0; r < inputs.num_replicas(); ++r) out.push_back(step_result((*stats)[static_cast<size_t>(r)], inputs[r]));
-      drain_device_spans(step, step_graph_->last_graph());
+      drain_device_spans(marked >= 0 ? step : -1, std::max(marked, 0));
       return PerReplica<StepResult>(std::move(out));
     }
   }
@@ -200,8 +201,7 @@ void Trainer::prepare_step_execution() {
       [this] {
         optimizer_->count_replayed_step();
         model_->count_replayed_step();
-      },
-      config_.trace.enabled ? 2 : 1);
+      });
 }
 
 void Trainer::straggle(int replica, double step_seconds) const {
@@ -524,6 +524,7 @@ void Trainer::run_epoch_sync(TrainingPosition& pos, int64_t steps_per_epoch, Dis
       return;
     }
     const int64_t step = pos.step + (queued_ ? 2 : 1);
+    device_marks_ = tracer_ && device_schedule_.mark_step(monotonic_seconds());
     std::optional<PerReplica<Batch>> inputs;
     {
       const trace::ScopedSpan wait(recorder(), trace::SpanKind::DataWait, trace::Lane{trace::LaneKind::Run, 0}, step);

@@ -193,7 +193,12 @@ private:
   trace::TraceRecorder* recorder() const { return tracer_ ? tracer_->recorder() : nullptr; }
   // What accelerator replicas' devices ran, timed there (null when not tracing).
   trace::DeviceSpans device_spans_;
-  trace::DeviceSpans* device_spans() { return tracer_ && config_.trace.device_lanes ? &device_spans_ : nullptr; }
+  // Null when not tracing, or when the schedule leaves this step unmarked.
+  trace::DeviceSpans* device_spans() { return tracer_ && device_marks_ ? &device_spans_ : nullptr; }
+  // Which steps are marked; device_marks_: this one is (run_epoch_sync).
+  trace::DeviceLaneSchedule device_schedule_{config_.trace.device_lanes, config_.trace.device_burst_steps,
+                                             config_.trace.device_period_seconds};
+  bool device_marks_ = false;
   // Records the device spans whose work has completed (after a step's synchronisation).
   void drain_device_spans(int64_t replayed_step = -1, int graph = 0);
   int64_t traced_step_ = -1;  // the step run_step is running

@@ -286,6 +286,27 @@ private slots:
     expect_bad_input({kTiny, "--no-run-dir", "--trace", "/proc/strata-test/trace.json"}, {"/proc/strata-test/trace.json"});
   }
 
+  // --device-lanes: a simulated accelerator's own lanes in every step, or none.
+  void device_lanes_option() {
+    const QString trace = tmp_.filePath("device-trace.json");
+    for (const QString& mode : {QString("every-step"), QString("off")}) {
+      const Result r = run(
+          {kTiny, "--no-run-dir", "--events", "jsonl", "--devices", "sim:0", "--trace", trace, "--device-lanes", mode});
+      QVERIFY2(r.exit_code == 0, qPrintable(describe(r)));
+      int spans_events = 0, with_device = 0;
+      for (const QString& line : r.out_lines()) {
+        const QJsonObject e = QJsonDocument::fromJson(line.toUtf8()).object();
+        if (e["type"] != "step_spans") continue;
+        ++spans_events;
+        with_device += e["lanes"].toArray().contains(QJsonValue("replica 0 device"));
+      }
+      QVERIFY(spans_events > 0);
+      QCOMPARE(with_device, mode == "off" ? 0 : spans_events);
+    }
+    expect_bad_input({kTiny, "--no-run-dir", "--trace", trace, "--device-lanes", "sometimes"},
+                     {"--device-lanes", "sometimes"});
+  }
+
   void unknown_strategy() { expect_bad_input({kTiny, "--no-run-dir", "--strategy", "warp_drive"}, {"warp_drive", "does not exist"}); }
 
   void bad_devices() {

@@ -15,6 +15,7 @@
 #include "ErrorsSection.h"
 #include "MultiDeviceSection.h"
 #include "OpsSection.h"
+#include "TrainingChecks.h"
 #include "TrainingSection.h"
 #include "core/Device.h"
 
@@ -83,6 +84,20 @@ private slots:
     TrainingSection training;
     for (CheckSection* section : std::vector<CheckSection*>{&ops, &training})
       for (const auto& r : section->run(gpu)) QVERIFY2(r.passed, (r.op + " " + r.shape + ": " + r.detail).c_str());
+  }
+
+  // The bench's tracing-cost figure: whole epochs after the first, each way
+  // of tracing (on sim:0, two epochs of a large batch, to be short).
+  void sustained_throughput_traced_and_not() {
+    const Device sim{DeviceKind::Sim, 0};
+    for (const std::optional<trace::DeviceLanes> lanes :
+         {std::optional<trace::DeviceLanes>{}, std::optional{trace::DeviceLanes::Sampled},
+          std::optional{trace::DeviceLanes::EveryStep}, std::optional{trace::DeviceLanes::Off}}) {
+      const double samples_per_sec = sustained_throughput(sim, "fashion-mlp", 8192, 2, lanes);
+      QVERIFY2(std::isfinite(samples_per_sec) && samples_per_sec > 0, qPrintable(QString::number(samples_per_sec)));
+    }
+    // One epoch leaves no step to count: said, not a figure.
+    QVERIFY_THROWS_EXCEPTION(std::exception, sustained_throughput(sim, "fashion-mlp", 8192, 1, std::nullopt));
   }
 
   void a_broken_run_is_a_failed_record_not_a_crash() {

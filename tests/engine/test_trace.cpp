@@ -18,6 +18,7 @@
 #include "TestUtil.h"
 #include "trace/ChromeTrace.h"
 #include "trace/ChromeTraceReader.h"
+#include "trace/DeviceLaneSchedule.h"
 #include "trace/StepBreakdown.h"
 #include "trace/TraceRecorder.h"
 
@@ -277,6 +278,26 @@ private slots:
     QVERIFY(spans[0].start_us >= before);
     QVERIFY(spans[0].duration_us >= 0);
     QVERIFY(spans[0].start_us + spans[0].duration_us <= after);
+  }
+
+  // Sampled device lanes: a burst of consecutive steps, the next no sooner
+  // than a period after the last began; a slow run is marked throughout.
+  void device_lane_schedule_bursts() {
+    using trace::DeviceLanes;
+    trace::DeviceLaneSchedule sampled(DeviceLanes::Sampled, 3, 1.0);
+    QString marks;
+    // Steps every 0.1 s: 3 marked, the rest of the second not, and again.
+    for (int i = 0; i < 25; ++i) marks += sampled.mark_step(0.1 * i) ? 'x' : '.';
+    QCOMPARE(marks, QString("xxx.......xxx.......xxx.."));
+    trace::DeviceLaneSchedule slow(DeviceLanes::Sampled, 3, 1.0);
+    marks.clear();
+    for (int i = 0; i < 8; ++i) marks += slow.mark_step(0.5 * i) ? 'x' : '.';  // a burst outlasts the period
+    QCOMPARE(marks, QString("xxxxxxxx"));
+    trace::DeviceLaneSchedule every(DeviceLanes::EveryStep), off(DeviceLanes::Off);
+    for (int i = 0; i < 100; ++i) {
+      QVERIFY(every.mark_step(1e-6 * i));
+      QVERIFY(!off.mark_step(1e-6 * i));
+    }
   }
 
   void span_kind_names_round_trip() {

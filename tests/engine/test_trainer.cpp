@@ -269,6 +269,7 @@ private slots:
     for (const QString& d : devices) config.strategy.devices.push_back(d.toStdString());
     config.training.step_graphs = graphs;
     config.trace.enabled = true;
+    config.trace.device_lanes = trace::DeviceLanes::EveryStep;
     std::string status;
     const std::vector<trace::Span> spans = traced_run(config, sink, status);
     QCOMPARE(QString::fromStdString(status), QString("completed"));
@@ -336,14 +337,60 @@ private slots:
       QVERIFY(std::find(lanes.begin(), lanes.end(), "replica " + std::to_string(r) + " device") != lanes.end());
   }
 
-  // --no-device-lanes: the host's lanes alone (no timing marks queued).
+  // Sampled device lanes (the default): bursts of consecutive marked steps.
+  // One burst here (the period outlasts the run): its steps have their
+  // device lanes, the rest none; with step graphs the unmarked steps replay
+  // a graph of their own, which computes what the marked ones do.
+  void device_lanes_sampled_in_bursts_data() {
+    QTest::addColumn<bool>("graphs");
+    QTest::newRow("step graphs") << true;
+    QTest::newRow("op by op") << false;
+  }
+  void device_lanes_sampled_in_bursts() {
+    QFETCH(bool, graphs);
+    RunConfig config = synthetic_config(2);
+    config.strategy.name = "one_device";
+    config.strategy.devices = {"sim:0"};
+    config.training.step_graphs = graphs;
+    RecordingSink plain_sink;
+    {
+      Trainer plain(config, plain_sink);
+      plain.prepare();
+      QCOMPARE(QString(status_name(plain.run().status)), QString("completed"));
+    }
+    config.trace.enabled = true;
+    config.trace.device_burst_steps = 5;
+    config.trace.device_period_seconds = 1e9;
+    RecordingSink sink;
+    std::string status;
+    const std::vector<trace::Span> spans = traced_run(config, sink, status);
+    QCOMPARE(QString::fromStdString(status), QString("completed"));
+    std::map<int64_t, std::set<trace::SpanKind>> on_device;
+    for (const trace::Span& s : spans)
+      if (s.lane.kind == trace::LaneKind::Device) on_device[s.step].insert(s.kind);
+    QCOMPARE(static_cast<int>(on_device.size()), 5);
+    for (int64_t step = 1; step <= 5; ++step) {
+      QVERIFY2(on_device.count(step), qPrintable(QString("step %1 has no device lane").arg(step)));
+      for (trace::SpanKind k :
+           {trace::SpanKind::Step, trace::SpanKind::Forward, trace::SpanKind::Backward, trace::SpanKind::Optimizer})
+        QVERIFY(on_device[step].count(k));
+    }
+    // Every step still has its summary (host lanes), and the same loss.
+    const auto steps = sink.all<StepEvent>(), plain_steps = plain_sink.all<StepEvent>();
+    QCOMPARE(steps.size(), size_t{32});
+    QCOMPARE(sink.all<StepSpansEvent>().size(), steps.size());
+    QCOMPARE(steps.size(), plain_steps.size());
+    for (size_t i = 0; i < steps.size(); ++i) QCOMPARE(steps[i].loss, plain_steps[i].loss);
+  }
+
+  // --device-lanes off: the host's lanes alone (no timing marks queued).
   void device_lanes_can_be_left_out() {
     RecordingSink sink;
     RunConfig config = synthetic_config(1);
     config.strategy.name = "one_device";
     config.strategy.devices = {"sim:0"};
     config.trace.enabled = true;
-    config.trace.device_lanes = false;
+    config.trace.device_lanes = trace::DeviceLanes::Off;
     std::string status;
     const std::vector<trace::Span> spans = traced_run(config, sink, status);
     QCOMPARE(QString::fromStdString(status), QString("completed"));

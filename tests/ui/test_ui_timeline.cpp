@@ -29,6 +29,7 @@ private Q_SLOTS:
   void emptyStateAndClear();
   void hoverNamesTheSpan();
   void keepsOnlyTheLastSteps();
+  void showsTheNewestBurstOfDeviceLanes();
   void slowestReplicaIsMarked();
   void summarySharesPerKind();
   void hiddenCommunication();
@@ -237,6 +238,56 @@ void TimelineTest::keepsOnlyTheLastSteps() {
   QCOMPARE(p.plot()->xAxis->range().lower, 0.0);
   QVERIFY(p.plot()->xAxis->range().contains(49.0));
   QVERIFY(p.plot()->xAxis->range().upper < 51);
+}
+
+// Sampled device lanes come in bursts of steps: the live view draws the
+// newest burst whole, not the newer steps without device lanes, nor the
+// tail of the burst before beside the start of a new one.
+void TimelineTest::showsTheNewestBurstOfDeviceLanes() {
+  TimelinePanel p;
+  const Lane device0{LaneKind::Device, 0};
+  auto steps = [&](int64_t from, int64_t to, bool marked) {
+    std::vector<Span> out;
+    for (int64_t step = from; step < to; ++step) {
+      add_step(out, kReplica0, step, step * 10.0, 4, 5);
+      if (marked) add_step(out, device0, step, step * 10.0 + 1, 4, 5);
+    }
+    return out;
+  };
+  auto range = [](int64_t from, int64_t to) {
+    std::vector<int64_t> v;
+    for (int64_t s = from; s < to; ++s) v.push_back(s);
+    return v;
+  };
+  std::vector<Span> batch = steps(0, 40, false), burst = steps(40, 60, true), after = steps(60, 100, false);
+  batch.insert(batch.end(), burst.begin(), burst.end());
+  batch.insert(batch.end(), after.begin(), after.end());
+  std::mt19937 rng(5);
+  std::shuffle(batch.begin(), batch.end(), rng);
+  p.addSpans(batch);
+  QCOMPARE(p.stepsKept(), range(40, 60));
+  QCOMPARE(p.spansShown(), 20 * 6);
+  QCOMPARE(p.originUs(), 400'000.0);
+  QCOMPARE(p.laneCount(), 2);
+
+  // A new burst's first steps replace the old one.
+  p.addSpans(steps(100, 105, true));
+  QCOMPARE(p.stepsKept(), range(100, 105));
+  p.addSpans(steps(105, 125, true));
+  QCOMPARE(p.stepsKept(), range(105, 125));
+  // A step whose device spans are still to come is kept, not drawn, until they are.
+  std::vector<Span> host = steps(125, 126, false), device;
+  add_step(device, device0, 125, 1251, 4, 5);
+  p.addSpans(host);
+  QCOMPARE(p.stepsKept(), range(105, 125));
+  p.addSpans(device);
+  QCOMPARE(p.stepsKept(), range(106, 126));
+  QCOMPARE(p.spansShown(), 20 * 6);
+
+  // A new run without device lanes shows its steps again.
+  p.clear();
+  p.addSpans(steps(0, 30, false));
+  QCOMPARE(p.stepsKept(), range(10, 30));
 }
 
 void TimelineTest::slowestReplicaIsMarked() {

@@ -159,10 +159,40 @@ std::vector<CheckRecord> check_graph_replay(const Device& device, int steps) {
   });
 }
 
+namespace {
+// Sampled device lanes (the default): one burst of the first steps (the
+// period outlasts the run) has them, the rest replay a graph without marks
+// and compute the same losses as an untraced run.
+CheckRecord sampled_device_lanes(const Device& device, int steps) {
+  constexpr int kBurst = 3;
+  RunConfig c = example_mlp(device, 2 * steps, "adam");
+  c.training.step_graphs = true;
+  const Run untraced = train(c);
+  c.trace.device_burst_steps = kBurst;
+  c.trace.device_period_seconds = 1e9;
+  std::vector<trace::Span> spans;
+  const Run traced = train(c, &spans);
+  std::set<int64_t> marked;
+  for (const trace::Span& s : spans)
+    if (s.lane.kind == trace::LaneKind::Device) marked.insert(s.step);
+  CheckRecord rec = compare("device_timeline", std::to_string(2 * steps) + " MLP steps, device lanes sampled: losses",
+                            as_floats(traced.events.losses), as_floats(untraced.events.losses), 1e-6);
+  const std::set<int64_t> want{1, 2, 3};
+  if (marked != want) {
+    rec.passed = false;
+    rec.max_error = std::numeric_limits<double>::infinity();
+    rec.detail = std::to_string(marked.size()) + " steps have device spans, steps 1 to " + std::to_string(kBurst) +
+                 " alone should";
+  }
+  return rec;
+}
+}  // namespace
+
 std::vector<CheckRecord> check_device_timeline(const Device& device, int steps) {
   return guarded("device_timeline", [&] {
     RunConfig c = example_mlp(device, steps, "adam");
     c.training.step_graphs = true;
+    c.trace.device_lanes = trace::DeviceLanes::EveryStep;
     std::vector<trace::Span> spans;
     train(c, &spans);
     std::map<int64_t, std::map<trace::SpanKind, trace::Span>> by_step;
@@ -210,7 +240,7 @@ std::vector<CheckRecord> check_device_timeline(const Device& device, int steps) 
       const trace::Span& last = by_step.rbegin()->second[trace::SpanKind::Step];
       rec.detail = "last step on the device: " + std::to_string(last.duration_us) + " us";
     }
-    return std::vector<CheckRecord>{rec};
+    return std::vector<CheckRecord>{rec, sampled_device_lanes(device, steps)};
   });
 }
 
@@ -256,7 +286,7 @@ std::vector<CheckRecord> check_fashion_cnn(const Device& device) {
 }
 
 ThroughputFigure measure_throughput(const std::vector<Device>& replicas, const std::string& project, int64_t batch,
-                                    int warmup, int steps, Tracing tracing) {
+                                    int warmup, int steps) {
   const Device& first = replicas.front();
   RunConfig c = project == "fashion-mlp" ? example_mlp(first, warmup + steps, "adam")
                                          : example(project, first, warmup + steps);
@@ -266,8 +296,6 @@ ThroughputFigure measure_throughput(const std::vector<Device>& replicas, const s
     for (const Device& d : replicas) c.strategy.devices.push_back(d.str());
   }
   c.training.batch_size = batch;
-  c.trace.enabled = tracing != Tracing::Off;
-  c.trace.device_lanes = tracing == Tracing::HostAndDevice;
   // One epoch of 60,000 examples holds fewer large batches than asked for:
   // take as many epochs as the steps need, and time steps, not epoch ends.
   const int64_t per_epoch = (60000 + batch - 1) / batch, wanted = warmup + steps;
@@ -298,6 +326,27 @@ ThroughputFigure measure_throughput(const std::vector<Device>& replicas, const s
   f.step_us = step * 1e6;
   f.samples_per_sec = static_cast<double>(batch) / step;
   return f;
+}
+
+double sustained_throughput(const Device& device, const std::string& project, int64_t batch, int epochs,
+                            std::optional<trace::DeviceLanes> lanes) {
+  RunConfig c = project == "fashion-mlp" ? example_mlp(device, 0, "adam") : example(project, device, 0);
+  c.training.batch_size = batch;
+  c.training.epochs = epochs;
+  c.training.drop_remainder = true;  // one shape: no partial batch's eager step
+  c.trace.enabled = lanes.has_value();
+  if (lanes) c.trace.device_lanes = *lanes;
+  const Run r = train(c);
+  const Collector& e = r.events;
+  double seconds = 0;
+  int64_t steps = 0;
+  for (size_t i = 1; i < e.step_times.size(); ++i)
+    if (e.epochs[i] > 1 && e.epoch_steps[i] > 1) {
+      seconds += e.step_times[i] - e.step_times[i - 1];
+      ++steps;
+    }
+  if (steps == 0 || seconds <= 0) throw runtime_error("sustained throughput: no step after the first epoch");
+  return static_cast<double>(batch) * static_cast<double>(steps) / seconds;
 }
 
 }  // namespace strata::gpu_check

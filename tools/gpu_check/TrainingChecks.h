@@ -4,11 +4,13 @@
 // Trainer, on the real Fashion-MNIST files. Each returns check records like
 // the op section; none needs a GPU to run (sim devices work too, which is how
 // CI tests this code).
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "CheckRecord.h"
 #include "core/Device.h"
+#include "trace/DeviceLaneSchedule.h"
 
 namespace strata::gpu_check {
 
@@ -34,10 +36,11 @@ std::vector<CheckRecord> check_graph_replay(const Device& device, int steps = 8)
 // The example MLP project as it is (10 epochs, Adam) on `device`: test
 // accuracy >= 0.88. (After 5 epochs it is at 0.874 on the CPU as well: the
 // project, not the device, sets how far it gets.)
-// The step timeline's device lane: with a step graph, every step (replays
-// included) has the device's own step, forward, backward and optimizer spans,
-// timed in its stream, each inside the device's step, and the device's steps
-// do not overlap.
+// The step timeline's device lane: with a step graph and device lanes in
+// every step, every step (replays included) has the device's own step,
+// forward, backward and optimizer spans, timed in its stream, each inside the
+// device's step, and the device's steps do not overlap; sampled, only the
+// burst's steps have them, and the losses are an untraced run's.
 std::vector<CheckRecord> check_device_timeline(const Device& device, int steps = 12);
 std::vector<CheckRecord> check_fashion_mnist(const Device& device);
 
@@ -48,16 +51,21 @@ std::vector<CheckRecord> check_fashion_cnn(const Device& device);
 
 // Training-step throughput of an example project ("fashion-mlp",
 // "fashion-cnn"; Adam) at one global batch, on one device or mirrored over
-// `replicas` (a device may repeat). Traced: with the step timeline
-// recorded, as --trace does (host and device spans; host spans alone
-// without device lanes, as --no-device-lanes).
-enum class Tracing { Off, HostAndDevice, HostOnly };
+// `replicas` (a device may repeat): the median step interval after `warmup`.
 struct ThroughputFigure {
   int64_t batch = 0;
   double samples_per_sec = 0, step_us = 0;
   int64_t device_bytes = 0;  // device memory allocated from the system during the run, all devices
 };
 ThroughputFigure measure_throughput(const std::vector<Device>& replicas, const std::string& project, int64_t batch,
-                                    int warmup = 20, int steps = 200, Tracing tracing = Tracing::Off);
+                                    int warmup = 20, int steps = 200);
+
+// Samples a second of an example project on `device` over `epochs` whole
+// epochs (full batches only), untraced or traced with `lanes` as --trace
+// --device-lanes does: the mean over every step after the first epoch, the
+// steps that follow an epoch's end (its evaluation) left out. A mean, not a
+// median: sampled device lanes mark one step in fifty, which no median sees.
+double sustained_throughput(const Device& device, const std::string& project, int64_t batch, int epochs,
+                            std::optional<trace::DeviceLanes> lanes);
 
 }  // namespace strata::gpu_check

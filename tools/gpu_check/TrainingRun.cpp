@@ -31,6 +31,8 @@ void Collector::emit(const Event& e) {
   if (auto* s = std::get_if<StepEvent>(&e)) {
     losses.push_back(s->loss);
     step_times.push_back(s->time);
+    epochs.push_back(s->epoch);
+    epoch_steps.push_back(s->epoch_step);
   }
   if (auto* ep = std::get_if<EpochEvent>(&e)) last_epoch = *ep;
 }

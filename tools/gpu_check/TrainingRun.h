@@ -28,6 +28,7 @@ class Collector final : public EventSink {
 public:
   std::vector<double> losses;
   std::vector<double> step_times;
+  std::vector<int64_t> epochs, epoch_steps;  // each step's epoch and its step within it (from 1)
   std::optional<EpochEvent> last_epoch;
   void emit(const Event& e) override;
 };

@@ -1,5 +1,6 @@
 #include "backend/cuda/ConvolutionWays.h"
 
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -44,21 +45,31 @@ bool convolution_log() {
 
 ConvolutionWays::ConvolutionWays() {
   if (const char* v = std::getenv("STRATA_CONV_WAY")) forced_ = v;
-  if (const char* v = std::getenv("STRATA_CONV_WAYS_FILE")) {
-    file_ = v;
-    // Lines of the twelve key numbers and a way's name, as save() writes
-    // them; a line that is not (torn by a crash) is passed over, and a name
-    // a shape no longer offers is timed again (run()).
-    std::ifstream in(file_);
-    std::string line;
-    while (std::getline(in, line)) {
-      std::istringstream fields(line);
-      Key key{};
-      std::string name, extra;
-      bool whole = true;
-      for (int64_t& k : key) whole = whole && static_cast<bool>(fields >> k);
-      if (whole && fields >> name && !(fields >> extra)) kept_[key] = name;
-    }
+}
+
+void ConvolutionWays::keep_in_file(const std::string& gpu_model, bool tf32) {
+  const char* v = std::getenv("STRATA_CONV_WAYS_FILE");
+  if (!v) return;
+  // "NVIDIA_H200:fp32": one field, whatever spaces the model's name has.
+  std::string profile = gpu_model + (tf32 ? ":tf32" : ":fp32");
+  for (char& c : profile)
+    if (std::isspace(static_cast<unsigned char>(c))) c = '_';
+  // Lines of the profile, the twelve key numbers and a way's name, as save()
+  // writes them; a line that is not (torn by a crash), or of another GPU
+  // model or arithmetic, is passed over, and a name a shape no longer
+  // offers is timed again (run()).
+  std::lock_guard lock(mutex_);
+  file_ = v;
+  profile_ = std::move(profile);
+  std::ifstream in(file_);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    Key key{};
+    std::string profile_field, name, extra;
+    bool whole = fields >> profile_field && profile_field == profile_;
+    for (int64_t& k : key) whole = whole && static_cast<bool>(fields >> k);
+    if (whole && fields >> name && !(fields >> extra)) kept_[key] = name;
   }
 }
 
@@ -67,6 +78,7 @@ void ConvolutionWays::save(const Key& key, const std::string& name) {
   static std::mutex appending;  // every GPU's ways append to the one file
   std::lock_guard lock(appending);
   std::ostringstream line;
+  line << profile_ << ' ';
   for (int64_t k : key) line << k << ' ';
   line << name << '\n';
   std::ofstream(file_, std::ios::app) << line.str();  // one write: whole lines

@@ -37,7 +37,9 @@ bool convolution_log();
 // STRATA_CONV_WAYS_FILE=<path> keeps the choices in a file: read at start
 // (a shape found there is not timed again), each new one appended; so a run
 // under a profiler, which slows every kernel and would distort the timing,
-// runs what an earlier run chose.
+// runs what an earlier run chose. Each line names the GPU model and the
+// arithmetic (float32 or TF32) it was timed with, and only lines of this
+// GPU's model and arithmetic are read: one file serves every kind of run.
 //
 // STRATA_CONV_WAY=<name> (or force()) runs one way for every shape instead
 // (for profiling and for checking each way); a way a shape does not offer,
@@ -53,6 +55,9 @@ public:
   };
 
   ConvolutionWays();
+  // Reads the choices STRATA_CONV_WAYS_FILE kept for `gpu_model`
+  // (cudaDeviceProp::name) with `tf32` arithmetic, and keeps new ones there.
+  void keep_in_file(const std::string& gpu_model, bool tf32);
   // Runs this shape's direction the way kept for it.
   void run(const Window2D& w, int64_t filters, Direction d, cudaStream_t stream, const Device& device,
            std::span<const Way> ways);
@@ -71,6 +76,7 @@ private:
   std::map<Key, std::string> kept_;
   std::string forced_;
   std::string file_;                                   // STRATA_CONV_WAYS_FILE
+  std::string profile_;                                // its lines' first field here: model and arithmetic
   void save(const Key& key, const std::string& name);  // under mutex_
 };
 

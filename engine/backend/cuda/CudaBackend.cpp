@@ -48,6 +48,23 @@ private:
   std::shared_ptr<CudaBackend::SpareEvents> spare_;  // where the event goes back to, when it is reused
 };
 
+// An event from `spare` (or a new one, created with `flags`), going back
+// there when the last EventPtr to it goes. A stream's wait queued on its
+// record meanwhile keeps waiting for that record, so the event can be
+// recorded again afterwards for someone else.
+std::shared_ptr<CudaEvent> spare_event(const std::shared_ptr<CudaBackend::SpareEvents>& spare, unsigned flags) {
+  cudaEvent_t e = nullptr;
+  {
+    std::lock_guard lock(spare->mutex);
+    if (!spare->events.empty()) {
+      e = spare->events.back();
+      spare->events.pop_back();
+    }
+  }
+  if (!e) STRATA_CUDA(cudaEventCreateWithFlags(&e, flags));
+  return std::make_shared<CudaEvent>(e, spare);
+}
+
 // The CUDA event behind `event`; an event of another kind of device is an
 // error naming the call (`device` and `call` say where).
 cudaEvent_t cuda_event_of(const EventPtr& event, const std::string& device, const char* call) {
@@ -116,6 +133,7 @@ CudaBackend::CudaBackend(int index) : index_(index) {
   STRATA_CUDA(cudaGetDeviceProperties(&prop, index_));
   name_ = prop.name;
   l2_bytes_ = prop.l2CacheSize;
+  conv_ways_.keep_in_file(name_, cuda::tf32_requested());
   // On a GPU the build has no code for, every launch fails with "no kernel
   // image"; say so once, with what to rebuild for, before anything launches.
   if (const cudaError_t image = cuda::kernel_image_status(); image != cudaSuccess) {
@@ -336,10 +354,8 @@ Error CudaBackend::queued_failure(cudaError_t e) const {
 
 EventPtr CudaBackend::record_event() {
   cudaStream_t s = enter();
-  cudaEvent_t e = nullptr;
-  STRATA_CUDA(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
-  auto event = std::make_shared<CudaEvent>(e);
-  STRATA_CUDA(cudaEventRecord(e, s));
+  auto event = spare_event(spare_events_, cudaEventDisableTiming);
+  STRATA_CUDA(cudaEventRecord(event->event, s));
   return event;
 }
 
@@ -351,16 +367,8 @@ CudaBackend::SpareEvents::~SpareEvents() {
 
 EventPtr CudaBackend::record_timing_mark_on(cudaStream_t stream) {
   enter();
-  cudaEvent_t e = nullptr;
-  {
-    std::lock_guard lock(spare_marks_->mutex);
-    if (!spare_marks_->events.empty()) {
-      e = spare_marks_->events.back();
-      spare_marks_->events.pop_back();
-    }
-  }
-  if (!e) STRATA_CUDA(cudaEventCreate(&e));  // with timing
-  auto mark = std::make_shared<CudaEvent>(e, spare_marks_);
+  auto mark = spare_event(spare_marks_, cudaEventDefault);  // with timing
+  const cudaEvent_t e = mark->event;
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
   STRATA_CUDA(cudaStreamIsCapturing(stream, &capture));
   // Captured without the flag, a record only orders streams inside the

@@ -41,7 +41,8 @@ public:
   int threads() const override { return 1; }
   cudaStream_t stream() const { return stream_; }
   const std::string& name() const { return name_; }
-  // Timing events no mark holds, for the next marks (they outlive the backend with the marks).
+  // Events no one holds, for the next records of their kind (timing marks, or
+  // events that order streams); they outlive the backend with the records.
   struct SpareEvents {
     std::mutex mutex;
     std::vector<cudaEvent_t> events;
@@ -221,6 +222,9 @@ private:
   // graph every step (the batch's copy), and creating and destroying an
   // event costs the host about as much as recording it.
   std::shared_ptr<SpareEvents> spare_marks_ = std::make_shared<SpareEvents>();
+  // The same for the events that order streams (record_event: every bucket
+  // of a step's NCCL all-reduce, each way).
+  std::shared_ptr<SpareEvents> spare_events_ = std::make_shared<SpareEvents>();
   cudaStream_t clock_stream_ = nullptr;
   cudaEvent_t clock_ref_[2] = {};
   double clock_ref_us_[2] = {-1, -1};
