@@ -275,12 +275,9 @@ RunOptions parse_run_options(int argc, char** argv) {
       return o;
     } else if (a == "--device-lanes") {
       const std::string mode = value();
-      trace::DeviceLanes lanes;
-      if (mode == "sampled") lanes = trace::DeviceLanes::Sampled;
-      else if (mode == "every-step") lanes = trace::DeviceLanes::EveryStep;
-      else if (mode == "off") lanes = trace::DeviceLanes::Off;
-      else throw bad_input("--device-lanes: '" + mode + "' is not sampled, every-step or off");
-      set([lanes](RunConfig& c) { c.trace.device_lanes = lanes; });
+      const auto lanes = trace::device_lanes_from_name(mode);
+      if (!lanes) throw bad_input("--device-lanes: '" + mode + "' is not sampled, every-step or off");
+      set([lanes = *lanes](RunConfig& c) { c.trace.device_lanes = lanes; });
     } else if (a == "--no-device-lanes") {
       set([](RunConfig& c) { c.trace.device_lanes = trace::DeviceLanes::Off; });
     } else if (a == "--no-graphs") {

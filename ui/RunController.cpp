@@ -133,7 +133,9 @@ bool RunController::launchProcess(const RunConfig& config, const QString& run_di
   command_ = mpirun_arguments(workers, strata_run, project, config.strategy, run_dir, resume);
   // Each rank writes its own timeline (trace.rankN.json); strata-run
   // --merge-traces puts them on one clock.
-  if (!config.trace.file.empty()) command_ << "--trace" << QString::fromStdString(config.trace.file);
+  if (!config.trace.file.empty())
+    command_ << "--trace" << QString::fromStdString(config.trace.file) << "--device-lanes"
+             << trace::device_lanes_name(config.trace.device_lanes);
   log_->addLine("info", tr("launching: mpirun %1").arg(command_.join(' ')));
   process_->start(mpirun, command_);
   return true;

@@ -84,6 +84,18 @@ TrainingPanel::TrainingPanel(QWidget* parent) : QWidget(parent) {
       tr("Where each replica's step time goes: data, forward, backward, collectives, optimizer.\n"
          "Opens in Perfetto (ui.perfetto.dev) and chrome://tracing."));
   form->addRow(QString(), record_timeline_);
+  device_lanes_ = new QComboBox(this);
+  device_lanes_->setObjectName("deviceLanes");
+  device_lanes_->addItem(tr("in bursts of 20 steps, four a second at most"), int(trace::DeviceLanes::Sampled));
+  device_lanes_->addItem(tr("in every step"), int(trace::DeviceLanes::EveryStep));
+  device_lanes_->addItem(tr("off (the host's lanes only)"), int(trace::DeviceLanes::Off));
+  device_lanes_->setToolTip(
+      tr("What each GPU ran, timed by events in its stream, on a lane under its replica's.\n"
+         "Each timed step costs the GPU a few microseconds: on steps of a fraction of a\n"
+         "millisecond, bursts keep that under a percent; every step shows them all."));
+  device_lanes_->setEnabled(false);
+  connect(record_timeline_, &QCheckBox::toggled, device_lanes_, &QWidget::setEnabled);
+  form->addRow(tr("GPU device lanes"), device_lanes_);
   form->addRow(tr("Loss"), new QLabel(tr("sparse categorical cross-entropy (from logits)"), this));
 
   auto changed = [this] {
@@ -150,6 +162,7 @@ void TrainingPanel::applyTo(RunConfig& config) const {
   t.optimizer.momentum = static_cast<float>(momentum_->value());
   t.optimizer.nesterov = nesterov_->isChecked();
   config.trace.enabled = record_timeline_->isChecked();
+  config.trace.device_lanes = static_cast<trace::DeviceLanes>(device_lanes_->currentData().toInt());
   t.optimizer.beta_1 = static_cast<float>(beta1_->value());
   t.optimizer.beta_2 = static_cast<float>(beta2_->value());
   const float eps = epsilon_->text().toFloat(&ok);

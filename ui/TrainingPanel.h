@@ -49,6 +49,7 @@ private:
   QCheckBox *nesterov_, *shuffle_, *drop_remainder_;
   // A run option, not a project setting: kept when another project is opened, never saved.
   QCheckBox* record_timeline_;
+  QComboBox* device_lanes_;  // with it: GPUs' device lanes sampled, in every step, or off
   QWidget *sgd_rows_, *adam_rows_;
   RunConfig loaded_;  // keeps fields this panel does not edit (loss, from_logits)
   bool loading_ = false;

@@ -10,10 +10,15 @@
 // burst / period marked steps a second whatever the step time. Every step
 // (EveryStep) is there for a trace that must show each step's device.
 #include <cstdint>
+#include <optional>
+#include <string_view>
 
 namespace strata::trace {
 
 enum class DeviceLanes { Off, Sampled, EveryStep };
+// "sampled", "every-step", "off": strata-run's --device-lanes values.
+const char* device_lanes_name(DeviceLanes lanes);
+std::optional<DeviceLanes> device_lanes_from_name(std::string_view name);
 
 class DeviceLaneSchedule {
 public:

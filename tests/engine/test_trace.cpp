@@ -293,6 +293,11 @@ private slots:
     marks.clear();
     for (int i = 0; i < 8; ++i) marks += slow.mark_step(0.5 * i) ? 'x' : '.';  // a burst outlasts the period
     QCOMPARE(marks, QString("xxxxxxxx"));
+    // strata-run's --device-lanes names.
+    for (DeviceLanes l : {DeviceLanes::Off, DeviceLanes::Sampled, DeviceLanes::EveryStep})
+      QCOMPARE(int(*trace::device_lanes_from_name(trace::device_lanes_name(l))), int(l));
+    QCOMPARE(QString(trace::device_lanes_name(DeviceLanes::EveryStep)), QString("every-step"));
+    QVERIFY(!trace::device_lanes_from_name("always"));
     trace::DeviceLaneSchedule every(DeviceLanes::EveryStep), off(DeviceLanes::Off);
     for (int i = 0; i < 100; ++i) {
       QVERIFY(every.mark_step(1e-6 * i));

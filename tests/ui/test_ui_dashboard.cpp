@@ -465,10 +465,24 @@ void DashboardTest::timelineTabFillsDuringRun() {
   QVERIFY(training_tab >= 0);
   QTest::mouseClick(tabs, Qt::LeftButton, Qt::NoModifier, tabs->tabRect(training_tab).center());
   auto* record = win.w.findChild<QCheckBox*>("recordTimeline");
+  auto* device_lanes = win.w.findChild<QComboBox*>("deviceLanes");
   QVERIFY(record && !record->isChecked());
+  QVERIFY(device_lanes && !device_lanes->isEnabled());  // a choice of the timeline's
   QTRY_VERIFY(record->isVisible());
   QTest::mouseClick(record, Qt::LeftButton, Qt::NoModifier, QPoint(8, record->height() / 2));
   QVERIFY(record->isChecked());
+  QVERIFY(device_lanes->isEnabled());
+  // Device lanes in every step, chosen with the keyboard, reach the run's configuration.
+  auto* training = win.w.findChild<TrainingPanel*>();
+  QVERIFY(training);
+  RunConfig applied;
+  training->applyTo(applied);
+  QVERIFY(applied.trace.enabled);
+  QCOMPARE(int(applied.trace.device_lanes), int(trace::DeviceLanes::Sampled));
+  device_lanes->setFocus();
+  QTest::keyClick(device_lanes, Qt::Key_Down);
+  training->applyTo(applied);
+  QCOMPARE(int(applied.trace.device_lanes), int(trace::DeviceLanes::EveryStep));
   QVERIFY(!win.w.isModified());  // nothing of the project changed
   win.w.startRun();
   QTRY_VERIFY_WITH_TIMEOUT(!win.w.runController()->running(), 120000);
