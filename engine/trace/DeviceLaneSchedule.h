@@ -4,11 +4,12 @@
 // an H200 a replayed 108 us MLP step ran at 0.83 of its untraced speed with
 // marks in every step. Sampled (the default), the marks come in bursts of
 // consecutive steps, a burst starting at most once per period, as a
-// profiler's schedule records a few active steps among many: a step of 10 ms
-// or more still gets them every time (a burst outlasts the period), a 100 us
-// step about one in fifty, and the marks' share of the run stays bounded by
-// burst / period marked steps a second whatever the step time. Every step
-// (EveryStep) is there for a trace that must show each step's device.
+// profiler's schedule records a few active steps among many. With the
+// defaults a step of 12.5 ms or more still gets them every time (a burst
+// outlasts the period), a 100 us step one in 125, and whatever the step
+// time the marks cost at most 80 marked steps a second beyond a slow run's.
+// Every step (EveryStep) is there for a trace that must show each step's
+// device.
 #include <cstdint>
 #include <optional>
 #include <string_view>

@@ -64,7 +64,7 @@ ThroughputFigure measure_throughput(const std::vector<Device>& replicas, const s
 // epochs (full batches only), untraced or traced with `lanes` as --trace
 // --device-lanes does: the mean over every step after the first epoch, the
 // steps that follow an epoch's end (its evaluation) left out. A mean, not a
-// median: sampled device lanes mark one step in fifty, which no median sees.
+// median: sampled device lanes mark one 0.1 ms step in 125, which no median sees.
 double sustained_throughput(const Device& device, const std::string& project, int64_t batch, int epochs,
                             std::optional<trace::DeviceLanes> lanes);
 
