@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backend/WeightStores.h"
@@ -28,6 +29,18 @@ struct Window2D {
   int64_t batch, height, width, channels;  // input
   int64_t kernel_h, kernel_w, stride_h, stride_w, pad_top, pad_left;
   int64_t out_h, out_w;
+};
+
+// A way a backend chose to convolve one shape in one direction, and what
+// each way it timed took (its best run, milliseconds; infinity: refused or
+// out of memory); none timed when the choice was made untimed (inside a
+// capture, autotuning off, one way offered).
+struct ConvolutionChoice {
+  Window2D window;
+  int64_t filters = 0;
+  std::string direction;  // "forward", "gradient of the input", "gradient of the kernel"
+  std::string way;
+  std::vector<std::pair<std::string, double>> timed_ms;
 };
 
 // Adam's constants; the learning rate and step come from device memory.
@@ -156,6 +169,8 @@ public:
   // forced for every shape ("": each shape's fastest), for checking each way.
   virtual std::vector<std::string> convolution_ways(const Window2D& /*w*/, int64_t /*filters*/) { return {"im2col"}; }
   virtual void force_convolution_way(const std::string& /*way*/) {}
+  // The choices made so far in this process, in the order made.
+  virtual std::vector<ConvolutionChoice> convolution_choices() const { return {}; }
 
   // ---- batch normalisation over rows of a (rows, channels) view -------------
   // sum[c] = sum_r x[r,c], sumsq[c] = sum_r x[r,c]^2 (accumulated in double).

@@ -12,6 +12,7 @@
 
 #include <set>
 
+#include "ConvolutionChoices.h"
 #include "ErrorsSection.h"
 #include "MultiDeviceSection.h"
 #include "OpsSection.h"
@@ -98,6 +99,35 @@ private slots:
     }
     // One epoch leaves no step to count: said, not a figure.
     QVERIFY_THROWS_EXCEPTION(std::exception, sustained_throughput(sim, "fashion-mlp", 8192, 1, std::nullopt));
+  }
+
+  // The bench's table of convolution ways: the batches asked for, every way
+  // any row raced as a column, refusals and ways not offered told apart.
+  void convolution_choices_table_rows_and_columns() {
+    const Window2D layer2{64, 14, 14, 32, 5, 5, 1, 1, 2, 2, 14, 14};
+    Window2D other = layer2;
+    other.batch = 100;
+    Window2D layer1{256, 28, 28, 1, 5, 5, 1, 1, 2, 2, 28, 28};
+    const double inf = std::numeric_limits<double>::infinity();
+    const std::vector<ConvolutionChoice> choices{
+        {layer2, 64, "forward", "im2col", {{"cudnn", 0.245}, {"cudnn-nchw", inf}, {"im2col", 0.071}}},
+        {other, 64, "forward", "cudnn", {{"cudnn", 0.1}, {"im2col", 0.2}}},
+        {layer1, 32, "gradient of the kernel", "im2col-slices", {{"im2col-slices", 0.035}, {"im2col", 0.05}}},
+        {layer1, 32, "forward", "cudnn", {}},
+    };
+    const std::string md = convolution_choices_table(choices, {64, 256});
+    QVERIFY2(md.find("| input (NHWC) | kernel | filters | direction | chosen | cudnn | cudnn-nchw | im2col | "
+                     "im2col-slices |") != std::string::npos,
+             md.c_str());
+    QVERIFY2(md.find("| 64x14x14x32 | 5x5 s1 | 64 | forward | im2col | 0.245 ms | refused | 0.071 ms |  |") !=
+                 std::string::npos,
+             md.c_str());
+    QVERIFY2(md.find("| 256x28x28x1 | 5x5 s1 | 32 | gradient of the kernel | im2col-slices |  |  | 0.050 ms | 0.035 ms |") !=
+                 std::string::npos,
+             md.c_str());
+    QVERIFY2(md.find("| cudnn (untimed) |") != std::string::npos, md.c_str());
+    QVERIFY2(md.find("100x14x14x32") == std::string::npos, md.c_str());  // batch 100 not asked for
+    QVERIFY(convolution_choices_table(choices, {1024}).find("No convolution way") != std::string::npos);
   }
 
   void a_broken_run_is_a_failed_record_not_a_crash() {

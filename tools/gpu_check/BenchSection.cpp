@@ -6,15 +6,18 @@
 #include <fstream>
 #include <limits>
 #include <map>
+#include <set>
 #include <tuple>
 #include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "ConvolutionChoices.h"
 #include "MarkdownReport.h"
 #include "MultiDeviceChecks.h"
 #include "TrainingChecks.h"
+#include "backend/Backend.h"
 
 namespace strata::gpu_check {
 
@@ -140,6 +143,13 @@ std::string tracing_cost(const Device& device, std::vector<CheckRecord>& failure
                 kEpochs - 1, median(ratios[0]), median(ratios[1]), median(ratios[2]));
   return md + line;
 }
+
+// The ways the CNN's convolutions took at the table's batches (their
+// training steps and the evaluation's larger batches alike).
+std::string cnn_convolution_ways(const Device& device, const Model& cnn) {
+  return convolution_choices_table(backend_for(device).convolution_choices(),
+                                   std::set<int64_t>(cnn.batches.begin(), cnn.batches.end()));
+}
 }  // namespace
 
 std::vector<CheckRecord> BenchSection::run(const SectionContext& context) {
@@ -157,12 +167,14 @@ std::vector<CheckRecord> BenchSection::run(const SectionContext& context) {
     table_ = table(context.device, cnn, peer, true, failures) +
              "Strata with STRATA_TF32=1 (TF32 tensor cores in cuBLASLt and cuDNN), measured as in the float32 table, "
              "against PyTorch graph-captured with TF32 on (torch.backends.cuda.matmul.allow_tf32 and "
-             "torch.backends.cudnn.allow_tf32).\n\n";
+             "torch.backends.cudnn.allow_tf32).\n\n" +
+             cnn_convolution_ways(context.device, cnn);
     return failures;
   }
   std::string md = table(context.device, Model{"mlp", "fashion-mlp", "MLP (784-256-128-10)", {128, 1024, 8192}, 128}, peer,
                          false, failures);
   md += table(context.device, cnn, peer, false, failures);
+  const std::string ways = cnn_convolution_ways(context.device, cnn);
   md +=
       "Strata: median step interval after 20 warm-up steps over 200 steps of the real training loop (batches "
       "drawn from the Fashion-MNIST files in a shuffled order, gathered and converted on the device from the training set "
@@ -170,7 +182,7 @@ std::vector<CheckRecord> BenchSection::run(const SectionContext& context) {
       "float32. New device memory: what the device's pool took from the driver during that run (the pool keeps "
       "what earlier runs of the process freed). PyTorch: bench/pytorch_gpu_peer.py on random inputs already on the "
       "GPU, cuDNN autotuned, TF32 off unless the column says so.\n";
-  md += "\n";
+  md += "\n" + ways;
   // What two replicas sharing the device cost against one on the same
   // global batch (#15): each runs half the batch, and the gradients are
   // summed through device memory before the update.

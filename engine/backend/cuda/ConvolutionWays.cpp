@@ -141,10 +141,12 @@ void ConvolutionWays::run(const Window2D& w, int64_t filters, Direction d, cudaS
       STRATA_CUDA(cudaStreamIsCapturing(stream, &capture));
       const bool timed = capture == cudaStreamCaptureStatusNone && convolution_autotune() && ways.size() > 1;
       // The race ends with the fastest way's output.
-      const std::string choice = timed ? race(w, filters, d, stream, device, ways) : ways.front().name;
+      std::vector<std::pair<std::string, double>> timed_ms;
+      const std::string choice = timed ? race(w, filters, d, stream, device, ways, timed_ms) : ways.front().name;
       {
         std::lock_guard lock(mutex_);
         kept_[key] = choice;
+        choices_.push_back(ConvolutionChoice{w, filters, direction_name(d), choice, std::move(timed_ms)});
         if (timed) save(key, choice);  // a timed choice only
       }
       if (timed) return;
@@ -160,8 +162,13 @@ bool out_of_memory(const std::exception& e) {
 }
 }  // namespace
 
+std::vector<ConvolutionChoice> ConvolutionWays::choices() const {
+  std::lock_guard lock(mutex_);
+  return choices_;
+}
+
 std::string ConvolutionWays::race(const Window2D& w, int64_t filters, Direction d, cudaStream_t stream, const Device& device,
-                                  std::span<const Way> ways) {
+                                  std::span<const Way> ways, std::vector<std::pair<std::string, double>>& timed_ms) {
   // Two marks around each way.
   struct Marks {
     std::vector<cudaEvent_t> e;
@@ -228,6 +235,8 @@ std::string ConvolutionWays::race(const Window2D& w, int64_t filters, Direction 
   // The output must be the kept way's, so that a run's first step computes
   // what its later steps would.
   if (best != last_run && !ways[best].run()) ways.back().run();
+  for (size_t i = 0; i < ways.size(); ++i)
+    timed_ms.emplace_back(ways[i].name, out[i] ? std::numeric_limits<double>::infinity() : static_cast<double>(ms[i]));
   if (convolution_log()) {
     std::string times;
     for (size_t i = 0; i < ways.size(); ++i) {

@@ -63,17 +63,21 @@ public:
            std::span<const Way> ways);
   // The way every shape runs from now on; "" chooses by timing again.
   void force(std::string name);
+  // Every choice made in this process (not those read from the file), in order.
+  std::vector<ConvolutionChoice> choices() const;
 
 private:
   using Key = std::array<int64_t, 12>;
-  // Runs every way twice and answers the fastest's name; the output is the
-  // fastest's (it runs once more unless it ran last).
+  // Runs every way three times and answers the fastest's name, each way's
+  // best time in `timed_ms`; the output is the fastest's (it runs once more
+  // unless it ran last).
   std::string race(const Window2D& w, int64_t filters, Direction d, cudaStream_t stream, const Device& device,
-                   std::span<const Way> ways);
+                   std::span<const Way> ways, std::vector<std::pair<std::string, double>>& timed_ms);
 
-  std::mutex mutex_;       // the map and the forced way: replicas sharing the GPU call from their threads
-  std::mutex race_mutex_;  // held around a new shape's race, never inside mutex_
+  mutable std::mutex mutex_;  // the map, the choices and the forced way: replicas sharing the GPU call from their threads
+  std::mutex race_mutex_;     // held around a new shape's race, never inside mutex_
   std::map<Key, std::string> kept_;
+  std::vector<ConvolutionChoice> choices_;
   std::string forced_;
   std::string file_;                                   // STRATA_CONV_WAYS_FILE
   std::string profile_;                                // its lines' first field here: model and arithmetic
