@@ -101,6 +101,20 @@ private slots:
     QVERIFY_THROWS_EXCEPTION(std::exception, sustained_throughput(sim, "fashion-mlp", 8192, 1, std::nullopt));
   }
 
+  // The bench's breakdown of a replayed step on the device: its phases
+  // inside its frame.
+  void device_phase_times_on_sim() {
+    const DevicePhaseTimes t = device_phase_times(Device{DeviceKind::Sim, 0}, "fashion-cnn", 32, 10);
+    QVERIFY(t.forward_us > 0 && t.backward_us > 0 && t.optimizer_us > 0);
+    QVERIFY2(t.rest_us >= -1 && t.rest_us < t.step_us && t.forward_us < t.step_us && t.backward_us < t.step_us,
+             qPrintable(QString("step %1: forward %2, backward %3, optimizer %4, rest %5")
+                            .arg(t.step_us)
+                            .arg(t.forward_us)
+                            .arg(t.backward_us)
+                            .arg(t.optimizer_us)
+                            .arg(t.rest_us)));
+  }
+
   // The bench's table of convolution ways: the batches asked for, every way
   // any row raced as a column, refusals and ways not offered told apart.
   void convolution_choices_table_rows_and_columns() {

@@ -144,11 +144,31 @@ std::string tracing_cost(const Device& device, std::vector<CheckRecord>& failure
   return md + line;
 }
 
-// The ways the CNN's convolutions took at the table's batches (their
-// training steps and the evaluation's larger batches alike).
-std::string cnn_convolution_ways(const Device& device, const Model& cnn) {
-  return convolution_choices_table(backend_for(device).convolution_choices(),
-                                   std::set<int64_t>(cnn.batches.begin(), cnn.batches.end()));
+// Where the CNN's replayed step goes on the device at the table's batches
+// (its device lanes' phases), then the ways its convolutions took there
+// (their training steps and the evaluation's larger batches alike).
+std::string cnn_step_on_device(const Device& device, const Model& cnn, std::vector<CheckRecord>& failures) {
+  std::string md =
+      "### Where the CNN's step goes on the device\n\n| batch | device step | forward | backward | optimizer | "
+      "rest (the step's figures) |\n|---:|---:|---:|---:|---:|---:|\n";
+  for (const int64_t batch : cnn.batches) {
+    try {
+      const DevicePhaseTimes t = device_phase_times(device, cnn.project, batch);
+      char row[200];
+      std::snprintf(row, sizeof row, "| %lld | %.0f us | %.0f us | %.0f us | %.0f us | %.0f us |\n",
+                    static_cast<long long>(batch), t.step_us, t.forward_us, t.backward_us, t.optimizer_us, t.rest_us);
+      md += row;
+    } catch (const std::exception& e) {
+      md += "| " + std::to_string(batch) + " | not measured: " + table_cell(e.what()) + " | | | | |\n";
+      failures.push_back(CheckRecord{"bench", std::string(cnn.title) + " device phases, batch " + std::to_string(batch),
+                                     std::numeric_limits<double>::infinity(), 0, false, e.what()});
+    }
+  }
+  md +=
+      "\nEach column's median over 35 replayed steps (the 6th to the 40th) with device lanes in every step (timing marks in "
+      "the step's graph).\n\n";
+  return md + convolution_choices_table(backend_for(device).convolution_choices(),
+                                        std::set<int64_t>(cnn.batches.begin(), cnn.batches.end()));
 }
 }  // namespace
 
@@ -167,14 +187,14 @@ std::vector<CheckRecord> BenchSection::run(const SectionContext& context) {
     table_ = table(context.device, cnn, peer, true, failures) +
              "Strata with STRATA_TF32=1 (TF32 tensor cores in cuBLASLt and cuDNN), measured as in the float32 table, "
              "against PyTorch graph-captured with TF32 on (torch.backends.cuda.matmul.allow_tf32 and "
-             "torch.backends.cudnn.allow_tf32).\n\n" +
-             cnn_convolution_ways(context.device, cnn);
+             "torch.backends.cudnn.allow_tf32).\n\n";
+    table_ += cnn_step_on_device(context.device, cnn, failures);
     return failures;
   }
   std::string md = table(context.device, Model{"mlp", "fashion-mlp", "MLP (784-256-128-10)", {128, 1024, 8192}, 128}, peer,
                          false, failures);
   md += table(context.device, cnn, peer, false, failures);
-  const std::string ways = cnn_convolution_ways(context.device, cnn);
+  const std::string on_device = cnn_step_on_device(context.device, cnn, failures);
   md +=
       "Strata: median step interval after 20 warm-up steps over 200 steps of the real training loop (batches "
       "drawn from the Fashion-MNIST files in a shuffled order, gathered and converted on the device from the training set "
@@ -182,7 +202,7 @@ std::vector<CheckRecord> BenchSection::run(const SectionContext& context) {
       "float32. New device memory: what the device's pool took from the driver during that run (the pool keeps "
       "what earlier runs of the process freed). PyTorch: bench/pytorch_gpu_peer.py on random inputs already on the "
       "GPU, cuDNN autotuned, TF32 off unless the column says so.\n";
-  md += "\n" + ways;
+  md += "\n" + on_device;
   // What two replicas sharing the device cost against one on the same
   // global batch (#15): each runs half the batch, and the gradients are
   // summed through device memory before the update.

@@ -328,6 +328,40 @@ ThroughputFigure measure_throughput(const std::vector<Device>& replicas, const s
   return f;
 }
 
+DevicePhaseTimes device_phase_times(const Device& device, const std::string& project, int64_t batch, int steps) {
+  constexpr int kWarmup = 5;
+  RunConfig c = project == "fashion-mlp" ? example_mlp(device, steps, "adam") : example(project, device, steps);
+  c.training.batch_size = batch;
+  c.training.step_graphs = true;
+  c.trace.device_lanes = trace::DeviceLanes::EveryStep;
+  std::vector<trace::Span> spans;
+  train(c, &spans);
+  std::map<int64_t, std::map<trace::SpanKind, double>> by_step;
+  for (const trace::Span& s : spans)
+    if (s.lane.kind == trace::LaneKind::Device && s.step > kWarmup) by_step[s.step][s.kind] += s.duration_us;
+  // Each column's median over the steps, the rest's too (a step less its phases).
+  std::vector<double> columns[5];
+  const trace::SpanKind kinds[] = {trace::SpanKind::Step, trace::SpanKind::Forward, trace::SpanKind::Backward,
+                                   trace::SpanKind::Optimizer};
+  for (auto& [step, kind_us] : by_step) {
+    if (!std::all_of(std::begin(kinds), std::end(kinds), [&](trace::SpanKind k) { return kind_us.count(k) > 0; })) continue;
+    double rest = kind_us[trace::SpanKind::Step];
+    for (int i = 0; i < 4; ++i) {
+      columns[i].push_back(kind_us[kinds[i]]);
+      if (i > 0) rest -= kind_us[kinds[i]];
+    }
+    columns[4].push_back(rest);
+  }
+  if (columns[0].empty())
+    throw runtime_error("device phases: no step after step " + std::to_string(kWarmup) + " on " + device.str() +
+                        " has its device step, forward, backward and optimizer");
+  auto median = [](std::vector<double>& v) {
+    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+    return v[v.size() / 2];
+  };
+  return DevicePhaseTimes{median(columns[0]), median(columns[1]), median(columns[2]), median(columns[3]), median(columns[4])};
+}
+
 double sustained_throughput(const Device& device, const std::string& project, int64_t batch, int epochs,
                             std::optional<trace::DeviceLanes> lanes) {
   RunConfig c = project == "fashion-mlp" ? example_mlp(device, 0, "adam") : example(project, device, 0);

@@ -60,6 +60,17 @@ struct ThroughputFigure {
 ThroughputFigure measure_throughput(const std::vector<Device>& replicas, const std::string& project, int64_t batch,
                                     int warmup = 20, int steps = 200);
 
+// Where a replayed step's time goes on `device`: an example project traced
+// with device lanes in every step for `steps` steps at `batch`, the median
+// over the steps after the first five of the device's whole step and of its
+// forward (the loss included), backward and optimizer phases and of the
+// rest of the step (gathering its figures: loss and correct count), each
+// its own median (microseconds).
+struct DevicePhaseTimes {
+  double step_us = 0, forward_us = 0, backward_us = 0, optimizer_us = 0, rest_us = 0;
+};
+DevicePhaseTimes device_phase_times(const Device& device, const std::string& project, int64_t batch, int steps = 40);
+
 // Samples a second of an example project on `device` over `epochs` whole
 // epochs (full batches only), untraced or traced with `lanes` as --trace
 // --device-lanes does: the mean over every step after the first epoch, the
