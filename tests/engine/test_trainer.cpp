@@ -173,10 +173,13 @@ private slots:
     RunConfig config = synthetic_config(2);
     config.strategy.name = "mirrored";
     config.strategy.devices = {"cpu:0", "cpu:1", "cpu:2"};
-    // A wide margin (the straggler sleeps ~49 steps' compute, milliseconds)
-    // so a busy machine's scheduling noise cannot swap the roles.
+    // A wide margin (the straggler sleeps ~149 steps' compute, milliseconds)
+    // so a busy machine's scheduling noise cannot swap the roles: on two
+    // cores shared with a build, the straggler itself waited 30 ms in 32
+    // steps (for replicas descheduled at the later collective), against
+    // ~60 ms for the others with 49 steps' sleep.
     config.strategy.straggler = 1;
-    config.strategy.slowdown = 50;
+    config.strategy.slowdown = 150;
     config.trace.enabled = true;
     config.trace.file = dir.filePath("trace.json").toStdString();
     Trainer trainer(config, sink);
