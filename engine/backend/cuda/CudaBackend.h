@@ -223,8 +223,9 @@ private:
   // graph every step (the batch's copy), and creating and destroying an
   // event costs the host about as much as recording it.
   std::shared_ptr<SpareEvents> spare_marks_ = std::make_shared<SpareEvents>();
-  // The same for the events that order streams (record_event: every bucket
-  // of a step's NCCL all-reduce, each way).
+  // The same for the events that order streams (record_event: several a
+  // step, for the device-memory all-reduce's stages among replicas sharing
+  // a GPU, the step's figures, copies between devices).
   std::shared_ptr<SpareEvents> spare_events_ = std::make_shared<SpareEvents>();
   cudaStream_t clock_stream_ = nullptr;
   cudaEvent_t clock_ref_[2] = {};
