@@ -110,8 +110,8 @@ void Trainer::prepare() {
                     std::to_string(t.batch_size) + " with drop_remainder");
 }
 
-void Trainer::drain_device_spans(int64_t replayed_step, int graph) {
-  if (trace::TraceRecorder* r = recorder()) device_spans_.drain(*r, replayed_step, graph);
+void Trainer::drain_device_spans(int64_t step, int marked_graph) {
+  if (trace::TraceRecorder* r = recorder()) device_spans_.drain(*r, marked_graph >= 0 ? step : -1, std::max(marked_graph, 0));
 }
 
 void Trainer::flush_trace(int64_t completed) {
@@ -137,6 +137,7 @@ std::optional<PerReplica<Trainer::StepResult>> Trainer::run_step(const PerReplic
     const int captures = step_graph_->captures();
     const size_t marks = device_spans_.mark();
     if (auto stats = step_graph_->run(inputs, device_marks_)) {
+      const int marked = step_graph_->marked_graph();
       if (step_graph_->captures() != captures) {
         if (step_graph_->captured_new_shape())
           sink_.emit(LogEvent{"info",
@@ -145,19 +146,18 @@ std::optional<PerReplica<Trainer::StepResult>> Trainer::run_step(const PerReplic
                                   " and replayed from now on (--no-graphs turns this off)",
                               elapsed()});
         // The device spans opened while capturing are the graph's: each replay times them again.
-        if (step_graph_->marked_graph() >= 0) device_spans_.keep_for_replays(marks, step_graph_->marked_graph());
+        if (marked >= 0) device_spans_.keep_for_replays(marks, marked);
       }
       // Read one step late (finish_queued), traced or not: marked steps
       // alternate two graphs, so this step's timing marks stay as they are
       // while the next step runs.
-      const int marked = step_graph_->marked_graph();
       if (config_.training.read_late) {
         queue_stats(*stats, marked);
         return std::nullopt;
       }
       std::vector<StepResult> out;
       for (int r = 0; r < inputs.num_replicas(); ++r) out.push_back(step_result((*stats)[static_cast<size_t>(r)], inputs[r]));
-      drain_device_spans(marked >= 0 ? step : -1, std::max(marked, 0));
+      drain_device_spans(step, marked);
       return PerReplica<StepResult>(std::move(out));
     }
   }
@@ -559,7 +559,7 @@ bool Trainer::finish_queued(TrainingPosition& pos, EpochProgress& ep, FinishedEv
   queued_.reset();
   const std::vector<StepReadback> back = stats_queue_->pop(logit_width_);
   // The step has completed: its marks (its graph's, when replayed) are read.
-  drain_device_spans(q.graph >= 0 ? q.step : -1, std::max(q.graph, 0));
+  drain_device_spans(q.step, q.graph);
   std::vector<StepResult> out;
   for (size_t r = 0; r < back.size(); ++r) out.push_back(result_of(back[r], q.examples[r], q.global_batch[r]));
   // The device runs steps back to back: a step's time is the interval

@@ -115,7 +115,7 @@ private:
   struct QueuedStep {
     int64_t step = 0;
     float lr = 0;                                 // the rate the step ran at (the next step may set another)
-    int graph = -1;                               // which of StepGraph's graphs ran it; -1: op by op
+    int graph = -1;                               // which marked graph ran it (StepGraph::marked_graph); -1: none
     std::vector<int64_t> examples, global_batch;  // per replica
   };
   std::optional<QueuedStep> queued_;
@@ -199,8 +199,10 @@ private:
   trace::DeviceLaneSchedule device_schedule_{config_.trace.device_lanes, config_.trace.device_burst_steps,
                                              config_.trace.device_period_seconds};
   bool device_marks_ = false;
-  // Records the device spans whose work has completed (after a step's synchronisation).
-  void drain_device_spans(int64_t replayed_step = -1, int graph = 0);
+  // Records the device spans whose work has completed (after a step's
+  // synchronisation); with `marked_graph` >= 0 (StepGraph::marked_graph),
+  // that graph's marks too, for `step`, which it replayed.
+  void drain_device_spans(int64_t step = -1, int marked_graph = -1);
   int64_t traced_step_ = -1;  // the step run_step is running
 
   std::atomic<bool> stop_{false};

@@ -17,6 +17,7 @@
 #include "MarkdownReport.h"
 #include "MultiDeviceChecks.h"
 #include "TrainingChecks.h"
+#include "TrainingRun.h"
 #include "backend/Backend.h"
 
 namespace strata::gpu_check {
@@ -131,16 +132,12 @@ std::string tracing_cost(const Device& device, std::vector<CheckRecord>& failure
         CheckRecord{"bench", "tracing cost, MLP batch 128", std::numeric_limits<double>::infinity(), 0, false, e.what()});
     return md + "\nnot measured: " + e.what() + "\n\n";
   }
-  auto median = [](std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-  };
   char line[300];
   std::snprintf(line, sizeof line,
                 "\nMLP, batch 128, mean over %d epochs after the first: median traced / untraced %.3f with sampled "
                 "device lanes (goal >= 0.99), %.3f with device lanes in every step, %.3f with the host's lanes "
                 "alone.\n\n",
-                kEpochs - 1, median(ratios[0]), median(ratios[1]), median(ratios[2]));
+                kEpochs - 1, median_of(ratios[0]), median_of(ratios[1]), median_of(ratios[2]));
   return md + line;
 }
 

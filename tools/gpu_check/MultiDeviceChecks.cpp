@@ -241,9 +241,7 @@ std::string comm_overlap_table(const std::vector<Device>& devices, const std::st
                    "\n\n| bucket | all-reduce per step | hidden | share hidden |\n|---:|---:|---:|---:|\n";
   for (const size_t fusion : {size_t{4} << 20, size_t{256} << 10}) {
     try {
-      RunConfig c = mirrored(project == "fashion-mlp" ? example_mlp(devices.front(), warmup + steps, "adam")
-                                                      : example(project, devices.front(), warmup + steps),
-                             devices);
+      RunConfig c = mirrored(example_for_speed(project, devices.front(), warmup + steps), devices);
       c.training.batch_size = batch;
       c.strategy.fusion_bytes = fusion;
       std::vector<trace::Span> spans;

@@ -288,8 +288,7 @@ std::vector<CheckRecord> check_fashion_cnn(const Device& device) {
 ThroughputFigure measure_throughput(const std::vector<Device>& replicas, const std::string& project, int64_t batch,
                                     int warmup, int steps) {
   const Device& first = replicas.front();
-  RunConfig c = project == "fashion-mlp" ? example_mlp(first, warmup + steps, "adam")
-                                         : example(project, first, warmup + steps);
+  RunConfig c = example_for_speed(project, first, warmup + steps);
   if (replicas.size() > 1) {
     c.strategy.name = "mirrored";
     c.strategy.devices.clear();
@@ -321,8 +320,7 @@ ThroughputFigure measure_throughput(const std::vector<Device>& replicas, const s
   for (size_t i = static_cast<size_t>(warmup) + 1; i < r.events.step_times.size(); ++i)
     dt.push_back(r.events.step_times[i] - r.events.step_times[i - 1]);
   if (dt.empty()) throw runtime_error("throughput: too few steps");
-  std::nth_element(dt.begin(), dt.begin() + static_cast<std::ptrdiff_t>(dt.size() / 2), dt.end());
-  const double step = dt[dt.size() / 2];
+  const double step = median_of(dt);
   f.step_us = step * 1e6;
   f.samples_per_sec = static_cast<double>(batch) / step;
   return f;
@@ -330,7 +328,7 @@ ThroughputFigure measure_throughput(const std::vector<Device>& replicas, const s
 
 DevicePhaseTimes device_phase_times(const Device& device, const std::string& project, int64_t batch, int steps) {
   constexpr int kWarmup = 5;
-  RunConfig c = project == "fashion-mlp" ? example_mlp(device, steps, "adam") : example(project, device, steps);
+  RunConfig c = example_for_speed(project, device, steps);
   c.training.batch_size = batch;
   c.training.step_graphs = true;
   c.trace.device_lanes = trace::DeviceLanes::EveryStep;
@@ -355,16 +353,13 @@ DevicePhaseTimes device_phase_times(const Device& device, const std::string& pro
   if (columns[0].empty())
     throw runtime_error("device phases: no step after step " + std::to_string(kWarmup) + " on " + device.str() +
                         " has its device step, forward, backward and optimizer");
-  auto median = [](std::vector<double>& v) {
-    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
-    return v[v.size() / 2];
-  };
-  return DevicePhaseTimes{median(columns[0]), median(columns[1]), median(columns[2]), median(columns[3]), median(columns[4])};
+  return DevicePhaseTimes{median_of(columns[0]), median_of(columns[1]), median_of(columns[2]), median_of(columns[3]),
+                          median_of(columns[4])};
 }
 
 double sustained_throughput(const Device& device, const std::string& project, int64_t batch, int epochs,
                             std::optional<trace::DeviceLanes> lanes) {
-  RunConfig c = project == "fashion-mlp" ? example_mlp(device, 0, "adam") : example(project, device, 0);
+  RunConfig c = example_for_speed(project, device, 0);
   c.training.batch_size = batch;
   c.training.epochs = epochs;
   c.training.drop_remainder = true;  // one shape: no partial batch's eager step

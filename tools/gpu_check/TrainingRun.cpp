@@ -1,5 +1,6 @@
 #include "TrainingRun.h"
 
+#include <algorithm>
 #include <mutex>
 
 #include "ResultComparison.h"
@@ -25,6 +26,15 @@ RunConfig example_mlp(const Device& device, int64_t steps, const std::string& op
   // m / sqrt(v) turns a near-zero gradient's rounding into a full step).
   if (optimizer == "sgd") c.training.optimizer.learning_rate = 0.05f;
   return c;
+}
+
+RunConfig example_for_speed(const std::string& name, const Device& device, int64_t steps) {
+  return name == "fashion-mlp" ? example_mlp(device, steps, "adam") : example(name, device, steps);
+}
+
+double median_of(std::vector<double>& v) {
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+  return v[v.size() / 2];
 }
 
 void Collector::emit(const Event& e) {

@@ -23,6 +23,12 @@ RunConfig example(const std::string& name, const Device& device, int64_t steps);
 // The example MLP with `optimizer` ("sgd" gets a larger learning rate, see
 // the definition).
 RunConfig example_mlp(const Device& device, int64_t steps, const std::string& optimizer);
+// The example `name` as the benchmarks train it: the MLP with Adam, any
+// other project as it is.
+RunConfig example_for_speed(const std::string& name, const Device& device, int64_t steps);
+
+// The median of `v` (reordered; not empty).
+double median_of(std::vector<double>& v);
 
 class Collector final : public EventSink {
 public:
