@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <mutex>
 #include <vector>
@@ -15,10 +16,11 @@
 #include "core/Tensor.h"
 #ifdef STRATA_WITH_CUDNN
 #include "backend/cuda/CudnnConvolution.h"
+#include "backend/cuda/CudnnGraphConvolution.h"
 #include "backend/cuda/CudnnLibrary.h"
 #else
 namespace strata::cuda {
-class CudnnConvolution {};  // never made: this build has no cudnn.h
+class CudnnConvolver {};  // never made: this build has no cudnn.h
 }  // namespace strata::cuda
 #endif
 
@@ -192,6 +194,9 @@ CudaBackend::~CudaBackend() {
   }
   gemm_.reset();
   cudnn_.reset();
+  cudnn_nchw_.reset();
+  cudnn_graph_.reset();
+  cudnn_graph_nchw_.reset();
   for (cudaEvent_t ref : clock_ref_)
     if (ref) cudaEventDestroy(ref);
   if (clock_stream_) cudaStreamDestroy(clock_stream_);
@@ -689,8 +694,18 @@ void CudaBackend::make_cudnn() {
                                                         CUDNN_TENSOR_NHWC);
       cudnn_nchw_ = std::make_unique<cuda::CudnnConvolution>(*this, device().str(), enter(), cuda::tf32_requested(),
                                                              CUDNN_TENSOR_NCHW);
+      const char* graph = std::getenv("STRATA_CUDNN_GRAPH");
+      if (!graph || std::string(graph) != "0") {
+        cudnn_graph_ = std::make_unique<cuda::CudnnGraphConvolution>(*this, device().str(), enter(), cuda::tf32_requested(),
+                                                                     CUDNN_TENSOR_NHWC);
+        cudnn_graph_nchw_ = std::make_unique<cuda::CudnnGraphConvolution>(*this, device().str(), enter(),
+                                                                          cuda::tf32_requested(), CUDNN_TENSOR_NCHW);
+      }
     } catch (const std::exception& e) {
       cudnn_.reset();
+      cudnn_nchw_.reset();
+      cudnn_graph_.reset();
+      cudnn_graph_nchw_.reset();
       cudnn_unavailable_ = e.what();
       std::fprintf(stderr, "%s: cuDNN cannot be used (%s); convolutions use im2col and cuBLASLt\n", device().str().c_str(),
                    e.what());
@@ -710,10 +725,10 @@ int64_t CudaBackend::images_per_slice(const Window2D& w) const {
   return std::max<int64_t>(1, l2_bytes_ / 2 / std::max<int64_t>(1, per_image));
 }
 
-// Which ways beside whole-batch im2col this window has: cuDNN in either
-// layout where it loads and takes the shape (its padding gives the window, it
-// plans it), im2col over slices where the batch's patch matrix outgrows the
-// cache.
+// Which ways beside whole-batch im2col this window has: cuDNN's legacy
+// algorithms and its graph API's engines, each in either layout, where it
+// loads and takes the shape (its padding gives the window, it plans it), im2col over slices where the batch's patch matrix
+// outgrows the cache.
 CudaBackend::Offered CudaBackend::offered(const Window2D& w, int64_t filters) {
   Offered o;
 #ifdef STRATA_WITH_CUDNN
@@ -721,6 +736,8 @@ CudaBackend::Offered CudaBackend::offered(const Window2D& w, int64_t filters) {
   make_cudnn();
   o.nhwc = cudnn_ && cudnn_->takes(w, filters);
   o.nchw = cudnn_nchw_ && cudnn_nchw_->takes(w, filters);
+  o.graph_nhwc = cudnn_graph_ && cudnn_graph_->takes(w, filters);
+  o.graph_nchw = cudnn_graph_nchw_ && cudnn_graph_nchw_->takes(w, filters);
 #endif
   o.slices = images_per_slice(w) < w.batch;
   return o;
@@ -728,7 +745,7 @@ CudaBackend::Offered CudaBackend::offered(const Window2D& w, int64_t filters) {
 
 bool CudaBackend::has_conv2d(const Window2D& w, int64_t filters) {
   const Offered o = offered(w, filters);
-  return o.nhwc || o.nchw || o.slices;
+  return o.nhwc || o.nchw || o.graph_nhwc || o.graph_nchw || o.slices;
 }
 
 std::vector<std::string> CudaBackend::convolution_ways(const Window2D& w, int64_t filters) {
@@ -739,7 +756,7 @@ std::vector<std::string> CudaBackend::convolution_ways(const Window2D& w, int64_
 
 void CudaBackend::force_convolution_way(const std::string& way) { conv_ways_.force(way); }
 
-// The ways this window takes, cuDNN's first (the one a step captured before
+// The ways this window takes, cuDNN's legacy NHWC first (the one a step captured before
 // any timing keeps), im2col over the whole batch last; `im2col` is given the
 // images per slice.
 std::vector<cuda::ConvolutionWays::Way> CudaBackend::ways_for(const Window2D& w, int64_t filters, const CudnnCall& nhwc,
@@ -749,6 +766,8 @@ std::vector<cuda::ConvolutionWays::Way> CudaBackend::ways_for(const Window2D& w,
   std::vector<cuda::ConvolutionWays::Way> ways;
   if (o.nhwc) ways.push_back({"cudnn", [this, nhwc] { return nhwc(*cudnn_); }});
   if (o.nchw) ways.push_back({"cudnn-nchw", [this, nchw] { return nchw(*cudnn_nchw_); }});
+  if (o.graph_nhwc) ways.push_back({"cudnn-graph", [this, nhwc] { return nhwc(*cudnn_graph_); }});
+  if (o.graph_nchw) ways.push_back({"cudnn-graph-nchw", [this, nchw] { return nchw(*cudnn_graph_nchw_); }});
   if (o.slices)
     ways.push_back({"im2col-slices", [im2col, images = images_per_slice(w)] {
                       im2col(images);
@@ -795,8 +814,8 @@ void CudaBackend::conv2d(const Window2D& w, int64_t filters, const float* x, con
   const int64_t in_px = w.height * w.width, out_px = w.out_h * w.out_w;
   const auto ways = ways_for(
       w, filters,
-      [&](cuda::CudnnConvolution& c) { return c.forward(w, filters, x, cudnn_kernel(w, filters, kernel, false).ptr(), y); },
-      [&](cuda::CudnnConvolution& c) {
+      [&](cuda::CudnnConvolver& c) { return c.forward(w, filters, x, cudnn_kernel(w, filters, kernel, false).ptr(), y); },
+      [&](cuda::CudnnConvolver& c) {
         Tensor yt = Tensor::empty(Shape{w.batch, filters, out_px}, device());
         if (!c.forward(w, filters, to_nchw(x, w.batch, in_px, w.channels).ptr(), cudnn_kernel(w, filters, kernel, true).ptr(),
                        yt.ptr()))
@@ -813,10 +832,10 @@ void CudaBackend::conv2d_backward_data(const Window2D& w, int64_t filters, const
   const int64_t in_px = w.height * w.width, out_px = w.out_h * w.out_w;
   const auto ways = ways_for(
       w, filters,
-      [&](cuda::CudnnConvolution& c) {
+      [&](cuda::CudnnConvolver& c) {
         return c.backward_data(w, filters, dy, cudnn_kernel(w, filters, kernel, false).ptr(), dx);
       },
-      [&](cuda::CudnnConvolution& c) {
+      [&](cuda::CudnnConvolver& c) {
         Tensor dxt = Tensor::empty(Shape{w.batch, w.channels, in_px}, device());
         if (!c.backward_data(w, filters, to_nchw(dy, w.batch, out_px, filters).ptr(),
                              cudnn_kernel(w, filters, kernel, true).ptr(), dxt.ptr()))
@@ -833,13 +852,13 @@ void CudaBackend::conv2d_backward_filter(const Window2D& w, int64_t filters, con
   const int64_t in_px = w.height * w.width, out_px = w.out_h * w.out_w, patch = patch_of(w);
   const auto ways = ways_for(
       w, filters,
-      [&](cuda::CudnnConvolution& c) {
+      [&](cuda::CudnnConvolver& c) {
         Tensor dk = Tensor::empty(Shape{filters, patch}, device());
         if (!c.backward_filter(w, filters, x, dy, dk.ptr())) return false;
         cuda::transpose(enter(), dk.ptr(), filters, patch, dkernel);
         return true;
       },
-      [&](cuda::CudnnConvolution& c) {
+      [&](cuda::CudnnConvolver& c) {
         // (filters, channels, kh * kw) -> (filters, kh * kw, channels) -> the layer's matrix.
         Tensor dkc = Tensor::empty(Shape{filters, patch}, device());
         if (!c.backward_filter(w, filters, to_nchw(x, w.batch, in_px, w.channels).ptr(),

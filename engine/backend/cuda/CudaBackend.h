@@ -17,7 +17,7 @@
 
 namespace strata {
 namespace cuda {
-class CudnnConvolution;
+class CudnnConvolver;
 }
 
 // One NVIDIA GPU, device kind `gpu`. Every call is queued on the device's
@@ -111,9 +111,10 @@ public:
   void check_labels(const int32_t* labels, int64_t n, int64_t classes, float* error) override;
   void im2col(const Window2D& w, const float* x, float* col) override;
   void col2im(const Window2D& w, const float* col, float* dx) override;
-  // Where the window has a way beside whole-batch im2col (cuDNN in either
-  // layout, im2col over slices: offered()); else the layers' own im2col +
-  // cuBLASLt, which keeps the patch matrix for the backward pass.
+  // Where the window has a way beside whole-batch im2col (cuDNN's legacy
+  // algorithms or its graph API's engines, in either layout; im2col over
+  // slices: offered()); else the layers' own im2col + cuBLASLt, which keeps
+  // the patch matrix for the backward pass.
   bool has_conv2d(const Window2D& w, int64_t filters) override;
   std::vector<std::string> convolution_ways(const Window2D& w, int64_t filters) override;
   void force_convolution_way(const std::string& way) override;
@@ -173,7 +174,8 @@ private:
   std::unique_ptr<cuda::CublasLtGemm> gemm_;
   // cuDNN, made at the first convolution (null when it cannot be: the
   // build has no cudnn.h or the library does not load), in the layers' NHWC
-  // layout and in NCHW.
+  // layout and in NCHW, through the legacy API and through the graph API
+  // (not with STRATA_CUDNN_GRAPH=0).
   void make_cudnn();
   // A layer's kernel in cuDNN's filter layout (a temporary on the stream).
   Tensor cudnn_kernel(const Window2D& w, int64_t filters, const float* kernel, bool nchw);
@@ -181,14 +183,14 @@ private:
   void from_nchw(const Tensor& t, int64_t n, int64_t pixels, int64_t channels, float* x);
   int64_t images_per_slice(const Window2D& w) const;
   struct Offered {
-    bool nhwc = false, nchw = false, slices = false;
+    bool nhwc = false, nchw = false, graph_nhwc = false, graph_nchw = false, slices = false;
   };
   Offered offered(const Window2D& w, int64_t filters);
-  using CudnnCall = std::function<bool(cuda::CudnnConvolution&)>;
+  using CudnnCall = std::function<bool(cuda::CudnnConvolver&)>;
   std::vector<cuda::ConvolutionWays::Way> ways_for(const Window2D& w, int64_t filters, const CudnnCall& nhwc,
                                                    const CudnnCall& nchw, const std::function<void(int64_t)>& im2col);
   std::once_flag cudnn_once_;
-  std::unique_ptr<cuda::CudnnConvolution> cudnn_, cudnn_nchw_;
+  std::unique_ptr<cuda::CudnnConvolver> cudnn_, cudnn_nchw_, cudnn_graph_, cudnn_graph_nchw_;
   cuda::ConvolutionWays conv_ways_;  // per shape and direction: the fastest way
   int64_t l2_bytes_ = 0;
   std::string cudnn_unavailable_;

@@ -102,21 +102,14 @@ auto choose(Rank rank, Find find, WorkspaceOf workspace_of, bool tf32, bool meas
 
 CudnnConvolution::CudnnConvolution(DeviceMemory& memory, std::string device_name, cudaStream_t stream, bool tf32,
                                    cudnnTensorFormat_t layout)
-    : memory_(memory), device_(std::move(device_name)), stream_(stream), tf32_(tf32), layout_(layout) {
+    : device_(std::move(device_name)), stream_(stream), tf32_(tf32), layout_(layout), workspace_(memory, device_, stream) {
   lib().check(lib().cudnnCreate(&handle_), device_ + ": cudnnCreate");
   lib().check(lib().cudnnSetStream(handle_, stream), device_ + ": cudnnSetStream");
 }
 
 CudnnConvolution::~CudnnConvolution() {
   for (auto& [key, p] : plans_) destroy(p);
-  if (workspace_) memory_.deallocate(workspace_, workspace_bytes_);
-  for (auto [old, bytes] : retired_) memory_.deallocate(old, bytes);
   if (handle_) lib().cudnnDestroy(handle_);
-}
-
-CudnnConvolution::Key CudnnConvolution::key_of(const Window2D& w, int64_t filters) {
-  return Key{w.batch,    w.height,   w.width,   w.channels, w.kernel_h, w.kernel_w,
-             w.stride_h, w.stride_w, w.pad_top, w.pad_left, filters};
 }
 
 void CudnnConvolution::destroy(Plan& p) {
@@ -128,7 +121,7 @@ void CudnnConvolution::destroy(Plan& p) {
 
 bool CudnnConvolution::takes(const Window2D& w, int64_t filters) {
   if (!fits(w, filters)) return false;
-  const Key key = key_of(w, filters);
+  const Key key = cudnn_key(w, filters);
   std::lock_guard lock(mutex_);
   if (refused_.contains(key)) return false;
   Plan* p = nullptr;
@@ -142,7 +135,7 @@ bool CudnnConvolution::takes(const Window2D& w, int64_t filters) {
   // Not a refusal: out of memory for the workspace (im2col's patches would
   // need more), or a shape first seen while a step is captured, is the
   // caller's error, and the shape may use cuDNN later.
-  reserve(p->workspace);
+  workspace_.reserve(p->workspace);
   return true;
 }
 
@@ -166,12 +159,12 @@ bool CudnnConvolution::fits(const Window2D& w, int64_t filters) {
 
 CudnnConvolution::Plan& CudnnConvolution::plan(const Window2D& w, int64_t filters) {
   Plan& p = planned(w, filters);
-  reserve(p.workspace);
+  workspace_.reserve(p.workspace);
   return p;
 }
 
 CudnnConvolution::Plan& CudnnConvolution::planned(const Window2D& w, int64_t filters) {
-  const Key key = key_of(w, filters);
+  const Key key = cudnn_key(w, filters);
   auto [it, fresh] = plans_.try_emplace(key);
   if (fresh) {
     try {
@@ -259,24 +252,6 @@ void CudnnConvolution::make_plan(Plan& p, const Window2D& w, int64_t filters) {
   p.workspace = need;
 }
 
-void CudnnConvolution::reserve(size_t bytes) {
-  if (bytes <= workspace_bytes_) return;
-  // Grown inside a capture, the workspace would be the graph's memory and
-  // outlive it; the step's first, op-by-op run sizes it.
-  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-  if (cudaStreamIsCapturing(stream_, &capture) == cudaSuccess && capture != cudaStreamCaptureStatusNone)
-    throw runtime_error(device_ + ": the cuDNN workspace must grow to " + std::to_string(bytes) +
-                        " bytes while the step is captured (a convolution shape the op-by-op step did not run)");
-  // The old workspace is kept, not freed: a step graph captured earlier
-  // names it (evaluation's larger batch grows it after the capture), and
-  // replaying that graph must not touch freed memory.
-  if (workspace_) retired_.emplace_back(workspace_, workspace_bytes_);
-  workspace_ = nullptr;
-  workspace_bytes_ = 0;
-  workspace_ = memory_.allocate(bytes);
-  workspace_bytes_ = bytes;
-}
-
 bool CudnnConvolution::ran(cudnnStatus_t status, const Window2D& w, int64_t filters, const char* call) {
   if (status == CUDNN_STATUS_SUCCESS) return true;
   // cuDNN 9 answers with codes inside a category (CUDNN_STATUS_NOT_SUPPORTED_SHAPE, ...).
@@ -287,7 +262,7 @@ bool CudnnConvolution::ran(cudnnStatus_t status, const Window2D& w, int64_t filt
   // none): a replica's slice of a batch may start less aligned than the
   // engine wants. That refuses this call, not the shape.
   if (status == CUDNN_STATUS_BAD_PARAM_MISALIGNED_POINTER) return false;
-  refused_.insert(key_of(w, filters));
+  refused_.insert(cudnn_key(w, filters));
   std::fprintf(stderr, "%s: %s: %s; this shape takes the other ways from here on (%s cuDNN does not)\n", device_.c_str(),
                call, lib().cudnnGetErrorString(status), layout_name());
   return false;
@@ -298,8 +273,8 @@ bool CudnnConvolution::forward(const Window2D& w, int64_t filters, const float* 
   Plan& p = plan(w, filters);
   const float one = 1.0f, zero = 0.0f;
   lib().check(lib().cudnnSetConvolutionMathType(p.conv, p.forward.math), device_ + ": cudnnSetConvolutionMathType");
-  return ran(lib().cudnnConvolutionForward(handle_, &one, p.x, x, p.kernel, kernel, p.conv, p.forward.algo, workspace_,
-                                           workspace_bytes_, &zero, p.y, y),
+  return ran(lib().cudnnConvolutionForward(handle_, &one, p.x, x, p.kernel, kernel, p.conv, p.forward.algo, workspace_.get(),
+                                           workspace_.bytes(), &zero, p.y, y),
              w, filters, "cudnnConvolutionForward");
 }
 
@@ -309,7 +284,7 @@ bool CudnnConvolution::backward_data(const Window2D& w, int64_t filters, const f
   const float one = 1.0f, zero = 0.0f;
   lib().check(lib().cudnnSetConvolutionMathType(p.conv, p.backward_data.math), device_ + ": cudnnSetConvolutionMathType");
   return ran(lib().cudnnConvolutionBackwardData(handle_, &one, p.kernel, kernel, p.y, dy, p.conv, p.backward_data.algo,
-                                                workspace_, workspace_bytes_, &zero, p.x, dx),
+                                                workspace_.get(), workspace_.bytes(), &zero, p.x, dx),
              w, filters, "cudnnConvolutionBackwardData");
 }
 
@@ -318,8 +293,8 @@ bool CudnnConvolution::backward_filter(const Window2D& w, int64_t filters, const
   Plan& p = plan(w, filters);
   const float one = 1.0f, zero = 0.0f;
   lib().check(lib().cudnnSetConvolutionMathType(p.conv, p.backward_filter.math), device_ + ": cudnnSetConvolutionMathType");
-  return ran(lib().cudnnConvolutionBackwardFilter(handle_, &one, p.x, x, p.y, dy, p.conv, p.backward_filter.algo, workspace_,
-                                                  workspace_bytes_, &zero, p.kernel, dkernel),
+  return ran(lib().cudnnConvolutionBackwardFilter(handle_, &one, p.x, x, p.y, dy, p.conv, p.backward_filter.algo,
+                                                  workspace_.get(), workspace_.bytes(), &zero, p.kernel, dkernel),
              w, filters, "cudnnConvolutionBackwardFilter");
 }
 

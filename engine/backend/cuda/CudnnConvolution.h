@@ -10,11 +10,13 @@
 #include <vector>
 
 #include "backend/Backend.h"
+#include "backend/cuda/CudnnConvolver.h"
+#include "backend/cuda/CudnnWorkspace.h"
 
 namespace strata::cuda {
 
-// Float convolutions through cuDNN for one GPU's stream, every tensor in one
-// layout (NHWC: images (n, h, w, c), kernels (filters, kh, kw, channels);
+// Float convolutions through cuDNN's legacy API (cudnnConvolutionForward...)
+// for one GPU's stream, every tensor in one layout (NHWC: images (n, h, w, c), kernels (filters, kh, kw, channels);
 // NCHW: images (n, c, h, w), kernels (filters, channels, kh, kw)): per window
 // shape a plan (descriptors and the algorithm of each direction, chosen once:
 // the fastest cuDNN measures on this GPU, or its heuristics' first with
@@ -27,27 +29,22 @@ namespace strata::cuda {
 // STRATA_TF32=1, as the matrix products. Deterministic algorithms only, so
 // a replayed step and a resumed run compute the same bits; a shape with
 // none takes the other convolution ways (CudaBackend::ways_for).
-class CudnnConvolution {
+class CudnnConvolution final : public CudnnConvolver {
 public:
   CudnnConvolution(DeviceMemory& memory, std::string device_name, cudaStream_t stream, bool tf32, cudnnTensorFormat_t layout);
-  ~CudnnConvolution();
+  ~CudnnConvolution() override;
   CudnnConvolution(const CudnnConvolution&) = delete;
   CudnnConvolution& operator=(const CudnnConvolution&) = delete;
 
-  // Whether cuDNN takes this window: its symmetric padding gives exactly
-  // this window (TF's "same" with an odd pixel after, e.g. stride 2 on an
-  // even size, does not), and a plan can be made for it (made here, once per
-  // shape, so a shape cuDNN refuses goes the im2col way instead of failing
-  // the step).
-  bool takes(const Window2D& w, int64_t filters);
-
-  // Each returns false, having done nothing, when cuDNN refuses to run the
-  // algorithm it offered for this shape (not supported, bad parameter): the
-  // shape is then refused from here on and the caller takes the im2col way,
-  // as PyTorch moves on to the next algorithm. Other failures throw.
-  bool forward(const Window2D& w, int64_t filters, const float* x, const float* kernel, float* y);
-  bool backward_data(const Window2D& w, int64_t filters, const float* dy, const float* kernel, float* dx);
-  bool backward_filter(const Window2D& w, int64_t filters, const float* x, const float* dy, float* dkernel);
+  // Takes windows whose symmetric padding gives exactly the window (TF's
+  // "same" with an odd pixel after, e.g. stride 2 on an even size, does not).
+  bool takes(const Window2D& w, int64_t filters) override;
+  // The algorithm was chosen blind to the pointers (the _v7 heuristics see
+  // none): a replica's slice of a batch may start less aligned than it
+  // wants, which refuses that call, not the shape.
+  bool forward(const Window2D& w, int64_t filters, const float* x, const float* kernel, float* y) override;
+  bool backward_data(const Window2D& w, int64_t filters, const float* dy, const float* kernel, float* dx) override;
+  bool backward_filter(const Window2D& w, int64_t filters, const float* x, const float* dy, float* dkernel) override;
 
 private:
   // An algorithm and the arithmetic it was offered with: since cuDNN 7.4 the
@@ -67,23 +64,20 @@ private:
     Choice<cudnnConvolutionBwdFilterAlgo_t> backward_filter;
     size_t workspace = 0;  // the largest of the three algorithms' needs
   };
-  using Key = std::array<int64_t, 11>;
-  static Key key_of(const Window2D& w, int64_t filters);
+  using Key = CudnnKey;
   static bool fits(const Window2D& w, int64_t filters);
   static void destroy(Plan& p);
-  // The shape's plan with the workspace it needs.
+  // The shape's plan with the workspace it needs (reserved).
   Plan& plan(const Window2D& w, int64_t filters);
   // The shape's descriptors and algorithms, made the first time; throws
   // when cuDNN cannot plan the shape.
   Plan& planned(const Window2D& w, int64_t filters);
   void make_plan(Plan& p, const Window2D& w, int64_t filters);
-  void reserve(size_t bytes);
   // The call's status: true on success; false (and the shape refused) when
   // cuDNN will not run it; throws otherwise.
   bool ran(cudnnStatus_t status, const Window2D& w, int64_t filters, const char* call);
   const char* layout_name() const { return layout_ == CUDNN_TENSOR_NCHW ? "NCHW" : "NHWC"; }
 
-  DeviceMemory& memory_;
   std::string device_;
   cudaStream_t stream_;
   bool tf32_;
@@ -92,9 +86,7 @@ private:
   std::mutex mutex_;  // the handle, the plans and the workspace: replicas sharing the GPU call from their threads
   std::map<Key, Plan> plans_;
   std::set<Key> refused_;  // shapes whose plan failed: im2col for them
-  void* workspace_ = nullptr;
-  size_t workspace_bytes_ = 0;
-  std::vector<std::pair<void*, size_t>> retired_;  // outgrown workspaces (reserve())
+  CudnnWorkspace workspace_;
 };
 
 }  // namespace strata::cuda

@@ -44,6 +44,12 @@ CudnnLibrary load() {
   STRATA_BIND(cudnnConvolutionForward)
   STRATA_BIND(cudnnConvolutionBackwardData)
   STRATA_BIND(cudnnConvolutionBackwardFilter)
+  STRATA_BIND(cudnnBackendCreateDescriptor)
+  STRATA_BIND(cudnnBackendDestroyDescriptor)
+  STRATA_BIND(cudnnBackendSetAttribute)
+  STRATA_BIND(cudnnBackendGetAttribute)
+  STRATA_BIND(cudnnBackendFinalize)
+  STRATA_BIND(cudnnBackendExecute)
 #undef STRATA_BIND
   return api;
 }

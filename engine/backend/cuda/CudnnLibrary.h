@@ -1,7 +1,8 @@
 #pragma once
 // cuDNN, opened with dlopen the first time a GPU convolves, for the reasons
-// cuBLASLt is (CublasLtLibrary.h). The legacy convolution API (cudnn_cnn.h)
-// is enough for NHWC float convolutions and stays in cuDNN 9.
+// cuBLASLt is (CublasLtLibrary.h): the legacy convolution API (cudnn_cnn.h,
+// CudnnConvolution) and the backend (graph) API's descriptors, engines and
+// execution (cudnn_graph.h, CudnnGraphConvolution).
 #include <cudnn.h>
 
 #include <string>
@@ -38,6 +39,12 @@ struct CudnnLibrary {
   STRATA_CUDNN_FN(cudnnConvolutionForward)
   STRATA_CUDNN_FN(cudnnConvolutionBackwardData)
   STRATA_CUDNN_FN(cudnnConvolutionBackwardFilter)
+  STRATA_CUDNN_FN(cudnnBackendCreateDescriptor)
+  STRATA_CUDNN_FN(cudnnBackendDestroyDescriptor)
+  STRATA_CUDNN_FN(cudnnBackendSetAttribute)
+  STRATA_CUDNN_FN(cudnnBackendGetAttribute)
+  STRATA_CUDNN_FN(cudnnBackendFinalize)
+  STRATA_CUDNN_FN(cudnnBackendExecute)
 #undef STRATA_CUDNN_FN
 
   // The loaded library (never unloaded); throws runtime_error naming the

@@ -1,0 +1,36 @@
+#pragma once
+#include <array>
+#include <cstdint>
+
+#include "backend/Backend.h"
+
+namespace strata::cuda {
+
+// A convolution through cuDNN in one tensor layout, whichever of cuDNN's APIs
+// runs it (CudnnConvolution: the legacy algorithms; CudnnGraphConvolution:
+// the backend API's engines). CudaBackend races them against each other and
+// against im2col per shape and direction (ConvolutionWays), transposing the
+// layers' NHWC images and (kh * kw * channels, filters) kernels to the layout.
+class CudnnConvolver {
+public:
+  virtual ~CudnnConvolver() = default;
+  // Whether this way takes the window: cuDNN can express it and a plan can
+  // be made for it (made here, once per shape, so a shape cuDNN refuses goes
+  // the other ways instead of failing the step).
+  virtual bool takes(const Window2D& w, int64_t filters) = 0;
+  // Each returns false, having done nothing, when cuDNN refuses the call
+  // (not supported, bad parameter): the caller takes another way, as PyTorch
+  // moves on to the next algorithm. Other failures throw.
+  virtual bool forward(const Window2D& w, int64_t filters, const float* x, const float* kernel, float* y) = 0;
+  virtual bool backward_data(const Window2D& w, int64_t filters, const float* dy, const float* kernel, float* dx) = 0;
+  virtual bool backward_filter(const Window2D& w, int64_t filters, const float* x, const float* dy, float* dkernel) = 0;
+};
+
+// A shape's key in the cuDNN ways' plan caches.
+using CudnnKey = std::array<int64_t, 11>;
+inline CudnnKey cudnn_key(const Window2D& w, int64_t filters) {
+  return CudnnKey{w.batch,    w.height,   w.width,   w.channels, w.kernel_h, w.kernel_w,
+                  w.stride_h, w.stride_w, w.pad_top, w.pad_left, filters};
+}
+
+}  // namespace strata::cuda

@@ -1,0 +1,406 @@
+#include "backend/cuda/CudnnGraphConvolution.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <utility>
+
+#include "backend/cuda/ConvolutionWays.h"
+#include "backend/cuda/CudaCheck.h"
+#include "backend/cuda/CudaKernels.h"
+#include "backend/cuda/CudnnLibrary.h"
+#include "core/Error.h"
+
+namespace strata::cuda {
+
+namespace {
+const CudnnLibrary& lib() { return CudnnLibrary::get(); }
+
+// The tensors' ids in every graph and variant pack.
+constexpr int64_t kImage = 1, kKernel = 2, kOutput = 3;
+// What a plan may use beside the pool (as the legacy way's budget).
+constexpr int64_t kWorkspaceBudget = int64_t{512} << 20;
+// Engine configurations timed per shape and direction: the heuristics rank
+// the likely ones first, and each costs a plan and three runs.
+constexpr size_t kMostCandidates = 12;
+// Pointers the plans may assume: the pool's blocks are aligned far more,
+// a replica's slice of a batch at least to a float.
+constexpr int64_t kAlignment = 16;
+// The attributes cuDNN 9 deprecates in favour of device properties, which
+// its earlier 9.x releases lack: CUDNN_ATTR_OPERATIONGRAPH_HANDLE and
+// CUDNN_ATTR_EXECUTION_PLAN_HANDLE.
+constexpr int kGraphHandle = 800, kPlanHandle = 400;
+
+// The padding after the image that, with `pad_before`, gives `out` outputs
+// (TF's "same" pads one more after than before where the window does not
+// fit evenly); -1 when none does.
+int64_t pad_after(int64_t size, int64_t pad_before, int64_t kernel, int64_t stride, int64_t out) {
+  if (pad_before < 0 || stride <= 0 || out <= 0) return -1;
+  const int64_t after = std::max<int64_t>(0, (out - 1) * stride + kernel - size - pad_before);
+  const int64_t padded = size + pad_before + after;
+  return padded >= kernel && (padded - kernel) / stride + 1 == out ? after : -1;
+}
+
+// A 4-d float tensor (n, c, h, w) in the layout: NHWC or NCHW strides. The
+// layers' kernels travel as (filters, kh, kw, channels) or (filters,
+// channels, kh, kw), cuDNN's (k, c, r, s) in the same layout.
+CudnnDescriptor tensor(int64_t uid, int64_t n, int64_t c, int64_t h, int64_t w, bool nhwc, const std::string& what) {
+  CudnnDescriptor t(CUDNN_BACKEND_TENSOR_DESCRIPTOR, what);
+  const int64_t dims[4] = {n, c, h, w};
+  const int64_t nhwc_strides[4] = {h * w * c, 1, w * c, c}, nchw_strides[4] = {c * h * w, h * w, w, 1};
+  const cudnnDataType_t type = CUDNN_DATA_FLOAT;
+  t.set(CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &type);
+  t.set(CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 4, dims);
+  t.set(CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 4, nhwc ? nhwc_strides : nchw_strides);
+  t.set(CUDNN_ATTR_TENSOR_UNIQUE_ID, uid);
+  t.set(CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, kAlignment);
+  t.finalized();
+  return t;
+}
+
+// Whether an engine's notes allow it here (see the class comment).
+bool allowed(const CudnnDescriptor& engine, bool tf32) {
+  cudnnBackendNumericalNote_t numerical[CUDNN_NUMERICAL_NOTE_TYPE_COUNT];
+  cudnnBackendBehaviorNote_t behavior[CUDNN_BEHAVIOR_NOTE_TYPE_COUNT];
+  int64_t n_numerical = 0, n_behavior = 0;
+  if (lib().cudnnBackendGetAttribute(engine.get(), CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE,
+                                     CUDNN_NUMERICAL_NOTE_TYPE_COUNT, &n_numerical, numerical) != CUDNN_STATUS_SUCCESS ||
+      lib().cudnnBackendGetAttribute(engine.get(), CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE, CUDNN_TYPE_BEHAVIOR_NOTE,
+                                     CUDNN_BEHAVIOR_NOTE_TYPE_COUNT, &n_behavior, behavior) != CUDNN_STATUS_SUCCESS)
+    return false;  // notes it will not tell: nothing is known of its arithmetic
+  for (int64_t i = 0; i < std::min<int64_t>(n_numerical, CUDNN_NUMERICAL_NOTE_TYPE_COUNT); ++i) {
+    switch (numerical[i]) {
+      case CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC:
+      case CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS:
+      case CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION: return false;
+      case CUDNN_NUMERICAL_NOTE_TENSOR_CORE:
+      case CUDNN_NUMERICAL_NOTE_FFT:
+      case CUDNN_NUMERICAL_NOTE_WINOGRAD:
+      case CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_4x4:
+      case CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_6x6:
+      case CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_13x13:
+        if (!tf32) return false;
+        break;
+      default: break;
+    }
+  }
+  for (int64_t i = 0; i < std::min<int64_t>(n_behavior, CUDNN_BEHAVIOR_NOTE_TYPE_COUNT); ++i)
+    if (behavior[i] == CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION) return false;
+  return true;
+}
+
+int64_t engine_index(const CudnnDescriptor& engine) {
+  int64_t index = -1, n = 0;
+  lib().cudnnBackendGetAttribute(engine.get(), CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &n, &index);
+  return index;
+}
+
+const char* direction_name(int d) {
+  return d == 0 ? "forward" : d == 1 ? "gradient of the input" : "gradient of the kernel";
+}
+}  // namespace
+
+CudnnGraphConvolution::CudnnGraphConvolution(DeviceMemory& memory, std::string device_name, cudaStream_t stream,
+                                             bool tf32, cudnnTensorFormat_t layout)
+    : memory_(memory),
+      device_(std::move(device_name)),
+      stream_(stream),
+      tf32_(tf32),
+      nhwc_(layout == CUDNN_TENSOR_NHWC),
+      workspace_(memory, device_, stream) {
+  lib().check(lib().cudnnCreate(&handle_), device_ + ": cudnnCreate");
+  lib().check(lib().cudnnSetStream(handle_, stream), device_ + ": cudnnSetStream");
+}
+
+CudnnGraphConvolution::~CudnnGraphConvolution() {
+  plans_.clear();  // the plans before the handle they were made with
+  if (handle_) lib().cudnnDestroy(handle_);
+}
+
+bool CudnnGraphConvolution::takes(const Window2D& w, int64_t filters) {
+  // An empty batch (a replica without examples in a short last batch) stays
+  // on the im2col path, which writes zeros.
+  if (w.batch <= 0 || filters <= 0 || pad_after(w.height, w.pad_top, w.kernel_h, w.stride_h, w.out_h) < 0 ||
+      pad_after(w.width, w.pad_left, w.kernel_w, w.stride_w, w.out_w) < 0)
+    return false;
+  const CudnnKey key = cudnn_key(w, filters);
+  std::lock_guard lock(mutex_);
+  if (refused_.contains(key)) return false;
+  Plans* p = nullptr;
+  try {
+    p = &planned(w, filters);
+  } catch (const std::exception& e) {
+    refused_.insert(key);
+    std::fprintf(stderr, "%s; this shape takes the other ways (%s cuDNN graph does not)\n", e.what(), layout_name());
+    return false;
+  }
+  // Not a refusal: out of memory for the workspace, or a shape first seen
+  // while a step is captured, is the caller's error.
+  workspace_.reserve(p->workspace);
+  return true;
+}
+
+CudnnGraphConvolution::Plans& CudnnGraphConvolution::planned(const Window2D& w, int64_t filters) {
+  auto [it, fresh] = plans_.try_emplace(cudnn_key(w, filters));
+  if (fresh) {
+    try {
+      make_plans(it->second, w, filters);
+    } catch (...) {
+      plans_.erase(it);
+      throw;
+    }
+  }
+  return it->second;
+}
+
+void CudnnGraphConvolution::make_plans(Plans& p, const Window2D& w, int64_t filters) {
+  const std::string what = device_ + ": convolution " + std::to_string(w.kernel_h) + "x" + std::to_string(w.kernel_w) +
+                           " over " + std::to_string(w.batch) + "x" + std::to_string(w.height) + "x" +
+                           std::to_string(w.width) + "x" + std::to_string(w.channels) + " in " + layout_name() +
+                           " (cuDNN graph)";
+  p.parts.push_back(tensor(kImage, w.batch, w.channels, w.height, w.width, nhwc_, what + " (input)"));
+  p.parts.push_back(tensor(kKernel, filters, w.channels, w.kernel_h, w.kernel_w, nhwc_, what + " (kernel)"));
+  p.parts.push_back(tensor(kOutput, w.batch, filters, w.out_h, w.out_w, nhwc_, what + " (output)"));
+  const CudnnDescriptor &x = p.parts[0], &k = p.parts[1], &y = p.parts[2];
+
+  CudnnDescriptor conv(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR, what);
+  const int64_t dims = 2, dilations[2] = {1, 1}, strides[2] = {w.stride_h, w.stride_w},
+                before[2] = {w.pad_top, w.pad_left},
+                after[2] = {pad_after(w.height, w.pad_top, w.kernel_h, w.stride_h, w.out_h),
+                            pad_after(w.width, w.pad_left, w.kernel_w, w.stride_w, w.out_w)};
+  const cudnnDataType_t compute = CUDNN_DATA_FLOAT;
+  const cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;
+  conv.set(CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, dims);
+  conv.set(CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &compute);
+  conv.set(CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE, 1, &mode);
+  conv.set(CUDNN_ATTR_CONVOLUTION_DILATIONS, CUDNN_TYPE_INT64, 2, dilations);
+  conv.set(CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, CUDNN_TYPE_INT64, 2, strides);
+  conv.set(CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, CUDNN_TYPE_INT64, 2, before);
+  conv.set(CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, CUDNN_TYPE_INT64, 2, after);
+  conv.finalized();
+
+  // One operation per direction, named by its own attributes: the forward
+  // reads X and W into Y; the input gradient reads DY and W into DX; the
+  // kernel gradient reads X and DY into DW.
+  struct Op {
+    cudnnBackendDescriptorType_t type;
+    int first, second, out, conv, alpha, beta;
+    const CudnnDescriptor *a, *b, *c;
+  };
+  const Op ops[3] = {
+      {CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X,
+       CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y,
+       CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA,
+       CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, &x, &k, &y},
+      {CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY,
+       CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX,
+       CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA,
+       CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA, &y, &k, &x},
+      {CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X,
+       CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW,
+       CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA,
+       CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA, &x, &y, &k},
+  };
+  p.parts.push_back(std::move(conv));
+  const CudnnDescriptor& convolution = p.parts.back();
+  const float one = 1.0f, zero = 0.0f;
+  for (int d = 0; d < 3; ++d) {
+    const Op& o = ops[d];
+    const std::string named = what + " (" + direction_name(d) + ")";
+    CudnnDescriptor op(o.type, named);
+    op.set(o.first, *o.a);
+    op.set(o.second, *o.b);
+    op.set(o.out, *o.c);
+    op.set(o.conv, convolution);
+    op.set(o.alpha, CUDNN_TYPE_FLOAT, 1, &one);
+    op.set(o.beta, CUDNN_TYPE_FLOAT, 1, &zero);
+    op.finalized();
+    p.plan[d].emplace(choose(p, op, w, filters, static_cast<Direction>(d), named));
+    p.parts.push_back(std::move(op));
+  }
+}
+
+CudnnDescriptor CudnnGraphConvolution::choose(Plans& p, const CudnnDescriptor& op, const Window2D& w, int64_t filters,
+                                              Direction d, const std::string& what) {
+  const auto& api = lib();
+  CudnnDescriptor graph(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, what);
+  cudnnBackendDescriptor_t op_raw = op.get();
+  graph.set(CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &op_raw);
+  graph.set(kGraphHandle, CUDNN_TYPE_HANDLE, 1, &handle_);
+  graph.finalized();
+
+  // Every allowed configuration the heuristics list, instant mode's first,
+  // made into plans (a configuration cuDNN will not finalize for this shape
+  // is passed over).
+  struct Candidate {
+    CudnnDescriptor plan;
+    int64_t workspace;
+    int64_t engine;
+    size_t config;  // in `configs`
+  };
+  std::vector<Candidate> candidates;
+  std::vector<CudnnDescriptor> configs;  // alive while their plans are made
+  for (cudnnBackendHeurMode_t mode : {CUDNN_HEUR_MODE_INSTANT, CUDNN_HEUR_MODE_FALLBACK}) {
+    CudnnDescriptor heuristics(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, what);
+    heuristics.set(CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, graph);
+    heuristics.set(CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode);
+    if (heuristics.finalize() != CUDNN_STATUS_SUCCESS) continue;
+    int64_t count = 0;
+    if (api.cudnnBackendGetAttribute(heuristics.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0,
+                                     &count, nullptr) != CUDNN_STATUS_SUCCESS ||
+        count <= 0)
+      continue;
+    const size_t first = configs.size();
+    std::vector<cudnnBackendDescriptor_t> raw;
+    for (int64_t i = 0; i < count; ++i) {
+      configs.emplace_back(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, what);
+      raw.push_back(configs.back().get());
+    }
+    int64_t got = 0;
+    if (api.cudnnBackendGetAttribute(heuristics.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+                                     count, &got, raw.data()) != CUDNN_STATUS_SUCCESS)
+      continue;
+    for (size_t i = first; i < first + static_cast<size_t>(std::min(got, count)); ++i) {
+      if (candidates.size() >= kMostCandidates) break;
+      CudnnDescriptor engine(CUDNN_BACKEND_ENGINE_DESCRIPTOR, what);
+      cudnnBackendDescriptor_t engine_raw = engine.get();
+      int64_t n = 0;
+      if (api.cudnnBackendGetAttribute(configs[i].get(), CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
+                                       &n, &engine_raw) != CUDNN_STATUS_SUCCESS ||
+          !allowed(engine, tf32_))
+        continue;
+      CudnnDescriptor plan(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, what);
+      plan.set(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, configs[i]);
+      plan.set(kPlanHandle, CUDNN_TYPE_HANDLE, 1, &handle_);
+      if (plan.finalize() != CUDNN_STATUS_SUCCESS) continue;
+      int64_t bytes = 0;
+      if (api.cudnnBackendGetAttribute(plan.get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &n,
+                                       &bytes) != CUDNN_STATUS_SUCCESS ||
+          bytes < 0 || bytes > kWorkspaceBudget)
+        continue;
+      candidates.push_back(Candidate{std::move(plan), bytes, engine_index(engine), i});
+    }
+  }
+  // A failed query must not be reported by the next kernel launch's check.
+  cudaGetLastError();
+  if (candidates.empty())
+    throw runtime_error(what + ": cuDNN's heuristics offer no deterministic float32 engine within a " +
+                        std::to_string(kWorkspaceBudget >> 20) + " MiB workspace for this convolution");
+
+  // Timed on this GPU unless autotuning is off or the stream is being
+  // captured (timing would break the capture): each candidate once to warm
+  // up, then the best of two runs, on scratch tensors of the shape. One that
+  // fails to run is passed over.
+  size_t best = 0;
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  const bool measure = convolution_autotune() && candidates.size() > 1 &&
+                       cudaStreamIsCapturing(stream_, &capture) == cudaSuccess && capture == cudaStreamCaptureStatusNone;
+  std::vector<float> ms(candidates.size(), std::numeric_limits<float>::infinity());
+  if (measure) {
+    const size_t x_bytes = sizeof(float) * static_cast<size_t>(w.batch * w.height * w.width * w.channels),
+                 k_bytes = sizeof(float) * static_cast<size_t>(filters * w.kernel_h * w.kernel_w * w.channels),
+                 y_bytes = sizeof(float) * static_cast<size_t>(w.batch * w.out_h * w.out_w * filters);
+    struct Scratch {
+      DeviceMemory& memory;
+      size_t bytes;
+      void* p;
+      Scratch(DeviceMemory& m, size_t b, cudaStream_t s) : memory(m), bytes(b), p(m.allocate(b)) {
+        STRATA_CUDA(cudaMemsetAsync(p, 0, b, s));
+      }
+      ~Scratch() { memory.deallocate(p, bytes); }
+    } x(memory_, x_bytes, stream_), k(memory_, k_bytes, stream_), y(memory_, y_bytes, stream_);
+    cudaEvent_t marks[2];
+    STRATA_CUDA(cudaEventCreate(&marks[0]));
+    STRATA_CUDA(cudaEventCreate(&marks[1]));
+    for (size_t i = 0; i < candidates.size(); ++i) {
+      workspace_.reserve(static_cast<size_t>(candidates[i].workspace));
+      if (execute(candidates[i].plan, x.p, k.p, y.p) != CUDNN_STATUS_SUCCESS) continue;
+      for (int round = 0; round < 2; ++round) {
+        // The GPU kept busy meanwhile, so the marks time its work, not the host's queueing.
+        spin(stream_, 200);
+        STRATA_CUDA(cudaEventRecord(marks[0], stream_));
+        execute(candidates[i].plan, x.p, k.p, y.p);
+        STRATA_CUDA(cudaEventRecord(marks[1], stream_));
+        STRATA_CUDA(cudaEventSynchronize(marks[1]));
+        float t = 0;
+        STRATA_CUDA(cudaEventElapsedTime(&t, marks[0], marks[1]));
+        ms[i] = std::min(ms[i], t);
+      }
+      if (ms[i] < ms[best]) best = i;
+    }
+    cudaEventDestroy(marks[0]);
+    cudaEventDestroy(marks[1]);
+    STRATA_CUDA(cudaStreamSynchronize(stream_));
+    cudaGetLastError();
+    if (!std::isfinite(ms[best]))
+      throw runtime_error(what + ": none of the " + std::to_string(candidates.size()) +
+                          " cuDNN engine configurations offered for this convolution ran");
+  }
+  if (convolution_log()) {
+    std::string times;
+    for (size_t i = 0; i < candidates.size(); ++i) {
+      char one[64];
+      std::snprintf(one, sizeof one, "%sengine %lld %.3f ms", i ? ", " : "", static_cast<long long>(candidates[i].engine),
+                    static_cast<double>(ms[i]));
+      times += one;
+    }
+    std::fprintf(stderr, "%s: engine %lld (%s)\n", what.c_str(), static_cast<long long>(candidates[best].engine),
+                 measure ? times.c_str() : "heuristics");
+  }
+  p.workspace = std::max(p.workspace, static_cast<size_t>(candidates[best].workspace));
+  // What the plan was made from stays with it.
+  p.parts.push_back(std::move(graph));
+  p.parts.push_back(std::move(configs[candidates[best].config]));
+  return std::move(candidates[best].plan);
+}
+
+cudnnStatus_t CudnnGraphConvolution::execute(const CudnnDescriptor& plan, const void* x, const void* kernel,
+                                             const void* y) {
+  void* pointers[3] = {const_cast<void*>(x), const_cast<void*>(kernel), const_cast<void*>(y)};
+  const int64_t ids[3] = {kImage, kKernel, kOutput};
+  void* workspace = workspace_.get();
+  CudnnDescriptor pack(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, device_ + ": cuDNN variant pack");
+  pack.set(CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, 3, pointers);
+  pack.set(CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, 3, ids);
+  pack.set(CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &workspace);
+  pack.finalized();
+  return lib().cudnnBackendExecute(handle_, plan.get(), pack.get());
+}
+
+bool CudnnGraphConvolution::run(const Window2D& w, int64_t filters, Direction d, const void* x, const void* kernel,
+                                const void* y, const char* call) {
+  for (const void* ptr : {x, kernel, y})
+    if (reinterpret_cast<uintptr_t>(ptr) % kAlignment != 0) return false;
+  std::lock_guard lock(mutex_);
+  Plans& p = planned(w, filters);
+  workspace_.reserve(p.workspace);
+  const cudnnStatus_t status = execute(*p.plan[d], x, kernel, y);
+  if (status == CUDNN_STATUS_SUCCESS) return true;
+  // cuDNN 9 answers with codes inside a category (CUDNN_STATUS_NOT_SUPPORTED_SHAPE, ...).
+  const int category = CUDNN_STATUS_CATEGORY(static_cast<int>(status));
+  if (category != CUDNN_STATUS_NOT_SUPPORTED && category != CUDNN_STATUS_BAD_PARAM)
+    lib().check(status, device_ + ": " + call);
+  refused_.insert(cudnn_key(w, filters));
+  std::fprintf(stderr, "%s: %s: %s; this shape takes the other ways from here on (%s cuDNN graph does not)\n",
+               device_.c_str(), call, lib().cudnnGetErrorString(status), layout_name());
+  return false;
+}
+
+bool CudnnGraphConvolution::forward(const Window2D& w, int64_t filters, const float* x, const float* kernel, float* y) {
+  return run(w, filters, kForward, x, kernel, y, "cudnnBackendExecute (forward)");
+}
+
+bool CudnnGraphConvolution::backward_data(const Window2D& w, int64_t filters, const float* dy, const float* kernel,
+                                          float* dx) {
+  return run(w, filters, kBackwardData, dx, kernel, dy, "cudnnBackendExecute (gradient of the input)");
+}
+
+bool CudnnGraphConvolution::backward_filter(const Window2D& w, int64_t filters, const float* x, const float* dy,
+                                            float* dkernel) {
+  return run(w, filters, kBackwardFilter, x, dkernel, dy, "cudnnBackendExecute (gradient of the kernel)");
+}
+
+}  // namespace strata::cuda

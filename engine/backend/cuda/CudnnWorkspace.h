@@ -1,0 +1,40 @@
+#pragma once
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/DeviceMemory.h"
+
+namespace strata::cuda {
+
+// The device memory a cuDNN way's kernels work in: one buffer for every
+// shape, as large as the largest plan needs, grown on the first (op by op)
+// step of a shape and never while a step is captured. Not locked: its
+// owner's mutex guards it.
+class CudnnWorkspace {
+public:
+  CudnnWorkspace(DeviceMemory& memory, std::string device, cudaStream_t stream)
+      : memory_(memory), device_(std::move(device)), stream_(stream) {}
+  ~CudnnWorkspace();
+  CudnnWorkspace(const CudnnWorkspace&) = delete;
+  CudnnWorkspace& operator=(const CudnnWorkspace&) = delete;
+
+  // At least `bytes`; throws naming the device when that needs growth
+  // inside a capture or the device has no memory for it.
+  void reserve(size_t bytes);
+  void* get() const { return buffer_; }
+  size_t bytes() const { return bytes_; }
+
+private:
+  DeviceMemory& memory_;
+  std::string device_;
+  cudaStream_t stream_;
+  void* buffer_ = nullptr;
+  size_t bytes_ = 0;
+  std::vector<std::pair<void*, size_t>> retired_;  // outgrown buffers
+};
+
+}  // namespace strata::cuda
