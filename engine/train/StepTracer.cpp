@@ -65,26 +65,34 @@ void StepTracer::stop_file() {
 }
 
 void StepTracer::flush(double time, int64_t completed) {
-  if (time - last_flush_ < kFlushSeconds) return;
-  last_flush_ = time;
-  hand_over(time, completed);
+  collect(time, completed);
+  if (time - last_send_ < kFlushSeconds) return;
+  last_send_ = time;
+  send();
 }
 
-void StepTracer::hand_over(double time, int64_t completed) {
+void StepTracer::collect(double time, int64_t completed) {
   std::vector<trace::Span> spans = recorder_.drain();
   if (spans.empty() && later_.empty()) return;
-  if (listener_ && !spans.empty()) listener_(spans);
   summarize(time, completed, spans);
-  if (file_thread_.joinable() && !spans.empty()) {
+  if (unsent_.empty()) unsent_ = std::move(spans);
+  else unsent_.insert(unsent_.end(), spans.begin(), spans.end());
+}
+
+void StepTracer::send() {
+  if (unsent_.empty()) return;
+  if (listener_) listener_(unsent_);
+  if (file_thread_.joinable()) {
     {
       std::lock_guard lock(file_mutex_);
       // A file thread that failed takes nothing more; close() reports it.
       // Handed over whole when the thread has taken the last batch (the usual case).
-      if (!file_error_ && file_queue_.empty()) file_queue_ = std::move(spans);
-      else if (!file_error_) file_queue_.insert(file_queue_.end(), spans.begin(), spans.end());
+      if (!file_error_ && file_queue_.empty()) file_queue_ = std::move(unsent_);
+      else if (!file_error_) file_queue_.insert(file_queue_.end(), unsent_.begin(), unsent_.end());
     }
     file_cv_.notify_one();
   }
+  unsent_.clear();
 }
 
 void StepTracer::summarize(double time, int64_t completed, const std::vector<trace::Span>& spans) {
@@ -125,7 +133,8 @@ void StepTracer::summarize(double time, int64_t completed, const std::vector<tra
 }
 
 void StepTracer::close(double time) {
-  hand_over(time, std::numeric_limits<int64_t>::max());
+  collect(time, std::numeric_limits<int64_t>::max());
+  send();
   if (recorder_.dropped() > 0)
     sink_.emit(LogEvent{"warning",
                         "the step timeline lost " + std::to_string(recorder_.dropped()) +

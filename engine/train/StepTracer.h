@@ -32,13 +32,16 @@ public:
 
   trace::TraceRecorder* recorder() { return &recorder_; }
   void set_listener(Listener listener) { listener_ = std::move(listener); }
-  // Called between steps on the training thread: everything recorded so far
-  // goes to the file and the listener; the steps up to `completed` get their
+  // Called between steps on the training thread. Every call: the spans
+  // recorded so far are drained and the steps up to `completed` get their
   // step_spans events (a parameter-server worker may already be recording a
-  // later round: its spans wait for that round's flush). Twenty times a
-  // second at most (by `time`, seconds): the dashboard redraws no faster,
-  // and on a short step a hand-over per step (summaries, the file thread
-  // woken) costs the training thread more than recording the spans does.
+  // later round: its spans wait for that round's flush), so this work is
+  // spread evenly over the steps: a step graph keeps the host at most one
+  // step ahead of the GPU, and a stall of many steps' summaries at once
+  // would leave the GPU idle. The drained spans go on to the trace file's
+  // thread and the listener twenty times a second at most (by `time`,
+  // seconds): the dashboard redraws no faster, and waking the file thread
+  // after every short step costs more than recording the spans does.
   void flush(double time, int64_t completed);
   // The last flush, the trace file finished under its name, and a warning
   // when spans were lost (a buffer filled between two flushes).
@@ -46,8 +49,11 @@ public:
 
 private:
   static constexpr double kFlushSeconds = 0.05;
-  // flush() without the rate limit (close() ends with one).
-  void hand_over(double time, int64_t completed);
+  // Drains the recorder into unsent_ and emits the step_spans events of the
+  // steps up to `completed`.
+  void collect(double time, int64_t completed);
+  // unsent_ to the listener and the file thread.
+  void send();
   // The step_spans events of the steps up to `completed`; spans of later
   // steps wait in later_ for their flush.
   void summarize(double time, int64_t completed, const std::vector<trace::Span>& spans);
@@ -59,8 +65,9 @@ private:
   trace::TraceMetadata meta_;
   EventSink& sink_;
   Listener listener_;
-  std::vector<trace::Span> later_;  // spans of steps not completed at the last flush
-  double last_flush_ = -1;          // flush()'s `time` when it last handed spans over
+  std::vector<trace::Span> later_;   // spans of steps not completed at the last flush
+  std::vector<trace::Span> unsent_;  // drained, not yet with the listener and the file thread
+  double last_send_ = -1;            // flush()'s `time` when it last sent spans on
   std::unique_ptr<trace::ChromeTraceWriter> file_;
   std::thread file_thread_;
   std::mutex file_mutex_;

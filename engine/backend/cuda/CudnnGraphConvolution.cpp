@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <cstdint>
+#include <cstdio>
 #include <limits>
 #include <string>
 #include <utility>
@@ -98,13 +98,11 @@ int64_t engine_index(const CudnnDescriptor& engine) {
   return index;
 }
 
-const char* direction_name(int d) {
-  return d == 0 ? "forward" : d == 1 ? "gradient of the input" : "gradient of the kernel";
-}
+const char* direction_name(int d) { return d == 0 ? "forward" : d == 1 ? "gradient of the input" : "gradient of the kernel"; }
 }  // namespace
 
-CudnnGraphConvolution::CudnnGraphConvolution(DeviceMemory& memory, std::string device_name, cudaStream_t stream,
-                                             bool tf32, cudnnTensorFormat_t layout)
+CudnnGraphConvolution::CudnnGraphConvolution(DeviceMemory& memory, std::string device_name, cudaStream_t stream, bool tf32,
+                                             cudnnTensorFormat_t layout)
     : memory_(memory),
       device_(std::move(device_name)),
       stream_(stream),
@@ -167,8 +165,7 @@ void CudnnGraphConvolution::make_plans(Plans& p, const Window2D& w, int64_t filt
   const CudnnDescriptor &x = p.parts[0], &k = p.parts[1], &y = p.parts[2];
 
   CudnnDescriptor conv(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR, what);
-  const int64_t dims = 2, dilations[2] = {1, 1}, strides[2] = {w.stride_h, w.stride_w},
-                before[2] = {w.pad_top, w.pad_left},
+  const int64_t dims = 2, dilations[2] = {1, 1}, strides[2] = {w.stride_h, w.stride_w}, before[2] = {w.pad_top, w.pad_left},
                 after[2] = {pad_after(w.height, w.pad_top, w.kernel_h, w.stride_h, w.out_h),
                             pad_after(w.width, w.pad_left, w.kernel_w, w.stride_w, w.out_w)};
   const cudnnDataType_t compute = CUDNN_DATA_FLOAT;
@@ -260,16 +257,16 @@ CudnnDescriptor CudnnGraphConvolution::choose(Plans& p, const CudnnDescriptor& o
       raw.push_back(configs.back().get());
     }
     int64_t got = 0;
-    if (api.cudnnBackendGetAttribute(heuristics.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR,
-                                     count, &got, raw.data()) != CUDNN_STATUS_SUCCESS)
+    if (api.cudnnBackendGetAttribute(heuristics.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, count,
+                                     &got, raw.data()) != CUDNN_STATUS_SUCCESS)
       continue;
     for (size_t i = first; i < first + static_cast<size_t>(std::min(got, count)); ++i) {
       if (candidates.size() >= kMostCandidates) break;
       CudnnDescriptor engine(CUDNN_BACKEND_ENGINE_DESCRIPTOR, what);
       cudnnBackendDescriptor_t engine_raw = engine.get();
       int64_t n = 0;
-      if (api.cudnnBackendGetAttribute(configs[i].get(), CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
-                                       &n, &engine_raw) != CUDNN_STATUS_SUCCESS ||
+      if (api.cudnnBackendGetAttribute(configs[i].get(), CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &n,
+                                       &engine_raw) != CUDNN_STATUS_SUCCESS ||
           !allowed(engine, tf32_))
         continue;
       CudnnDescriptor plan(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, what);
@@ -357,8 +354,7 @@ CudnnDescriptor CudnnGraphConvolution::choose(Plans& p, const CudnnDescriptor& o
   return std::move(candidates[best].plan);
 }
 
-cudnnStatus_t CudnnGraphConvolution::execute(const CudnnDescriptor& plan, const void* x, const void* kernel,
-                                             const void* y) {
+cudnnStatus_t CudnnGraphConvolution::execute(const CudnnDescriptor& plan, const void* x, const void* kernel, const void* y) {
   void* pointers[3] = {const_cast<void*>(x), const_cast<void*>(kernel), const_cast<void*>(y)};
   const int64_t ids[3] = {kImage, kKernel, kOutput};
   void* workspace = workspace_.get();
