@@ -11,6 +11,7 @@
 #include "backend/cuda/CudaCheck.h"
 #include "backend/cuda/CudaDevices.h"
 #include "backend/cuda/CudaKernels.h"
+#include "backend/cuda/CudnnConvolver.h"  // no cudnn.h needed: the pointers stay null in a build without it
 #include "core/Clock.h"
 #include "core/Error.h"
 #include "core/Tensor.h"
@@ -18,10 +19,6 @@
 #include "backend/cuda/CudnnConvolution.h"
 #include "backend/cuda/CudnnGraphConvolution.h"
 #include "backend/cuda/CudnnLibrary.h"
-#else
-namespace strata::cuda {
-class CudnnConvolver {};  // never made: this build has no cudnn.h
-}  // namespace strata::cuda
 #endif
 
 namespace strata {

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <limits>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -300,36 +301,53 @@ CudnnDescriptor CudnnGraphConvolution::choose(Plans& p, const CudnnDescriptor& o
     const size_t x_bytes = sizeof(float) * static_cast<size_t>(w.batch * w.height * w.width * w.channels),
                  k_bytes = sizeof(float) * static_cast<size_t>(filters * w.kernel_h * w.kernel_w * w.channels),
                  y_bytes = sizeof(float) * static_cast<size_t>(w.batch * w.out_h * w.out_w * filters);
+    // Device memory for the timing only, given back after it (a candidate's
+    // large workspace is not kept unless it is chosen).
     struct Scratch {
       DeviceMemory& memory;
       size_t bytes;
       void* p;
-      Scratch(DeviceMemory& m, size_t b, cudaStream_t s) : memory(m), bytes(b), p(m.allocate(b)) {
-        STRATA_CUDA(cudaMemsetAsync(p, 0, b, s));
+      Scratch(DeviceMemory& m, size_t b, cudaStream_t s) : memory(m), bytes(std::max<size_t>(b, 4)), p(m.allocate(bytes)) {
+        STRATA_CUDA(cudaMemsetAsync(p, 0, bytes, s));
       }
       ~Scratch() { memory.deallocate(p, bytes); }
+      Scratch(const Scratch&) = delete;
+      Scratch& operator=(const Scratch&) = delete;
     } x(memory_, x_bytes, stream_), k(memory_, k_bytes, stream_), y(memory_, y_bytes, stream_);
-    cudaEvent_t marks[2];
-    STRATA_CUDA(cudaEventCreate(&marks[0]));
-    STRATA_CUDA(cudaEventCreate(&marks[1]));
+    struct Marks {
+      cudaEvent_t e[2] = {};
+      Marks() {
+        STRATA_CUDA(cudaEventCreate(&e[0]));
+        STRATA_CUDA(cudaEventCreate(&e[1]));
+      }
+      ~Marks() {
+        for (cudaEvent_t m : e)
+          if (m) cudaEventDestroy(m);
+      }
+      Marks(const Marks&) = delete;
+      Marks& operator=(const Marks&) = delete;
+    } marks;
     for (size_t i = 0; i < candidates.size(); ++i) {
-      workspace_.reserve(static_cast<size_t>(candidates[i].workspace));
-      if (execute(candidates[i].plan, x.p, k.p, y.p) != CUDNN_STATUS_SUCCESS) continue;
+      std::optional<Scratch> workspace;
+      try {
+        workspace.emplace(memory_, static_cast<size_t>(candidates[i].workspace), stream_);
+      } catch (const Error&) {
+        continue;  // no memory for this one's workspace beside the pool's: the others are timed
+      }
+      if (execute(candidates[i].plan, x.p, k.p, y.p, workspace->p) != CUDNN_STATUS_SUCCESS) continue;
       for (int round = 0; round < 2; ++round) {
         // The GPU kept busy meanwhile, so the marks time its work, not the host's queueing.
         spin(stream_, 200);
-        STRATA_CUDA(cudaEventRecord(marks[0], stream_));
-        execute(candidates[i].plan, x.p, k.p, y.p);
-        STRATA_CUDA(cudaEventRecord(marks[1], stream_));
-        STRATA_CUDA(cudaEventSynchronize(marks[1]));
+        STRATA_CUDA(cudaEventRecord(marks.e[0], stream_));
+        execute(candidates[i].plan, x.p, k.p, y.p, workspace->p);
+        STRATA_CUDA(cudaEventRecord(marks.e[1], stream_));
+        STRATA_CUDA(cudaEventSynchronize(marks.e[1]));
         float t = 0;
-        STRATA_CUDA(cudaEventElapsedTime(&t, marks[0], marks[1]));
+        STRATA_CUDA(cudaEventElapsedTime(&t, marks.e[0], marks.e[1]));
         ms[i] = std::min(ms[i], t);
       }
       if (ms[i] < ms[best]) best = i;
     }
-    cudaEventDestroy(marks[0]);
-    cudaEventDestroy(marks[1]);
     STRATA_CUDA(cudaStreamSynchronize(stream_));
     cudaGetLastError();
     if (!std::isfinite(ms[best]))
@@ -354,10 +372,10 @@ CudnnDescriptor CudnnGraphConvolution::choose(Plans& p, const CudnnDescriptor& o
   return std::move(candidates[best].plan);
 }
 
-cudnnStatus_t CudnnGraphConvolution::execute(const CudnnDescriptor& plan, const void* x, const void* kernel, const void* y) {
+cudnnStatus_t CudnnGraphConvolution::execute(const CudnnDescriptor& plan, const void* x, const void* kernel, const void* y,
+                                             void* workspace) {
   void* pointers[3] = {const_cast<void*>(x), const_cast<void*>(kernel), const_cast<void*>(y)};
   const int64_t ids[3] = {kImage, kKernel, kOutput};
-  void* workspace = workspace_.get();
   CudnnDescriptor pack(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, device_ + ": cuDNN variant pack");
   pack.set(CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, 3, pointers);
   pack.set(CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, 3, ids);
@@ -371,9 +389,10 @@ bool CudnnGraphConvolution::run(const Window2D& w, int64_t filters, Direction d,
   for (const void* ptr : {x, kernel, y})
     if (reinterpret_cast<uintptr_t>(ptr) % kAlignment != 0) return false;
   std::lock_guard lock(mutex_);
+  if (refused_.contains(cudnn_key(w, filters))) return false;
   Plans& p = planned(w, filters);
   workspace_.reserve(p.workspace);
-  const cudnnStatus_t status = execute(*p.plan[d], x, kernel, y);
+  const cudnnStatus_t status = execute(*p.plan[d], x, kernel, y, workspace_.get());
   if (status == CUDNN_STATUS_SUCCESS) return true;
   // cuDNN 9 answers with codes inside a category (CUDNN_STATUS_NOT_SUPPORTED_SHAPE, ...).
   const int category = CUDNN_STATUS_CATEGORY(static_cast<int>(status));

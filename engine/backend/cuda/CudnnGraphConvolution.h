@@ -72,8 +72,8 @@ private:
   // X/W/Y sense of the forward convolution.
   bool run(const Window2D& w, int64_t filters, Direction d, const void* x, const void* kernel, const void* y,
            const char* call);
-  // cudnnBackendExecute with a variant pack of the three pointers.
-  cudnnStatus_t execute(const CudnnDescriptor& plan, const void* x, const void* kernel, const void* y);
+  // cudnnBackendExecute with a variant pack of the three pointers and the workspace.
+  cudnnStatus_t execute(const CudnnDescriptor& plan, const void* x, const void* kernel, const void* y, void* workspace);
   const char* layout_name() const { return nhwc_ ? "NHWC" : "NCHW"; }
 
   DeviceMemory& memory_;
