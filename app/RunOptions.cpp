@@ -97,6 +97,8 @@ void print_usage(std::FILE* out) {
                "  --merge-traces OUT IN...  merge the ranks' trace files into one, clocks aligned, and exit\n"
                "  --no-graphs           run every step op by op (GPU/sim devices otherwise replay each\n"
                "                        step as one captured graph from the second step on)\n"
+               "  --no-gradient-branches  compute a GPU's weight gradients in order with the rest, not\n"
+               "                        on a second stream beside the input gradients\n"
                "  --resume [RUN]        continue the latest (or the given) run from its latest checkpoint\n"
                "  --evaluate CKPT       test loss, accuracy, per-class accuracy, confusion matrix of a\n"
                "                        checkpoint, run folder or .safetensors file (JSON with --events jsonl)\n"
@@ -282,6 +284,8 @@ RunOptions parse_run_options(int argc, char** argv) {
       set([](RunConfig& c) { c.trace.device_lanes = trace::DeviceLanes::Off; });
     } else if (a == "--no-graphs") {
       set([](RunConfig& c) { c.training.step_graphs = false; });
+    } else if (a == "--no-gradient-branches") {
+      set([](RunConfig& c) { c.training.gradient_branches = false; });
     } else if (!a.empty() && a[0] == '-') {
       throw bad_input("unknown option '" + a + "' (see --help)");
     } else if (o.project_path.empty()) {

@@ -216,6 +216,22 @@ public:
   // check_labels finds a bad label).
   virtual float* label_error_flag() = 0;
 
+  // ---- a side branch of the calling thread's work (CUDA: a second stream) ---
+  // The calls this thread makes between begin_branch() and end_branch() may
+  // run beside the calls it makes after end_branch(); join_branch() orders
+  // every later call after both. The backward pass computes a layer's
+  // weight gradients on the branch beside its input gradient: at small
+  // batches each kernel fills a fraction of a GPU, one after the other.
+  // Memory the branch uses must outlive the join, and the branch must not
+  // use the device's convolution library (its handle is the main stream's).
+  // Only where allow_branches(true) was said (the Trainer says it for a
+  // device one replica uses: the branch state is the backend's, not each
+  // thread's); elsewhere, and on devices that run calls in order, no-ops.
+  virtual void allow_branches(bool /*allowed*/) {}
+  virtual void begin_branch() {}
+  virtual void end_branch() noexcept {}
+  virtual void join_branch() noexcept {}
+
 protected:
   // The default convolutions over slices of `images` images at a time (the
   // whole batch when images >= w.batch): the patch matrix holds one slice,
@@ -225,6 +241,29 @@ protected:
                                    int64_t images);
   void conv2d_backward_filter_im2col(const Window2D& w, int64_t filters, const float* x, const float* dy, float* dkernel,
                                      int64_t images);
+};
+
+// A side branch (Backend::begin_branch) for one scope: begun when made,
+// end() ends it, and it is ended and joined when the scope is left (also by
+// an exception).
+class SideBranch {
+public:
+  explicit SideBranch(Backend& b) : b_(b) { b_.begin_branch(); }
+  ~SideBranch() {
+    end();
+    b_.join_branch();
+  }
+  void end() noexcept {
+    if (ended_) return;
+    ended_ = true;
+    b_.end_branch();
+  }
+  SideBranch(const SideBranch&) = delete;
+  SideBranch& operator=(const SideBranch&) = delete;
+
+private:
+  Backend& b_;
+  bool ended_ = false;
 };
 
 // The backend that serves tensors on `device` for the calling thread. CPU

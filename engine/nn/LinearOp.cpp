@@ -1,5 +1,7 @@
 #include "nn/LinearOp.h"
 
+#include <optional>
+
 #include "nn/GradientTape.h"
 
 namespace strata::nn {
@@ -22,10 +24,11 @@ Tensor product_op(const Tensor& x, const Tensor& w, const Tensor& b, Activation 
       bk.activation_backward(act, y.ptr(), g.ptr(), dz.ptr(), p.rows, p.out);
     }
     std::vector<Tensor> grads(has_bias ? 3 : 2);
-    if (need[0]) {
-      grads[0] = Tensor::empty(x.shape(), g.device());
-      p.backward_data(bk, dz, w, grads[0].ptr());
-    }
+    // The weights' and the bias's gradients on a side branch of the device's
+    // work, beside the input's (Backend::begin_branch), where there are both;
+    // joined before the gradients are handed on. x, dz and w outlive the join.
+    std::optional<SideBranch> branch;
+    if (need[0] && (need[1] || (has_bias && need[2]))) branch.emplace(bk);
     if (need[1]) {
       grads[1] = Tensor::empty(w.shape(), g.device());
       p.backward_weights(bk, x, dz, grads[1].ptr());
@@ -33,6 +36,11 @@ Tensor product_op(const Tensor& x, const Tensor& w, const Tensor& b, Activation 
     if (has_bias && need[2]) {
       grads[2] = Tensor::empty(Shape{p.out}, g.device());
       bk.sum_rows(dz.ptr(), p.rows, p.out, grads[2].ptr(), false);
+    }
+    if (branch) branch->end();
+    if (need[0]) {
+      grads[0] = Tensor::empty(x.shape(), g.device());
+      p.backward_data(bk, dz, w, grads[0].ptr());
     }
     return grads;
   });

@@ -98,6 +98,12 @@ inline bool default_read_late() {
   return !(env && env[0] == '0' && env[1] == '\0');
 }
 
+// STRATA_GRADIENT_BRANCH=0 keeps every run's weight gradients in order with the rest.
+inline bool default_gradient_branches() {
+  const char* env = std::getenv("STRATA_GRADIENT_BRANCH");
+  return !(env && env[0] == '0' && env[1] == '\0');
+}
+
 struct TrainingConfig {
   int epochs = 10;
   int64_t batch_size = 128;  // global batch
@@ -123,6 +129,11 @@ struct TrainingConfig {
   // each step then waits for its devices, so a device error is reported
   // at the step that caused it. Not saved in projects either.
   bool read_late = default_read_late();
+  // Compute the weight gradients on a side branch of a GPU's work, beside
+  // the input gradients (Backend::begin_branch; where one replica uses the
+  // GPU); off for debugging and comparison (strata-run
+  // --no-gradient-branches, STRATA_GRADIENT_BRANCH=0). Not saved in projects.
+  bool gradient_branches = default_gradient_branches();
 };
 
 struct StrategyConfig {

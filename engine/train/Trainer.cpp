@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <string>
 #include <thread>
 
 #include "core/Clock.h"
@@ -25,6 +27,21 @@ Trainer::~Trainer() {
   // communicators from being destroyed (ncclCommDestroy waits for it), and
   // the strategy, which owns them, is otherwise destroyed before it.
   step_graph_.reset();
+  try {
+    if (strategy_) allow_branches(false);
+  } catch (...) {
+    // A device that could not be opened had no branches to stop.
+  }
+}
+
+void Trainer::allow_branches(bool allowed) {
+  // A device one replica of this process uses computes its weight gradients
+  // on a side branch of its work (Backend::begin_branch): the branch's state
+  // is the device's, so replicas sharing a device run in order.
+  std::map<std::string, int> replicas_on;
+  for (const Device& d : strategy_->devices()) ++replicas_on[d.str()];
+  for (const Device& d : strategy_->devices())
+    if (d.kind != DeviceKind::Cpu) backend_for(d).allow_branches(allowed && replicas_on[d.str()] == 1);
 }
 
 void Trainer::prepare() {
@@ -43,6 +60,7 @@ void Trainer::prepare() {
   if (config_.strategy.staleness >= 0) so.parameter_server.staleness = config_.strategy.staleness;
   so.parameter_server.min_shard_bytes = config_.strategy.min_shard_bytes;
   strategy_ = make_strategy(config_.strategy.name, so);
+  allow_branches(t.gradient_branches);
   if (config_.strategy.straggler >= strategy_->num_replicas_in_sync())
     throw bad_input("straggler: replica " + std::to_string(config_.strategy.straggler) + " does not exist (" +
                     std::to_string(strategy_->num_replicas_in_sync()) + " replicas)");

@@ -136,6 +136,9 @@ private:
   // How this run's steps execute (prepare()): captured as a graph where
   // they can be (step_graph_), and whether op-by-op steps are read late.
   void prepare_step_execution();
+  // Side branches for the weight gradients on the devices one local replica
+  // uses (allowed), or on none (not).
+  void allow_branches(bool allowed);
   std::unique_ptr<StepGraph> step_graph_;
   std::unique_ptr<DeviceStatsSampler> device_stats_;  // GPUs' load between steps (prepare())
   // 1 / global batch size on a local replica's device: the loss scale a step

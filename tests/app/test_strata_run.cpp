@@ -307,6 +307,24 @@ private slots:
                      {"--device-lanes", "sometimes"});
   }
 
+  // --no-gradient-branches: the weight gradients in order with the rest;
+  // the same losses as with the side branch (sim:0 runs it on a second thread).
+  void gradient_branches_option() {
+    QStringList losses[2];
+    for (int off = 0; off < 2; ++off) {
+      QStringList args = {kTiny, "--no-run-dir", "--events", "jsonl", "--devices", "sim:0", "--no-graphs"};
+      if (off) args << "--no-gradient-branches";
+      const Result r = run(args);
+      QVERIFY2(r.exit_code == 0, qPrintable(describe(r)));
+      for (const QString& line : r.out_lines()) {
+        const QJsonObject e = QJsonDocument::fromJson(line.toUtf8()).object();
+        if (e["type"] == "step") losses[off] << QString::number(e["loss"].toDouble(), 'g', 17);
+      }
+    }
+    QVERIFY(!losses[0].isEmpty());
+    QCOMPARE(losses[1], losses[0]);
+  }
+
   void unknown_strategy() { expect_bad_input({kTiny, "--no-run-dir", "--strategy", "warp_drive"}, {"warp_drive", "does not exist"}); }
 
   void bad_devices() {

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <thread>
+#include <tuple>
 
 #include "TestUtil.h"
 #include "engine/RecordingSink.h"
@@ -381,6 +382,71 @@ private slots:
     QCOMPARE(sink.all<StepSpansEvent>().size(), steps.size());
     QCOMPARE(steps.size(), plain_steps.size());
     for (size_t i = 0; i < steps.size(); ++i) QCOMPARE(steps[i].loss, plain_steps[i].loss);
+  }
+
+  // A sim device one replica uses computes each layer's weight and bias
+  // gradients on a side branch: a second stream with its own thread, really
+  // beside the input gradients, joined before the gradients are used. The
+  // losses are those of the same run in order, bit for bit; replicas sharing
+  // a device never branch; a captured step keeps one stream, so with step
+  // graphs only the eager steps branch. The MLP and the TF-tutorial CNN
+  // (convolutions: im2col on the branch, patches freed in its order).
+  void weight_gradients_on_a_side_branch_data() {
+    QTest::addColumn<QString>("model");
+    QTest::addColumn<bool>("graphs");
+    QTest::newRow("mlp, op by op") << "mlp" << false;
+    QTest::newRow("mlp, step graphs") << "mlp" << true;
+    QTest::newRow("cnn, op by op") << "cnn" << false;
+  }
+  void weight_gradients_on_a_side_branch() {
+    QFETCH(QString, model);
+    QFETCH(bool, graphs);
+    RunConfig config = synthetic_config(2);
+    if (model == "cnn") {
+      const QString dir = "/usr/share/datasets/fashion-mnist";
+      if (!QFile::exists(dir + "/train-images-idx3-ubyte.gz")) QSKIP("Fashion-MNIST is not installed");
+      config = load_project(STRATA_SOURCE_DIR "/resources/examples/fashion-cnn.strata");
+      config.dataset.path = dir.toStdString();
+      config.dataset.validation_split = 0.005;  // 300 images to evaluate, not the 10,000 of the test split
+      config.training.epochs = 1;
+      config.training.max_steps_per_epoch = 6;
+      config.training.batch_size = 16;
+    }
+    config.strategy.name = "one_device";
+    config.strategy.devices = {"sim:0"};
+    config.training.step_graphs = graphs;
+    DeviceCounters& counters = backend_for(Device{DeviceKind::Sim, 0}).counters();
+    auto losses_and_branches = [&](const RunConfig& c) {
+      RecordingSink sink;
+      const int64_t before = counters.branches;
+      Trainer trainer(c, sink);
+      trainer.prepare();
+      const FinishedEvent result = trainer.run();
+      std::vector<double> losses;
+      for (const StepEvent& e : sink.all<StepEvent>()) losses.push_back(e.loss);
+      return std::make_tuple(QString(status_name(result.status)), losses, counters.branches - before);
+    };
+    config.training.gradient_branches = false;
+    const auto [plain_status, plain, no_branches] = losses_and_branches(config);
+    config.training.gradient_branches = true;
+    const auto [status, branched, branches] = losses_and_branches(config);
+    QCOMPARE(plain_status, QString("completed"));
+    QCOMPARE(status, QString("completed"));
+    QCOMPARE(no_branches, int64_t{0});
+    QVERIFY(!plain.empty());
+    QCOMPARE(branched.size(), plain.size());
+    for (size_t i = 0; i < plain.size(); ++i) QCOMPARE(branched[i], plain[i]);
+    // A branch per layer with an input gradient (every layer but the first) and step run op by op.
+    const int64_t per_step = model == "cnn" ? 3 : 1;
+    const int64_t steps = static_cast<int64_t>(plain.size());
+    if (graphs) QVERIFY2(branches > 0 && branches < per_step * steps, qPrintable(QString::number(branches)));
+    else QCOMPARE(branches, per_step * steps);
+    // Two replicas on one device: in order.
+    config.strategy.name = "mirrored";
+    config.strategy.devices = {"sim:0", "sim:0"};
+    const auto [shared_status, shared_losses, shared_branches] = losses_and_branches(config);
+    QCOMPARE(shared_status, QString("completed"));
+    QCOMPARE(shared_branches, int64_t{0});
   }
 
   // --device-lanes off: the host's lanes alone (no timing marks queued).

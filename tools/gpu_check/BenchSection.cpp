@@ -141,6 +141,37 @@ std::string tracing_cost(const Device& device, std::vector<CheckRecord>& failure
   return md + line;
 }
 
+// What computing the weight gradients on a side stream beside the input
+// gradients gains (Backend::begin_branch), each model at its smallest batch
+// and the CNN at 256 too: branches on against --no-gradient-branches,
+// measured as the throughput tables are, the two ways alternated.
+std::string gradient_branches_gain(const Device& device, std::vector<CheckRecord>& failures) {
+  std::string md =
+      "### Weight gradients on a side stream, against in order\n\n| model | batch | in order | side stream | side / in "
+      "order |\n|---|---:|---:|---:|---:|\n";
+  for (const auto& [project, batch] :
+       std::vector<std::pair<std::string, int64_t>>{{"fashion-mlp", 128}, {"fashion-cnn", 64}, {"fashion-cnn", 256}}) {
+    try {
+      double in_order = 0, branched = 0;
+      for (int round = 0; round < 2; ++round) {
+        in_order = std::max(in_order, measure_throughput({device}, project, batch, 20, 200, false).samples_per_sec);
+        branched = std::max(branched, measure_throughput({device}, project, batch, 20, 200, true).samples_per_sec);
+      }
+      char row[200];
+      std::snprintf(row, sizeof row, "| %s | %lld | %s | %s | %.2f |\n", project.c_str(), static_cast<long long>(batch),
+                    figure(in_order).c_str(), figure(branched).c_str(), branched / in_order);
+      md += row;
+    } catch (const std::exception& e) {
+      md += "| " + project + " | " + std::to_string(batch) + " | not measured: " + table_cell(e.what()) + " | | |\n";
+      failures.push_back(CheckRecord{"bench", project + " side stream, batch " + std::to_string(batch),
+                                     std::numeric_limits<double>::infinity(), 0, false, e.what()});
+    }
+  }
+  return md +
+         "\nSamples/s, the better of two runs each way, alternated, with the convolution ways the process chose at its "
+         "first step of each shape (a kernel gradient on the side stream takes an im2col way).\n\n";
+}
+
 // Where the CNN's replayed step goes on the device at the table's batches
 // (its device lanes' phases), then the ways its convolutions took there
 // (their training steps and the evaluation's larger batches alike).
@@ -200,6 +231,7 @@ std::vector<CheckRecord> BenchSection::run(const SectionContext& context) {
       "what earlier runs of the process freed). PyTorch: bench/pytorch_gpu_peer.py on random inputs already on the "
       "GPU, cuDNN autotuned, TF32 off unless the column says so.\n";
   md += "\n" + on_device;
+  md += gradient_branches_gain(context.device, failures);
   // What two replicas sharing the device cost against one on the same
   // global batch (#15): each runs half the batch, and the gradients are
   // summed through device memory before the update.

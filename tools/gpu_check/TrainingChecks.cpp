@@ -286,9 +286,10 @@ std::vector<CheckRecord> check_fashion_cnn(const Device& device) {
 }
 
 ThroughputFigure measure_throughput(const std::vector<Device>& replicas, const std::string& project, int64_t batch,
-                                    int warmup, int steps) {
+                                    int warmup, int steps, bool gradient_branches) {
   const Device& first = replicas.front();
   RunConfig c = example_for_speed(project, first, warmup + steps);
+  c.training.gradient_branches = gradient_branches;
   if (replicas.size() > 1) {
     c.strategy.name = "mirrored";
     c.strategy.devices.clear();

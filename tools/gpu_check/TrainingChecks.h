@@ -58,7 +58,7 @@ struct ThroughputFigure {
   int64_t device_bytes = 0;  // device memory allocated from the system during the run, all devices
 };
 ThroughputFigure measure_throughput(const std::vector<Device>& replicas, const std::string& project, int64_t batch,
-                                    int warmup = 20, int steps = 200);
+                                    int warmup = 20, int steps = 200, bool gradient_branches = true);
 
 // Where a replayed step's time goes on `device`: an example project traced
 // with device lanes in every step for `steps` steps at `batch`, the median

@@ -147,7 +147,8 @@ CublasLtGemm::Plan& CublasLtGemm::plan(const Key& key, const float* bias) {
 }
 
 bool CublasLtGemm::run(cudaStream_t stream, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
-                       const float* a, const float* b, float beta, float* c, const float* bias) {
+                       const float* a, const float* b, float beta, float* c, const float* bias, void* workspace) {
+  if (!workspace) workspace = workspace_;
   const Key key{
       trans_a, trans_b, m, n, k, beta != 0.0f, alignment(a), alignment(b), alignment(c), bias ? alignment(bias) : 0};
   std::lock_guard lock(mutex_);
@@ -172,7 +173,7 @@ bool CublasLtGemm::run(cudaStream_t stream, bool trans_a, bool trans_b, int64_t 
       const auto set = lt().cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias);
       if (set != CUBLAS_STATUS_SUCCESS) fail(set, "cublasLtMatmulDescSetAttribute (bias)", key);
       const cublasStatus_t s = lt().cublasLtMatmul(handle_, p->op, &alpha, b, p->first, a, p->second, &beta, c, p->out, c,
-                                                   p->out, &p->algo, workspace_, workspace_bytes_, stream);
+                                                   p->out, &p->algo, workspace, workspace_bytes_, stream);
       if (s == CUBLAS_STATUS_SUCCESS) return true;
       if (s != CUBLAS_STATUS_NOT_SUPPORTED) fail(s, "cublasLtMatmul", key);
       plans_.erase(key);
@@ -181,7 +182,7 @@ bool CublasLtGemm::run(cudaStream_t stream, bool trans_a, bool trans_b, int64_t 
   }
   Plan& p = plan(plain);
   const cublasStatus_t s = lt().cublasLtMatmul(handle_, p.op, &alpha, b, p.first, a, p.second, &beta, c, p.out, c, p.out,
-                                               &p.algo, workspace_, workspace_bytes_, stream);
+                                               &p.algo, workspace, workspace_bytes_, stream);
   if (s != CUBLAS_STATUS_SUCCESS) fail(s, "cublasLtMatmul", plain);
   return false;
 }

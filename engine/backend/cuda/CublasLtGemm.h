@@ -32,9 +32,10 @@ public:
   // row of C: cuBLASLt's bias epilogue), row-major, queued on `stream`.
   // Returns whether the bias was added: false when there is none, or when
   // cuBLASLt has no algorithm with the epilogue for this product (then the
-  // caller adds it).
+  // caller adds it). `workspace` (of the constructor's size) replaces the
+  // lent one for a product that may run beside another (a second stream).
   bool run(cudaStream_t stream, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
-           const float* b, float beta, float* c, const float* bias = nullptr);
+           const float* b, float beta, float* c, const float* bias = nullptr, void* workspace = nullptr);
 
 private:
   struct Plan;

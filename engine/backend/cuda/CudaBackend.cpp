@@ -28,6 +28,8 @@ namespace {
 constexpr size_t kGemmWorkspaceBytes = size_t{32} << 20;
 
 thread_local int t_current_device = -1;
+// The backend whose side branch the calling thread is in (begin_branch), if any.
+thread_local const CudaBackend* t_branch_of = nullptr;
 
 class CudaEvent final : public DeviceEvent {
 public:
@@ -190,6 +192,12 @@ CudaBackend::~CudaBackend() {
     std::erase(g_opened, this);
   }
   gemm_.reset();
+  if (branch_) {
+    if (branch_->gemm_workspace) cudaFreeAsync(branch_->gemm_workspace, stream_);
+    cudaEventDestroy(branch_->fork);
+    cudaEventDestroy(branch_->join);
+    cudaStreamDestroy(branch_->stream);
+  }
   cudnn_.reset();
   cudnn_nchw_.reset();
   cudnn_graph_.reset();
@@ -205,7 +213,57 @@ cudaStream_t CudaBackend::enter() const {
     STRATA_CUDA(cudaSetDevice(index_));
     t_current_device = index_;
   }
-  return stream_;
+  return in_branch() ? branch_->stream : stream_;
+}
+
+// Only the thread in the branch reads branch_ here: the one that made it.
+bool CudaBackend::in_branch() const { return t_branch_of == this; }
+
+void CudaBackend::allow_branches(bool allowed) { branches_allowed_ = allowed; }
+
+void CudaBackend::begin_branch() {
+  if (!branches_allowed_ || t_branch_of) return;  // not here, or in a branch already (one level deep)
+  cudaStream_t main = enter();
+  if (!branch_) {
+    // Its workspace allocated inside a capture would be the graph's memory:
+    // the first (op-by-op) step makes it, and until then the work stays on
+    // the main stream.
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    STRATA_CUDA(cudaStreamIsCapturing(main, &capture));
+    if (capture != cudaStreamCaptureStatusNone) return;
+    auto b = std::make_unique<Branch>();
+    try {
+      STRATA_CUDA(cudaStreamCreateWithFlags(&b->stream, cudaStreamNonBlocking));
+      STRATA_CUDA(cudaEventCreateWithFlags(&b->fork, cudaEventDisableTiming));
+      STRATA_CUDA(cudaEventCreateWithFlags(&b->join, cudaEventDisableTiming));
+      b->gemm_workspace = allocate(kGemmWorkspaceBytes);  // on the main stream: the branch forks after it
+    } catch (...) {
+      if (b->join) cudaEventDestroy(b->join);
+      if (b->fork) cudaEventDestroy(b->fork);
+      if (b->stream) cudaStreamDestroy(b->stream);
+      throw;
+    }
+    branch_ = std::move(b);
+  }
+  STRATA_CUDA(cudaEventRecord(branch_->fork, main));
+  STRATA_CUDA(cudaStreamWaitEvent(branch_->stream, branch_->fork, 0));
+  t_branch_of = this;
+  counters().branches++;
+}
+
+void CudaBackend::end_branch() noexcept {
+  if (t_branch_of != this) return;
+  t_branch_of = nullptr;
+  branch_->pending = true;
+}
+
+void CudaBackend::join_branch() noexcept {
+  if (t_branch_of == this) end_branch();
+  if (!branch_ || !branch_->pending) return;
+  branch_->pending = false;
+  // Cannot throw (it runs as a scope is left): a failure here is the GPU's
+  // (a sticky error), which the next checked call reports.
+  if (cudaEventRecord(branch_->join, branch_->stream) == cudaSuccess) cudaStreamWaitEvent(stream_, branch_->join, 0);
 }
 
 // ---- memory --------------------------------------------------------------------
@@ -286,7 +344,9 @@ void CudaBackend::deallocate(void* p, size_t) {
   }
   t_current_device = index_;
   // A failure must not stay the thread's last error, blamed on the next launch.
-  if (cudaFreeAsync(p, stream_) != cudaSuccess) cudaGetLastError();
+  // In the order of the stream this thread's work goes to: memory a side
+  // branch used is freed after its use there.
+  if (cudaFreeAsync(p, in_branch() ? branch_->stream : stream_) != cudaSuccess) cudaGetLastError();
 }
 
 void CudaBackend::refuse_while_capturing(const char* what) {
@@ -544,7 +604,8 @@ void CudaBackend::gemm_bias(bool trans_a, bool trans_b, int64_t m, int64_t n, in
   cudaStream_t s = enter();
   // An empty product or none to add: the plain way (it handles k = 0).
   if (!bias || m == 0 || n == 0 || k == 0) return Backend::gemm_bias(trans_a, trans_b, m, n, k, a, b, bias, c);
-  if (!gemm_->run(s, trans_a, trans_b, m, n, k, 1.0f, a, b, 0.0f, c, bias)) cuda::add_bias_rows(s, c, bias, m, n);
+  if (!gemm_->run(s, trans_a, trans_b, m, n, k, 1.0f, a, b, 0.0f, c, bias, in_branch() ? branch_->gemm_workspace : nullptr))
+    cuda::add_bias_rows(s, c, bias, m, n);
 }
 
 void CudaBackend::gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
@@ -558,7 +619,7 @@ void CudaBackend::gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t
     else cuda::axpby(s, m * n, 0.0f, c, beta, c);
     return;
   }
-  gemm_->run(s, trans_a, trans_b, m, n, k, alpha, a, b, beta, c);
+  gemm_->run(s, trans_a, trans_b, m, n, k, alpha, a, b, beta, c, nullptr, in_branch() ? branch_->gemm_workspace : nullptr);
 }
 
 void CudaBackend::add_bias_rows(float* y, const float* bias, int64_t rows, int64_t cols) {
@@ -759,7 +820,10 @@ void CudaBackend::force_convolution_way(const std::string& way) { conv_ways_.for
 std::vector<cuda::ConvolutionWays::Way> CudaBackend::ways_for(const Window2D& w, int64_t filters, const CudnnCall& nhwc,
                                                               const CudnnCall& nchw,
                                                               const std::function<void(int64_t)>& im2col) {
-  const Offered o = offered(w, filters);
+  Offered o = offered(w, filters);
+  // cuDNN's handles run on the main stream: a side branch's convolution
+  // (a weight gradient) takes the im2col ways.
+  if (in_branch()) o.nhwc = o.nchw = o.graph_nhwc = o.graph_nchw = false;
   std::vector<cuda::ConvolutionWays::Way> ways;
   if (o.nhwc) ways.push_back({"cudnn", [this, nhwc] { return nhwc(*cudnn_); }});
   if (o.nchw) ways.push_back({"cudnn-nchw", [this, nchw] { return nchw(*cudnn_nchw_); }});

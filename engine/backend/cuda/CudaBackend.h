@@ -1,6 +1,7 @@
 #pragma once
 #include <cuda_runtime_api.h>
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -147,10 +148,22 @@ public:
                    WeightStores stores) override;
   void adam_update_many(std::span<const AdamTensor> tensors, const AdamParams& p, const float* lr_step,
                         WeightStores stores) override;
+  // The side branch is a second stream of this GPU, forked from the main
+  // stream by an event and joined back by another (in a capture: parallel
+  // branches of the step graph). Made at the first branch outside a
+  // capture, with a cuBLASLt workspace of its own. The branch's calls take
+  // no cuDNN way (ways_for).
+  void allow_branches(bool allowed) override;
+  void begin_branch() override;
+  void end_branch() noexcept override;
+  void join_branch() noexcept override;
 
 private:
-  // Makes this GPU the calling thread's current device (a cached check).
+  // Makes this GPU the calling thread's current device (a cached check);
+  // answers the stream the calling thread's work goes to: the side branch's
+  // inside a branch, else the main stream.
   cudaStream_t enter() const;
+  bool in_branch() const;
   // A device buffer of at least `bytes` kept between calls (ones for
   // sum_rows, the channel reductions' partial sums); grows in stream order.
   // Under scratch_mutex_.
@@ -229,6 +242,14 @@ private:
   // step, for the device-memory all-reduce's stages among replicas sharing
   // a GPU, the step's figures, copies between devices).
   std::shared_ptr<SpareEvents> spare_events_ = std::make_shared<SpareEvents>();
+  struct Branch {
+    cudaStream_t stream = nullptr;
+    cudaEvent_t fork = nullptr, join = nullptr;
+    void* gemm_workspace = nullptr;
+    bool pending = false;  // ended, not yet joined
+  };
+  std::atomic<bool> branches_allowed_{false};
+  std::unique_ptr<Branch> branch_;  // made by the first begin_branch() outside a capture
   cudaStream_t clock_stream_ = nullptr;
   cudaEvent_t clock_ref_[2] = {};
   double clock_ref_us_[2] = {-1, -1};

@@ -9,15 +9,62 @@
 namespace strata {
 
 SimBackend::SimBackend(int index)
-    : index_(index), arena_(index, sim_device_memory_bytes()), cpu_(1, index), stream_("sim:" + std::to_string(index)) {
+    : index_(index),
+      arena_(index, sim_device_memory_bytes()),
+      cpu_(1, index),
+      stream_("sim:" + std::to_string(index)),
+      side_cpu_(1, index),
+      side_("sim:" + std::to_string(index) + " side") {
   register_sim_arena(index, &arena_);
   label_error_ = static_cast<float*>(allocate(2 * sizeof(float)));
   fill32(label_error_, 2, 0);
 }
 
 SimBackend::~SimBackend() {
+  side_.synchronize();
   stream_.synchronize();
   register_sim_arena(index_, nullptr);
+}
+
+namespace {
+// The sim backend whose side branch the calling thread is in, if any.
+thread_local const SimBackend* t_sim_branch_of = nullptr;
+}  // namespace
+
+bool SimBackend::in_branch() const { return t_sim_branch_of == this; }
+
+void SimBackend::run(std::function<void(CpuBackend&)> op) {
+  CpuBackend& kernels = in_branch() ? side_cpu_ : cpu_;
+  current().enqueue([op = std::move(op), &kernels] { op(kernels); });
+}
+
+void SimBackend::begin_branch() {
+  if (!branches_allowed_ || t_sim_branch_of || stream_.capturing()) return;
+  side_.wait(stream_.record());
+  t_sim_branch_of = this;
+  counters().branches++;
+}
+
+void SimBackend::end_branch() noexcept {
+  if (t_sim_branch_of != this) return;
+  t_sim_branch_of = nullptr;
+  side_pending_ = true;
+}
+
+void SimBackend::join_branch() noexcept {
+  end_branch();
+  if (!side_pending_) return;
+  side_pending_ = false;
+  try {
+    stream_.wait(side_.record());
+  } catch (...) {
+    // Out of host memory for an event: the host waits for the side's work instead.
+    try {
+      side_.synchronize();
+    } catch (...) {
+      // Its failure is rethrown by the next synchronize().
+    }
+  }
 }
 
 template <typename T>
@@ -130,7 +177,7 @@ void SimBackend::poison(void* p, size_t bytes) {
   // replay of a capture), so a kernel that reads what nobody wrote fails
   // here as it would on a GPU, instead of finding zeros or last step's values.
   char* d = view(static_cast<char*>(p), "allocate");
-  run([d, bytes] { std::memset(d, 0xff, bytes); });
+  run([d, bytes](CpuBackend&) { std::memset(d, 0xff, bytes); });
 }
 
 void SimBackend::deallocate(void* p, size_t bytes) {
@@ -141,6 +188,13 @@ void SimBackend::deallocate(void* p, size_t bytes) {
       else capture_->deferred.emplace_back(p, bytes);
       return;
     }
+  }
+  // Freed inside a branch: back in the arena once the branch's work so far
+  // has run (its kernels may still read it); the main stream's frees are
+  // safe at once, later work on it being queued after its earlier work.
+  if (in_branch()) {
+    side_.enqueue([this, p, bytes] { arena_.deallocate(p, bytes); });
+    return;
   }
   arena_.deallocate(p, bytes);
 }
@@ -153,7 +207,7 @@ void SimBackend::copy_from_host(void* dst, const void* host_src, size_t bytes) {
   auto staged = std::make_shared<std::vector<char>>(static_cast<const char*>(host_src), static_cast<const char*>(host_src) + bytes);
   counters().h2d++;
   counters().h2d_bytes += static_cast<int64_t>(bytes);
-  run([d, staged] { std::memcpy(d, staged->data(), staged->size()); });
+  run([d, staged](CpuBackend&) { std::memcpy(d, staged->data(), staged->size()); });
 }
 
 void SimBackend::copy_to_host(void* host_dst, const void* src, size_t bytes) {
@@ -168,16 +222,17 @@ void SimBackend::copy(void* dst, const void* src, size_t bytes) {
   const char* s = view(static_cast<const char*>(src), "copy");
   counters().d2d++;
   counters().d2d_bytes += static_cast<int64_t>(bytes);
-  run([d, s, bytes] { std::memmove(d, s, bytes); });
+  run([d, s, bytes](CpuBackend&) { std::memmove(d, s, bytes); });
 }
 
 void SimBackend::fill32(void* dst, int64_t n, uint32_t word) {
   auto* d = view(static_cast<uint32_t*>(dst), "fill");
-  run([d, n, word] { std::fill(d, d + n, word); });
+  run([d, n, word](CpuBackend&) { std::fill(d, d + n, word); });
 }
 
 void SimBackend::synchronize() {
   counters().syncs++;
+  side_.synchronize();  // its failures too (its work is joined into the main stream's)
   stream_.synchronize();
 }
 
@@ -192,32 +247,32 @@ void SimBackend::gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float a
                       float beta, float* c) {
   auto A = view(a, "gemm"), B = view(b, "gemm");
   auto C = view(c, "gemm");
-  run([=, this] { cpu_.gemm(ta, tb, m, n, k, alpha, A, B, beta, C); });
+  run([=](CpuBackend& cpu) { cpu.gemm(ta, tb, m, n, k, alpha, A, B, beta, C); });
 }
 
 void SimBackend::add_bias_rows(float* y, const float* bias, int64_t rows, int64_t cols) {
   auto Y = view(y, "add_bias_rows");
   auto B = view(bias, "add_bias_rows");
-  run([=, this] { cpu_.add_bias_rows(Y, B, rows, cols); });
+  run([=](CpuBackend& cpu) { cpu.add_bias_rows(Y, B, rows, cols); });
 }
 
 void SimBackend::sum_rows(const float* x, int64_t rows, int64_t cols, float* out, bool accumulate) {
   auto X = view(x, "sum_rows");
   auto O = view(out, "sum_rows");
-  run([=, this] { cpu_.sum_rows(X, rows, cols, O, accumulate); });
+  run([=](CpuBackend& cpu) { cpu.sum_rows(X, rows, cols, O, accumulate); });
 }
 
 void SimBackend::activation_forward(Activation act, const float* x, float* y, int64_t rows, int64_t cols) {
   auto X = view(x, "activation_forward");
   auto Y = view(y, "activation_forward");
-  run([=, this] { cpu_.activation_forward(act, X, Y, rows, cols); });
+  run([=](CpuBackend& cpu) { cpu.activation_forward(act, X, Y, rows, cols); });
 }
 
 void SimBackend::activation_backward(Activation act, const float* y, const float* dy, float* dx, int64_t rows,
                                      int64_t cols) {
   auto Y = view(y, "activation_backward"), DY = view(dy, "activation_backward");
   auto DX = view(dx, "activation_backward");
-  run([=, this] { cpu_.activation_backward(act, Y, DY, DX, rows, cols); });
+  run([=](CpuBackend& cpu) { cpu.activation_backward(act, Y, DY, DX, rows, cols); });
 }
 
 void SimBackend::sparse_softmax_xent(const float* logits, const int32_t* labels, int64_t rows, int64_t cols,
@@ -225,20 +280,20 @@ void SimBackend::sparse_softmax_xent(const float* logits, const int32_t* labels,
   auto X = view(logits, "sparse_softmax_xent");
   auto L = view(labels, "sparse_softmax_xent");
   auto O = view(loss, "sparse_softmax_xent"), D = view(dlogits, "sparse_softmax_xent");
-  run([=, this] { cpu_.sparse_softmax_xent(X, L, rows, cols, O, D); });
+  run([=](CpuBackend& cpu) { cpu.sparse_softmax_xent(X, L, rows, cols, O, D); });
 }
 
 void SimBackend::softmax_xent(const float* logits, const float* targets, int64_t rows, int64_t cols, float* loss,
                               float* dlogits) {
   auto X = view(logits, "softmax_xent"), T = view(targets, "softmax_xent");
   auto O = view(loss, "softmax_xent"), D = view(dlogits, "softmax_xent");
-  run([=, this] { cpu_.softmax_xent(X, T, rows, cols, O, D); });
+  run([=](CpuBackend& cpu) { cpu.softmax_xent(X, T, rows, cols, O, D); });
 }
 
 void SimBackend::axpby(int64_t n, float alpha, const float* x, float beta, float* y) {
   auto X = view(x, "axpby");
   auto Y = view(y, "axpby");
-  run([=, this] { cpu_.axpby(n, alpha, X, beta, Y); });
+  run([=](CpuBackend& cpu) { cpu.axpby(n, alpha, X, beta, Y); });
 }
 
 void SimBackend::dropout(int64_t n, float rate, uint64_t seed, uint64_t stream, const int32_t* call, uint64_t counter,
@@ -246,31 +301,31 @@ void SimBackend::dropout(int64_t n, float rate, uint64_t seed, uint64_t stream, 
   auto X = view(x, "dropout");
   auto C = view(call, "dropout");
   auto Y = view(y, "dropout"), M = view(mask, "dropout");
-  run([=, this] { cpu_.dropout(n, rate, seed, stream, C, counter, X, Y, M); });
+  run([=](CpuBackend& cpu) { cpu.dropout(n, rate, seed, stream, C, counter, X, Y, M); });
 }
 
 void SimBackend::mul(int64_t n, const float* a, const float* b, float* y) {
   auto A = view(a, "mul"), B = view(b, "mul");
   auto Y = view(y, "mul");
-  run([=, this] { cpu_.mul(n, A, B, Y); });
+  run([=](CpuBackend& cpu) { cpu.mul(n, A, B, Y); });
 }
 
 void SimBackend::scale_rows(const float* x, const float* scale, int64_t rows, int64_t cols, float* y) {
   auto X = view(x, "scale_rows"), S = view(scale, "scale_rows");
   auto Y = view(y, "scale_rows");
-  run([=, this] { cpu_.scale_rows(X, S, rows, cols, Y); });
+  run([=](CpuBackend& cpu) { cpu.scale_rows(X, S, rows, cols, Y); });
 }
 
 void SimBackend::log_clamp(int64_t n, const float* x, float eps, float* y) {
   auto X = view(x, "log_clamp");
   auto Y = view(y, "log_clamp");
-  run([=, this] { cpu_.log_clamp(n, X, eps, Y); });
+  run([=](CpuBackend& cpu) { cpu.log_clamp(n, X, eps, Y); });
 }
 
 void SimBackend::log_clamp_backward(int64_t n, const float* x, float eps, const float* dy, float* dx) {
   auto X = view(x, "log_clamp_backward"), DY = view(dy, "log_clamp_backward");
   auto DX = view(dx, "log_clamp_backward");
-  run([=, this] { cpu_.log_clamp_backward(n, X, eps, DY, DX); });
+  run([=](CpuBackend& cpu) { cpu.log_clamp_backward(n, X, eps, DY, DX); });
 }
 
 void SimBackend::pixels_to_float(int64_t rows, int64_t features, const uint8_t* in, float scale, const float* mean,
@@ -278,42 +333,42 @@ void SimBackend::pixels_to_float(int64_t rows, int64_t features, const uint8_t* 
   auto I = view(in, "pixels_to_float");
   auto M = view(mean, "pixels_to_float"), S = view(inv_std, "pixels_to_float");
   auto O = view(out, "pixels_to_float");
-  run([=, this] { cpu_.pixels_to_float(rows, features, I, scale, M, S, O); });
+  run([=](CpuBackend& cpu) { cpu.pixels_to_float(rows, features, I, scale, M, S, O); });
 }
 
 void SimBackend::gather_rows(const uint8_t* table, int64_t row_bytes, const int32_t* rows, int64_t n, uint8_t* out) {
   auto T = view(table, "gather_rows");
   auto O = view(out, "gather_rows");
   auto R = view(rows, "gather_rows");
-  run([=, this] { cpu_.gather_rows(T, row_bytes, R, n, O); });
+  run([=](CpuBackend& cpu) { cpu.gather_rows(T, row_bytes, R, n, O); });
 }
 
 void SimBackend::scaled_sum(int64_t n, const float* x, const float* scale, float* out) {
   auto X = view(x, "scaled_sum"), S = view(scale, "scaled_sum");
   auto O = view(out, "scaled_sum");
-  run([=, this] { cpu_.scaled_sum(n, X, S, O); });
+  run([=](CpuBackend& cpu) { cpu.scaled_sum(n, X, S, O); });
 }
 
 void SimBackend::broadcast_scaled(int64_t n, const float* g, const float* scale, float* y) {
   auto G = view(g, "broadcast_scaled"), S = view(scale, "broadcast_scaled");
   auto Y = view(y, "broadcast_scaled");
-  run([=, this] { cpu_.broadcast_scaled(n, G, S, Y); });
+  run([=](CpuBackend& cpu) { cpu.broadcast_scaled(n, G, S, Y); });
 }
 
 void SimBackend::add_scalar(int64_t n, float value, float* x) {
   auto X = view(x, "add_scalar");
-  run([=, this] { cpu_.add_scalar(n, value, X); });
+  run([=](CpuBackend& cpu) { cpu.add_scalar(n, value, X); });
 }
 
 void SimBackend::increment(int64_t n, int32_t* x) {
   auto X = view(x, "increment");
-  run([=, this] { cpu_.increment(n, X); });
+  run([=](CpuBackend& cpu) { cpu.increment(n, X); });
 }
 
 void SimBackend::argmax_rows(const float* x, int64_t rows, int64_t cols, int32_t* out) {
   auto X = view(x, "argmax_rows");
   auto O = view(out, "argmax_rows");
-  run([=, this] { cpu_.argmax_rows(X, rows, cols, O); });
+  run([=](CpuBackend& cpu) { cpu.argmax_rows(X, rows, cols, O); });
 }
 
 void SimBackend::count_correct(const float* predictions, const int32_t* labels, int64_t rows, int64_t cols,
@@ -321,13 +376,13 @@ void SimBackend::count_correct(const float* predictions, const int32_t* labels, 
   auto P = view(predictions, "count_correct");
   auto L = view(labels, "count_correct");
   auto C = view(count, "count_correct");
-  run([=, this] { cpu_.count_correct(P, L, rows, cols, C); });
+  run([=](CpuBackend& cpu) { cpu.count_correct(P, L, rows, cols, C); });
 }
 
 void SimBackend::check_labels(const int32_t* labels, int64_t n, int64_t classes, float* error) {
   auto L = view(labels, "check_labels");
   auto E = view(error, "check_labels");
-  run([=, this] { cpu_.check_labels(L, n, classes, E); });
+  run([=](CpuBackend& cpu) { cpu.check_labels(L, n, classes, E); });
 }
 
 std::optional<DeviceMemory::MarkedSpan> SimBackend::span_time_us(const EventPtr& begin, const EventPtr& end) {
@@ -357,58 +412,58 @@ void SimBackend::conv2d_backward_filter(const Window2D& w, int64_t filters, cons
 void SimBackend::im2col(const Window2D& w, const float* x, float* col) {
   auto X = view(x, "im2col");
   auto C = view(col, "im2col");
-  run([=, this] { cpu_.im2col(w, X, C); });
+  run([=](CpuBackend& cpu) { cpu.im2col(w, X, C); });
 }
 
 void SimBackend::col2im(const Window2D& w, const float* col, float* dx) {
   auto C = view(col, "col2im");
   auto D = view(dx, "col2im");
-  run([=, this] { cpu_.col2im(w, C, D); });
+  run([=](CpuBackend& cpu) { cpu.col2im(w, C, D); });
 }
 
 void SimBackend::max_pool(const Window2D& w, const float* x, float* y, int32_t* argmax) {
   auto X = view(x, "max_pool");
   auto Y = view(y, "max_pool");
   auto A = view(argmax, "max_pool");
-  run([=, this] { cpu_.max_pool(w, X, Y, A); });
+  run([=](CpuBackend& cpu) { cpu.max_pool(w, X, Y, A); });
 }
 
 void SimBackend::max_pool_backward(const Window2D& w, const float* dy, const int32_t* argmax, float* dx) {
   auto DY = view(dy, "max_pool_backward");
   auto A = view(argmax, "max_pool_backward");
   auto DX = view(dx, "max_pool_backward");
-  run([=, this] { cpu_.max_pool_backward(w, DY, A, DX); });
+  run([=](CpuBackend& cpu) { cpu.max_pool_backward(w, DY, A, DX); });
 }
 
 void SimBackend::avg_pool(const Window2D& w, const float* x, float* y) {
   auto X = view(x, "avg_pool");
   auto Y = view(y, "avg_pool");
-  run([=, this] { cpu_.avg_pool(w, X, Y); });
+  run([=](CpuBackend& cpu) { cpu.avg_pool(w, X, Y); });
 }
 
 void SimBackend::avg_pool_backward(const Window2D& w, const float* dy, float* dx) {
   auto DY = view(dy, "avg_pool_backward");
   auto DX = view(dx, "avg_pool_backward");
-  run([=, this] { cpu_.avg_pool_backward(w, DY, DX); });
+  run([=](CpuBackend& cpu) { cpu.avg_pool_backward(w, DY, DX); });
 }
 
 void SimBackend::channel_sums(const float* x, int64_t rows, int64_t channels, float* sum, float* sumsq) {
   auto X = view(x, "channel_sums");
   auto S = view(sum, "channel_sums"), Q = view(sumsq, "channel_sums");
-  run([=, this] { cpu_.channel_sums(X, rows, channels, S, Q); });
+  run([=](CpuBackend& cpu) { cpu.channel_sums(X, rows, channels, S, Q); });
 }
 
 void SimBackend::batch_norm_stats(const float* sums, int64_t channels, float epsilon, float* mean, float* inv_std) {
   auto S = view(sums, "batch_norm_stats");
   auto M = view(mean, "batch_norm_stats"), I = view(inv_std, "batch_norm_stats");
-  run([=, this] { cpu_.batch_norm_stats(S, channels, epsilon, M, I); });
+  run([=](CpuBackend& cpu) { cpu.batch_norm_stats(S, channels, epsilon, M, I); });
 }
 
 void SimBackend::batch_norm_inference_stats(const float* moving_mean, const float* moving_var, int64_t channels,
                                             float epsilon, float* mean, float* inv_std) {
   auto MM = view(moving_mean, "batch_norm_inference_stats"), MV = view(moving_var, "batch_norm_inference_stats");
   auto M = view(mean, "batch_norm_inference_stats"), I = view(inv_std, "batch_norm_inference_stats");
-  run([=, this] { cpu_.batch_norm_inference_stats(MM, MV, channels, epsilon, M, I); });
+  run([=](CpuBackend& cpu) { cpu.batch_norm_inference_stats(MM, MV, channels, epsilon, M, I); });
 }
 
 void SimBackend::batch_norm_moving_update(const float* mean, const float* inv_std, const float* count, int64_t channels,
@@ -416,7 +471,7 @@ void SimBackend::batch_norm_moving_update(const float* mean, const float* inv_st
   auto M = view(mean, "batch_norm_moving_update"), I = view(inv_std, "batch_norm_moving_update");
   auto C = view(count, "batch_norm_moving_update");
   auto MM = view(moving_mean, "batch_norm_moving_update"), MV = view(moving_var, "batch_norm_moving_update");
-  run([=, this] { cpu_.batch_norm_moving_update(M, I, C, channels, epsilon, momentum, MM, MV); });
+  run([=](CpuBackend& cpu) { cpu.batch_norm_moving_update(M, I, C, channels, epsilon, momentum, MM, MV); });
 }
 
 void SimBackend::batch_norm_apply(const float* x, int64_t rows, int64_t channels, const float* mean,
@@ -424,7 +479,7 @@ void SimBackend::batch_norm_apply(const float* x, int64_t rows, int64_t channels
   auto X = view(x, "batch_norm_apply"), M = view(mean, "batch_norm_apply"), I = view(inv_std, "batch_norm_apply");
   auto G = view(gamma, "batch_norm_apply"), B = view(beta, "batch_norm_apply");
   auto Y = view(y, "batch_norm_apply");
-  run([=, this] { cpu_.batch_norm_apply(X, rows, channels, M, I, G, B, Y); });
+  run([=](CpuBackend& cpu) { cpu.batch_norm_apply(X, rows, channels, M, I, G, B, Y); });
 }
 
 void SimBackend::batch_norm_backward_reduce(const float* dy, const float* x, int64_t rows, int64_t channels,
@@ -433,7 +488,7 @@ void SimBackend::batch_norm_backward_reduce(const float* dy, const float* x, int
   auto DY = view(dy, "batch_norm_backward_reduce"), X = view(x, "batch_norm_backward_reduce");
   auto M = view(mean, "batch_norm_backward_reduce"), I = view(inv_std, "batch_norm_backward_reduce");
   auto S = view(sum_dy, "batch_norm_backward_reduce"), SX = view(sum_dy_xhat, "batch_norm_backward_reduce");
-  run([=, this] { cpu_.batch_norm_backward_reduce(DY, X, rows, channels, M, I, S, SX); });
+  run([=](CpuBackend& cpu) { cpu.batch_norm_backward_reduce(DY, X, rows, channels, M, I, S, SX); });
 }
 
 void SimBackend::batch_norm_backward_apply(const float* dy, const float* x, int64_t rows, int64_t channels,
@@ -445,21 +500,21 @@ void SimBackend::batch_norm_backward_apply(const float* dy, const float* x, int6
   auto G = view(gamma, "batch_norm_backward_apply"), S = view(sum_dy, "batch_norm_backward_apply");
   auto SX = view(sum_dy_xhat, "batch_norm_backward_apply"), C = view(count, "batch_norm_backward_apply");
   auto DX = view(dx, "batch_norm_backward_apply");
-  run([=, this] { cpu_.batch_norm_backward_apply(DY, X, rows, channels, M, I, G, S, SX, C, DX); });
+  run([=](CpuBackend& cpu) { cpu.batch_norm_backward_apply(DY, X, rows, channels, M, I, G, S, SX, C, DX); });
 }
 
 void SimBackend::sgd_update(int64_t n, float* w, const float* g, float* velocity, const float* lr, float momentum,
                             bool nesterov, WeightStores stores) {
   auto W = view(w, "sgd_update"), V = view(velocity, "sgd_update");
   auto G = view(g, "sgd_update"), LR = view(lr, "sgd_update");
-  run([=, this] { cpu_.sgd_update(n, W, G, V, LR, momentum, nesterov, stores); });
+  run([=](CpuBackend& cpu) { cpu.sgd_update(n, W, G, V, LR, momentum, nesterov, stores); });
 }
 
 void SimBackend::adam_update(int64_t n, float* w, const float* g, float* m, float* v, const AdamParams& p,
                              const float* lr_step, WeightStores stores) {
   auto W = view(w, "adam_update"), M = view(m, "adam_update"), V = view(v, "adam_update");
   auto G = view(g, "adam_update"), LS = view(lr_step, "adam_update");
-  run([=, this] { cpu_.adam_update(n, W, G, M, V, p, LS, stores); });
+  run([=](CpuBackend& cpu) { cpu.adam_update(n, W, G, M, V, p, LS, stores); });
 }
 
 }  // namespace strata

@@ -1,4 +1,5 @@
 #pragma once
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -35,10 +36,10 @@ public:
   void copy(void* dst, const void* src, size_t bytes) override;
   void fill32(void* dst, int64_t n, uint32_t word) override;
   void synchronize() override;
-  EventPtr record_event() override { return stream_.record(); }
-  void wait_event(const EventPtr& event) override { stream_.wait(event); }
+  EventPtr record_event() override { return current().record(); }
+  void wait_event(const EventPtr& event) override { current().wait(event); }
   void wait_host(const EventPtr& event) override;
-  EventPtr record_timing_mark() override { return stream_.record_timing_mark(); }
+  EventPtr record_timing_mark() override { return current().record_timing_mark(); }
   std::optional<MarkedSpan> span_time_us(const EventPtr& begin, const EventPtr& end) override;
   float* label_error_flag() override { return label_error_; }
   const SimArena& arena() const { return arena_; }
@@ -110,6 +111,17 @@ public:
                   WeightStores stores) override;
   void adam_update(int64_t n, float* w, const float* g, float* m, float* v, const AdamParams& p, const float* lr_step,
                    WeightStores stores) override;
+  // A side branch is a second stream with a thread of its own (and its own
+  // CPU kernels' state), forked and joined by events as CUDA's: a branch's
+  // work really runs beside the main stream's, so a step that reads a
+  // gradient before the join, or frees memory the branch still uses, goes
+  // wrong here too. Memory freed inside a branch returns to the arena in the
+  // branch's order. Not inside a capture (a recording holds one stream's
+  // work): the work stays on the main stream there.
+  void allow_branches(bool allowed) override { branches_allowed_ = allowed; }
+  void begin_branch() override;
+  void end_branch() noexcept override;
+  void join_branch() noexcept override;
 
 private:
   static constexpr int64_t kSliceImages = 3;
@@ -119,7 +131,12 @@ private:
   // host thread) when it is not sim device memory.
   template <typename T>
   T* view(T* p, const char* op) const;
-  void run(std::function<void()> op) { stream_.enqueue(std::move(op)); }
+  // Queues a kernel on the calling thread's stream, given that stream's CPU kernels.
+  void run(std::function<void(CpuBackend&)> op);
+  // The stream and kernels the calling thread's work goes to: the side
+  // branch's inside one (begin_branch), else the main ones.
+  bool in_branch() const;
+  SimStream& current() { return in_branch() ? side_ : stream_; }
   void poison(void* p, size_t bytes);
 
   // Memory during a capture, as CUDA's graph memory: blocks allocated while
@@ -142,6 +159,10 @@ private:
   SimArena arena_;
   CpuBackend cpu_;
   SimStream stream_;
+  CpuBackend side_cpu_;
+  SimStream side_;
+  std::atomic<bool> branches_allowed_{false};
+  bool side_pending_ = false;  // a branch ended, not yet joined (the one thread that branches)
   float* label_error_ = nullptr;
 };
 
