@@ -3,6 +3,7 @@
 #include "TrainingRun.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <limits>
@@ -155,6 +156,37 @@ std::vector<CheckRecord> check_graph_replay(const Device& device, int steps) {
                           as_floats(graph_epochs.events.losses), as_floats(eager_epochs.events.losses), 1e-6));
     compare_weights(out, "graph_replay", graph_epochs, 0, eager_epochs, 1e-6);
     out.push_back(same_host_state("3 epochs with partial batches, host counters", graph_epochs, eager_epochs));
+    return out;
+  });
+}
+
+std::vector<CheckRecord> check_gradient_branches(const Device& device, int steps) {
+  return guarded("gradient_branches", [&] {
+    std::vector<CheckRecord> out;
+    std::atomic<int64_t>& branches = backend_for(device).counters().branches;
+    for (const bool graphs : {false, true}) {
+      RunConfig c = example("fashion-cnn", device, steps);
+      c.training.batch_size = 32;
+      c.training.step_graphs = graphs;
+      c.training.gradient_branches = false;
+      const int64_t before = branches;
+      const Run in_order = train(c);
+      const int64_t in_order_branches = branches - before;
+      c.training.gradient_branches = true;
+      const Run branched = train(c);
+      const int64_t taken = branches - before - in_order_branches;
+      const std::string what = std::string("CNN, ") + std::to_string(steps) + (graphs ? " replayed" : " op-by-op") + " steps";
+      CheckRecord rec = compare("gradient_branches", what + ", loss", as_floats(branched.events.losses),
+                                as_floats(in_order.events.losses), 1e-6);
+      if (rec.passed && (taken == 0 || in_order_branches != 0)) {
+        rec.passed = false;
+        rec.max_error = std::numeric_limits<double>::infinity();
+        rec.detail = std::to_string(taken) + " side branches with them on, " + std::to_string(in_order_branches) +
+                     " with them off";
+      }
+      out.push_back(rec);
+      compare_weights(out, "gradient_branches", branched, 0, in_order, 1e-6);
+    }
     return out;
   });
 }

@@ -33,6 +33,11 @@ std::vector<CheckRecord> check_shared_device(const Device& device, int steps = 2
 // on the device: the same losses, weights, moving statistics and host-side
 // counters (dropout's call counts, the optimizer's step).
 std::vector<CheckRecord> check_graph_replay(const Device& device, int steps = 8);
+// The example CNN for a few steps with the weight gradients on a second
+// stream beside the input gradients (Backend::begin_branch), against the
+// same steps in order, op by op and replayed as graphs: the same losses and
+// weights, and branches taken (none in order).
+std::vector<CheckRecord> check_gradient_branches(const Device& device, int steps = 8);
 // The example MLP project as it is (10 epochs, Adam) on `device`: test
 // accuracy >= 0.88. (After 5 epochs it is at 0.874 on the CPU as well: the
 // project, not the device, sets how far it gets.)
