@@ -23,15 +23,16 @@ bool env_is(const char* name, const char* value) {
   return v && std::string(v) == value;
 }
 
-const char* direction_name(ConvolutionWays::Direction d) {
+}  // namespace
+
+const char* ConvolutionWays::direction_name(Direction d) {
   switch (d) {
-    case ConvolutionWays::Direction::Forward: return "forward";
-    case ConvolutionWays::Direction::BackwardData: return "gradient of the input";
-    case ConvolutionWays::Direction::BackwardFilter: return "gradient of the kernel";
+    case Direction::Forward: return "forward";
+    case Direction::BackwardData: return "gradient of the input";
+    case Direction::BackwardFilter: return "gradient of the kernel";
   }
   return "?";
 }
-}  // namespace
 
 bool convolution_autotune() {
   static const bool on = !env_is("STRATA_CUDNN_AUTOTUNE", "0");

@@ -47,6 +47,8 @@ bool convolution_log();
 class ConvolutionWays {
 public:
   enum class Direction : uint8_t { Forward, BackwardData, BackwardFilter };
+  // "forward", "gradient of the input", "gradient of the kernel".
+  static const char* direction_name(Direction d);
   // One way: its name and the call, which returns false when its library
   // refuses this call (then the last way runs, which must never refuse).
   struct Way {

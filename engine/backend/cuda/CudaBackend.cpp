@@ -213,11 +213,13 @@ cudaStream_t CudaBackend::enter() const {
     STRATA_CUDA(cudaSetDevice(index_));
     t_current_device = index_;
   }
-  return in_branch() ? branch_->stream : stream_;
+  return current_stream();
 }
 
 // Only the thread in the branch reads branch_ here: the one that made it.
 bool CudaBackend::in_branch() const { return t_branch_of == this; }
+cudaStream_t CudaBackend::current_stream() const { return in_branch() ? branch_->stream : stream_; }
+void* CudaBackend::gemm_workspace() const { return in_branch() ? branch_->gemm_workspace : nullptr; }
 
 void CudaBackend::allow_branches(bool allowed) { branches_allowed_ = allowed; }
 
@@ -346,7 +348,7 @@ void CudaBackend::deallocate(void* p, size_t) {
   // A failure must not stay the thread's last error, blamed on the next launch.
   // In the order of the stream this thread's work goes to: memory a side
   // branch used is freed after its use there.
-  if (cudaFreeAsync(p, in_branch() ? branch_->stream : stream_) != cudaSuccess) cudaGetLastError();
+  if (cudaFreeAsync(p, current_stream()) != cudaSuccess) cudaGetLastError();
 }
 
 void CudaBackend::refuse_while_capturing(const char* what) {
@@ -604,7 +606,7 @@ void CudaBackend::gemm_bias(bool trans_a, bool trans_b, int64_t m, int64_t n, in
   cudaStream_t s = enter();
   // An empty product or none to add: the plain way (it handles k = 0).
   if (!bias || m == 0 || n == 0 || k == 0) return Backend::gemm_bias(trans_a, trans_b, m, n, k, a, b, bias, c);
-  if (!gemm_->run(s, trans_a, trans_b, m, n, k, 1.0f, a, b, 0.0f, c, bias, in_branch() ? branch_->gemm_workspace : nullptr))
+  if (!gemm_->run(s, trans_a, trans_b, m, n, k, 1.0f, a, b, 0.0f, c, bias, gemm_workspace()))
     cuda::add_bias_rows(s, c, bias, m, n);
 }
 
@@ -619,7 +621,7 @@ void CudaBackend::gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t
     else cuda::axpby(s, m * n, 0.0f, c, beta, c);
     return;
   }
-  gemm_->run(s, trans_a, trans_b, m, n, k, alpha, a, b, beta, c, nullptr, in_branch() ? branch_->gemm_workspace : nullptr);
+  gemm_->run(s, trans_a, trans_b, m, n, k, alpha, a, b, beta, c, nullptr, gemm_workspace());
 }
 
 void CudaBackend::add_bias_rows(float* y, const float* bias, int64_t rows, int64_t cols) {

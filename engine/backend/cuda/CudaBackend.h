@@ -164,6 +164,10 @@ private:
   // inside a branch, else the main stream.
   cudaStream_t enter() const;
   bool in_branch() const;
+  // enter()'s stream without the device check (deallocate must not throw).
+  cudaStream_t current_stream() const;
+  // The cuBLASLt workspace for the calling thread's stream: the branch's, or null for the main one's.
+  void* gemm_workspace() const;
   // A device buffer of at least `bytes` kept between calls (ones for
   // sum_rows, the channel reductions' partial sums); grows in stream order.
   // Under scratch_mutex_.

@@ -180,9 +180,7 @@ CudnnConvolution::Plan& CudnnConvolution::planned(const Window2D& w, int64_t fil
 
 void CudnnConvolution::make_plan(Plan& p, const Window2D& w, int64_t filters) {
   const auto& api = lib();
-  const std::string what = device_ + ": convolution " + std::to_string(w.kernel_h) + "x" + std::to_string(w.kernel_w) +
-                           " over " + std::to_string(w.batch) + "x" + std::to_string(w.height) + "x" +
-                           std::to_string(w.width) + "x" + std::to_string(w.channels) + " in " + layout_name();
+  const std::string what = describe_cudnn_convolution(device_, w, layout_name());
   api.check(api.cudnnCreateTensorDescriptor(&p.x), what);
   api.check(api.cudnnCreateTensorDescriptor(&p.y), what);
   api.check(api.cudnnCreateFilterDescriptor(&p.kernel), what);
@@ -254,10 +252,7 @@ void CudnnConvolution::make_plan(Plan& p, const Window2D& w, int64_t filters) {
 
 bool CudnnConvolution::ran(cudnnStatus_t status, const Window2D& w, int64_t filters, const char* call) {
   if (status == CUDNN_STATUS_SUCCESS) return true;
-  // cuDNN 9 answers with codes inside a category (CUDNN_STATUS_NOT_SUPPORTED_SHAPE, ...).
-  const int category = CUDNN_STATUS_CATEGORY(static_cast<int>(status));
-  if (category != CUDNN_STATUS_NOT_SUPPORTED && category != CUDNN_STATUS_BAD_PARAM)
-    lib().check(status, device_ + ": " + call);
+  if (!CudnnLibrary::refusal(status)) lib().check(status, device_ + ": " + call);
   // The algorithm was chosen blind to the pointers (the _v7 heuristics see
   // none): a replica's slice of a batch may start less aligned than the
   // engine wants. That refuses this call, not the shape.

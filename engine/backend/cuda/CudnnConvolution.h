@@ -16,8 +16,9 @@
 namespace strata::cuda {
 
 // Float convolutions through cuDNN's legacy API (cudnnConvolutionForward...)
-// for one GPU's stream, every tensor in one layout (NHWC: images (n, h, w, c), kernels (filters, kh, kw, channels);
-// NCHW: images (n, c, h, w), kernels (filters, channels, kh, kw)): per window
+// for one GPU's stream, every tensor in one layout (NHWC: images (n, h, w,
+// c), kernels (filters, kh, kw, channels); NCHW: images (n, c, h, w),
+// kernels (filters, channels, kh, kw)): per window
 // shape a plan (descriptors and the algorithm of each direction, chosen once:
 // the fastest cuDNN measures on this GPU, or its heuristics' first with
 // STRATA_CUDNN_AUTOTUNE=0), a workspace kept between calls. CudaBackend

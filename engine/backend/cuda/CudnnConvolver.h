@@ -1,6 +1,7 @@
 #pragma once
 #include <array>
 #include <cstdint>
+#include <string>
 
 #include "backend/Backend.h"
 
@@ -25,6 +26,14 @@ public:
   virtual bool backward_data(const Window2D& w, int64_t filters, const float* dy, const float* kernel, float* dx) = 0;
   virtual bool backward_filter(const Window2D& w, int64_t filters, const float* x, const float* dy, float* dkernel) = 0;
 };
+
+// "<device>: convolution 5x5 over 64x28x28x1 in NHWC": how both ways name a
+// shape in their messages.
+inline std::string describe_cudnn_convolution(const std::string& device, const Window2D& w, const char* layout) {
+  return device + ": convolution " + std::to_string(w.kernel_h) + "x" + std::to_string(w.kernel_w) + " over " +
+         std::to_string(w.batch) + "x" + std::to_string(w.height) + "x" + std::to_string(w.width) + "x" +
+         std::to_string(w.channels) + " in " + layout;
+}
 
 // A shape's key in the cuDNN ways' plan caches.
 using CudnnKey = std::array<int64_t, 11>;

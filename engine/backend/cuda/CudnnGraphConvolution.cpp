@@ -98,8 +98,6 @@ int64_t engine_index(const CudnnDescriptor& engine) {
   lib().cudnnBackendGetAttribute(engine.get(), CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &n, &index);
   return index;
 }
-
-const char* direction_name(int d) { return d == 0 ? "forward" : d == 1 ? "gradient of the input" : "gradient of the kernel"; }
 }  // namespace
 
 CudnnGraphConvolution::CudnnGraphConvolution(DeviceMemory& memory, std::string device_name, cudaStream_t stream, bool tf32,
@@ -156,10 +154,7 @@ CudnnGraphConvolution::Plans& CudnnGraphConvolution::planned(const Window2D& w, 
 }
 
 void CudnnGraphConvolution::make_plans(Plans& p, const Window2D& w, int64_t filters) {
-  const std::string what = device_ + ": convolution " + std::to_string(w.kernel_h) + "x" + std::to_string(w.kernel_w) +
-                           " over " + std::to_string(w.batch) + "x" + std::to_string(w.height) + "x" +
-                           std::to_string(w.width) + "x" + std::to_string(w.channels) + " in " + layout_name() +
-                           " (cuDNN graph)";
+  const std::string what = describe_cudnn_convolution(device_, w, layout_name()) + " (cuDNN graph)";
   p.parts.push_back(tensor(kImage, w.batch, w.channels, w.height, w.width, nhwc_, what + " (input)"));
   p.parts.push_back(tensor(kKernel, filters, w.channels, w.kernel_h, w.kernel_w, nhwc_, what + " (kernel)"));
   p.parts.push_back(tensor(kOutput, w.batch, filters, w.out_h, w.out_w, nhwc_, what + " (output)"));
@@ -207,7 +202,7 @@ void CudnnGraphConvolution::make_plans(Plans& p, const Window2D& w, int64_t filt
   const float one = 1.0f, zero = 0.0f;
   for (int d = 0; d < 3; ++d) {
     const Op& o = ops[d];
-    const std::string named = what + " (" + direction_name(d) + ")";
+    const std::string named = what + " (" + ConvolutionWays::direction_name(static_cast<Direction>(d)) + ")";
     CudnnDescriptor op(o.type, named);
     op.set(o.first, *o.a);
     op.set(o.second, *o.b);
@@ -216,13 +211,13 @@ void CudnnGraphConvolution::make_plans(Plans& p, const Window2D& w, int64_t filt
     op.set(o.alpha, CUDNN_TYPE_FLOAT, 1, &one);
     op.set(o.beta, CUDNN_TYPE_FLOAT, 1, &zero);
     op.finalized();
-    p.plan[d].emplace(choose(p, op, w, filters, static_cast<Direction>(d), named));
+    p.plan[d].emplace(choose(p, op, w, filters, named));
     p.parts.push_back(std::move(op));
   }
 }
 
 CudnnDescriptor CudnnGraphConvolution::choose(Plans& p, const CudnnDescriptor& op, const Window2D& w, int64_t filters,
-                                              Direction d, const std::string& what) {
+                                              const std::string& what) {
   const auto& api = lib();
   CudnnDescriptor graph(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, what);
   cudnnBackendDescriptor_t op_raw = op.get();
@@ -392,12 +387,9 @@ bool CudnnGraphConvolution::run(const Window2D& w, int64_t filters, Direction d,
   if (refused_.contains(cudnn_key(w, filters))) return false;
   Plans& p = planned(w, filters);
   workspace_.reserve(p.workspace);
-  const cudnnStatus_t status = execute(*p.plan[d], x, kernel, y, workspace_.get());
+  const cudnnStatus_t status = execute(*p.plan[static_cast<size_t>(d)], x, kernel, y, workspace_.get());
   if (status == CUDNN_STATUS_SUCCESS) return true;
-  // cuDNN 9 answers with codes inside a category (CUDNN_STATUS_NOT_SUPPORTED_SHAPE, ...).
-  const int category = CUDNN_STATUS_CATEGORY(static_cast<int>(status));
-  if (category != CUDNN_STATUS_NOT_SUPPORTED && category != CUDNN_STATUS_BAD_PARAM)
-    lib().check(status, device_ + ": " + call);
+  if (!CudnnLibrary::refusal(status)) lib().check(status, device_ + ": " + call);
   refused_.insert(cudnn_key(w, filters));
   std::fprintf(stderr, "%s: %s: %s; this shape takes the other ways from here on (%s cuDNN graph does not)\n",
                device_.c_str(), call, lib().cudnnGetErrorString(status), layout_name());
@@ -405,17 +397,17 @@ bool CudnnGraphConvolution::run(const Window2D& w, int64_t filters, Direction d,
 }
 
 bool CudnnGraphConvolution::forward(const Window2D& w, int64_t filters, const float* x, const float* kernel, float* y) {
-  return run(w, filters, kForward, x, kernel, y, "cudnnBackendExecute (forward)");
+  return run(w, filters, Direction::Forward, x, kernel, y, "cudnnBackendExecute (forward)");
 }
 
 bool CudnnGraphConvolution::backward_data(const Window2D& w, int64_t filters, const float* dy, const float* kernel,
                                           float* dx) {
-  return run(w, filters, kBackwardData, dx, kernel, dy, "cudnnBackendExecute (gradient of the input)");
+  return run(w, filters, Direction::BackwardData, dx, kernel, dy, "cudnnBackendExecute (gradient of the input)");
 }
 
 bool CudnnGraphConvolution::backward_filter(const Window2D& w, int64_t filters, const float* x, const float* dy,
                                             float* dkernel) {
-  return run(w, filters, kBackwardFilter, x, dkernel, dy, "cudnnBackendExecute (gradient of the kernel)");
+  return run(w, filters, Direction::BackwardFilter, x, dkernel, dy, "cudnnBackendExecute (gradient of the kernel)");
 }
 
 }  // namespace strata::cuda

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "backend/Backend.h"
+#include "backend/cuda/ConvolutionWays.h"
 #include "backend/cuda/CudnnConvolver.h"
 #include "backend/cuda/CudnnDescriptor.h"
 #include "backend/cuda/CudnnWorkspace.h"
@@ -51,7 +52,7 @@ public:
   bool backward_filter(const Window2D& w, int64_t filters, const float* x, const float* dy, float* dkernel) override;
 
 private:
-  enum Direction { kForward, kBackwardData, kBackwardFilter };
+  using Direction = ConvolutionWays::Direction;
   // A shape's three plans and every descriptor they were made from (kept
   // alive with them; a deque, so that adding one keeps the others in place
   // for the descriptors that name them).
@@ -66,8 +67,7 @@ private:
   void make_plans(Plans& p, const Window2D& w, int64_t filters);
   // The fastest allowed engine configuration's plan for `op` (heuristics'
   // first without timing); throws when none qualifies.
-  CudnnDescriptor choose(Plans& p, const CudnnDescriptor& op, const Window2D& w, int64_t filters, Direction d,
-                         const std::string& what);
+  CudnnDescriptor choose(Plans& p, const CudnnDescriptor& op, const Window2D& w, int64_t filters, const std::string& what);
   // Runs the shape's plan for `d` on (image, kernel, output) pointers in the
   // X/W/Y sense of the forward convolution.
   bool run(const Window2D& w, int64_t filters, Direction d, const void* x, const void* kernel, const void* y,

@@ -52,6 +52,13 @@ struct CudnnLibrary {
   static const CudnnLibrary& get();
   // "" when the library loads, else why not.
   static std::string unavailable();
+  // Whether `s` says cuDNN will not run a call (cuDNN 9's categories of
+  // unsupported and bad parameter: CUDNN_STATUS_NOT_SUPPORTED_SHAPE, ...), a
+  // refusal the caller answers with another way rather than an error.
+  static bool refusal(cudnnStatus_t s) {
+    const int category = CUDNN_STATUS_CATEGORY(static_cast<int>(s));
+    return category == CUDNN_STATUS_NOT_SUPPORTED || category == CUDNN_STATUS_BAD_PARAM;
+  }
   // Throws runtime_error "<what>: <cuDNN's message>" unless `s` is success.
   void check(cudnnStatus_t s, const std::string& what) const;
 };
