@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "core/Error.h"
 #include "core/Tensor.h"
 
 namespace strata {
@@ -15,6 +16,22 @@ int64_t patch_size(const Window2D& w) { return w.kernel_h * w.kernel_w * w.chann
 int64_t out_rows(const Window2D& w) { return w.batch * w.out_h * w.out_w; }
 Tensor patch_matrix(const Window2D& w, const Device& device) { return Tensor::empty(Shape{out_rows(w), patch_size(w)}, device); }
 }  // namespace
+
+void require_pool_activation(Activation act) {
+  if (act != Activation::None && act != Activation::Relu)
+    throw bad_input("max pooling takes no activation or relu after it (a monotonic one), not another");
+}
+
+void Backend::gather_step_stats(const float* loss, const float* logits, const int32_t* labels, int64_t rows, int64_t cols,
+                                float* error, float* stats) {
+  fill32(stats, 4, 0);
+  copy(stats, loss, sizeof(float));
+  if (labels && rows > 0) count_correct(logits, labels, rows, cols, stats + 1);
+  if (error) {
+    copy(stats + 2, error, 2 * sizeof(float));
+    fill32(error, 2, 0);
+  }
+}
 
 void Backend::gemm_bias(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, const float* b,
                         const float* bias, float* c) {

@@ -31,6 +31,9 @@ struct Window2D {
   int64_t out_h, out_w;
 };
 
+// Throws unless act is one max_pool takes (None, Relu).
+void require_pool_activation(Activation act);
+
 // A way a backend chose to convolve one shape in one direction, and what
 // each way it timed took (its best run, milliseconds; infinity: refused or
 // out of memory); none timed when the choice was made untimed (inside a
@@ -134,6 +137,13 @@ public:
   // count[0] += rows whose argmax equals their label.
   virtual void count_correct(const float* predictions, const int32_t* labels, int64_t rows, int64_t cols,
                              float* count) = 0;
+  // A step's figures for one read-back: stats = [loss[0], the rows of
+  // logits whose argmax is their label (none counted without labels),
+  // error[0], error[1]], then error = {0, 0} (no error flag: 0, 0). The
+  // default makes five calls of this interface; a GPU makes one kernel of
+  // them, as small steps are as long as the number of their kernels.
+  virtual void gather_step_stats(const float* loss, const float* logits, const int32_t* labels, int64_t rows, int64_t cols,
+                                 float* error, float* stats);
   // The device error flag for labels outside [0, classes): error[0] counts
   // them, error[1] keeps the first such label seen. A kernel cannot throw, so
   // the caller reads the flag at its sync point.
@@ -144,8 +154,13 @@ public:
   virtual void im2col(const Window2D& w, const float* x, float* col) = 0;
   // dx = 0, then the adjoint of im2col: every patch element adds into its pixel.
   virtual void col2im(const Window2D& w, const float* col, float* dx) = 0;
-  // Max over each window per channel; argmax holds the flat input index (for backward).
-  virtual void max_pool(const Window2D& w, const float* x, float* y, int32_t* argmax) = 0;
+  // y = act(max over each window of x + bias[c]) per channel, bias optional;
+  // argmax holds the flat input index of the maximum (for backward). act is
+  // None or Relu: Relu is monotonic, so act(max(x + b)) = max(act(x + b)),
+  // and the gradient reaches the same pixel wherever it is not zero: a
+  // convolution's bias and relu can follow its pooling, on a quarter of the
+  // elements (nn::max_pool_op).
+  virtual void max_pool(const Window2D& w, const float* x, const float* bias, Activation act, float* y, int32_t* argmax) = 0;
   virtual void max_pool_backward(const Window2D& w, const float* dy, const int32_t* argmax, float* dx) = 0;
   // Mean over the window's pixels that lie inside the image (TF's "same" averaging).
   virtual void avg_pool(const Window2D& w, const float* x, float* y) = 0;

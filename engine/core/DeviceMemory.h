@@ -20,6 +20,9 @@ struct DeviceCounters {
   std::atomic<int64_t> h2d{0}, h2d_bytes{0}, d2h{0}, d2h_bytes{0}, d2d{0}, d2d_bytes{0};
   std::atomic<int64_t> syncs{0};
   std::atomic<int64_t> branches{0};  // side branches begun (Backend::begin_branch)
+  // The device operations (kernels, copies, fills) one replay of the graph
+  // captured last runs: a small step's time is about their number.
+  std::atomic<int64_t> graph_operations{0};
 };
 
 // A point in a device's stream of work (cudaEvent_t on CUDA). Null means

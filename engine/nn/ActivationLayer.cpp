@@ -4,6 +4,7 @@
 
 #include "nn/Dense.h"
 #include "nn/GradientTape.h"
+#include "nn/Pool2D.h"
 
 namespace strata::nn {
 
@@ -26,6 +27,14 @@ Tensor apply_activation(Activation act, const Tensor& x) {
 }
 
 Tensor ActivationLayer::call(const Tensor& x, bool) { return apply_activation(activation_, x); }
+
+std::optional<Tensor> ActivationLayer::call_with_next(const Layer& next, const Tensor& x, bool) {
+  // max(relu(x)) = relu(max(x)) with the same winner wherever the gradient
+  // is not zero: relu on the pooled quarter of the pixels.
+  const auto* pool = dynamic_cast<const Pool2DLayer*>(&next);
+  if (activation_ != Activation::Relu || !pool || !pool->is_max()) return std::nullopt;
+  return pool->call_max(x, Tensor(), activation_);
+}
 
 LayerPtr ReLU() { return std::make_shared<ActivationLayer>(Activation::Relu); }
 LayerPtr Tanh() { return std::make_shared<ActivationLayer>(Activation::Tanh); }

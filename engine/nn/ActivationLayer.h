@@ -12,6 +12,7 @@ public:
   Shape output_shape(const Shape& input) const override { return input; }
   Json config() const override;
   Tensor call(const Tensor& x, bool training) override;
+  std::optional<Tensor> call_with_next(const Layer& next, const Tensor& x, bool training) override;
 
 private:
   Activation activation_;

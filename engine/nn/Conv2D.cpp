@@ -8,6 +8,7 @@
 #include "nn/GradientTape.h"
 #include "nn/Initializers.h"
 #include "nn/LinearOp.h"
+#include "nn/Pool2D.h"
 
 namespace strata::nn {
 
@@ -40,7 +41,20 @@ void Conv2DLayer::create_variables(const Shape& input) {
   if (use_bias_) bias_ = add_variable("bias", Tensor::zeros(Shape{filters_}));
 }
 
-Tensor Conv2DLayer::call(const Tensor& x, bool) {
+Tensor Conv2DLayer::call(const Tensor& x, bool) { return convolve(x, true); }
+
+std::optional<Tensor> Conv2DLayer::call_with_next(const Layer& next, const Tensor& x, bool) {
+  // max(relu(z + b)) = relu(max(z + b)), and the winner of every window
+  // whose maximum is positive is the same pixel, so the bias and relu can
+  // follow the pooling, on a quarter of the pixels (2x2): the full-size
+  // bias and relu passes and their gradients' passes are not made. Exact for
+  // relu (and none); other activations keep their order.
+  const auto* pool = dynamic_cast<const Pool2DLayer*>(&next);
+  if (!pool || !pool->is_max() || (activation_ != Activation::None && activation_ != Activation::Relu)) return std::nullopt;
+  return pool->call_max(convolve(x, false), use_bias_ ? bias_->value() : Tensor(), activation_);
+}
+
+Tensor Conv2DLayer::convolve(const Tensor& x, bool with_bias_and_activation) {
   if (x.shape().rank() != 4)
     throw bad_input("Conv2D expects (batch, height, width, channels), got " + x.shape().str());
   const Shape hwc{x.shape()[1], x.shape()[2], x.shape()[3]};
@@ -55,10 +69,11 @@ Tensor Conv2DLayer::call(const Tensor& x, bool) {
   // Where the backend convolves in one operation (cuDNN), it does.
   const bool direct = kh_ == 1 && kw_ == 1 && sh_ == 1 && sw_ == 1;
   Tensor w = reshape_op(kernel_->value(), Shape{patch, filters_});
-  const Tensor b = use_bias_ ? bias_->value() : Tensor();
+  const Tensor b = use_bias_ && with_bias_and_activation ? bias_->value() : Tensor();
+  const Activation act = with_bias_and_activation ? activation_ : Activation::None;
   Tensor y = !direct && backend_for(x.device()).has_conv2d(win, filters_)
-                 ? conv2d(x, w, b, activation_, win)
-                 : linear(direct ? reshape_op(x, Shape{rows, patch}) : im2col_op(x, win), w, b, activation_);
+                 ? conv2d(x, w, b, act, win)
+                 : linear(direct ? reshape_op(x, Shape{rows, patch}) : im2col_op(x, win), w, b, act);
   return reshape_op(y, Shape{win.batch, win.out_h, win.out_w, filters_});
 }
 

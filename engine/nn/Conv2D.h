@@ -17,11 +17,15 @@ public:
   Shape output_shape(const Shape& input) const override;
   Json config() const override;
   Tensor call(const Tensor& x, bool training) override;
+  std::optional<Tensor> call_with_next(const Layer& next, const Tensor& x, bool training) override;
 
 protected:
   void create_variables(const Shape& input) override;
 
 private:
+  // The convolution, with or without the bias and activation after it.
+  Tensor convolve(const Tensor& x, bool with_bias_and_activation);
+
   int64_t filters_, kh_, kw_, sh_, sw_;
   Padding padding_;
   Activation activation_;

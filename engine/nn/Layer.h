@@ -1,6 +1,7 @@
 #pragma once
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,13 @@ public:
   // The layer's settings as project-file JSON ({"type": ..., ...}).
   virtual Json config() const = 0;
   virtual Tensor call(const Tensor& x, bool training) = 0;
+  // This layer's call and then `next`'s as one, where the pair fuses into
+  // less work with the same results (a convolution's bias and relu applied
+  // after its max pooling, on a quarter of the pixels); nullopt where it
+  // does not. Sequential asks it of each pair of layers.
+  virtual std::optional<Tensor> call_with_next(const Layer& /*next*/, const Tensor& /*x*/, bool /*training*/) {
+    return std::nullopt;
+  }
 
   void build(const Shape& input);
   bool built() const { return built_; }

@@ -14,11 +14,9 @@ std::vector<int32_t> argmax_rows(const Tensor& predictions) {
   return std::vector<int32_t>(host.ints(), host.ints() + rows);
 }
 
-void count_correct_into(const Tensor& predictions, const Tensor& labels, float* count) {
+void check_predictions(const Tensor& predictions, const Tensor& labels) {
   if (predictions.shape().rank() != 2 || labels.numel() != predictions.shape()[0] || labels.dtype() != DType::Int32)
     throw bad_input("accuracy: predictions " + predictions.shape().str() + " do not match int32 labels " + labels.shape().str());
-  backend_for(predictions.device()).count_correct(predictions.ptr(), labels.int_ptr(), predictions.shape()[0],
-                                                  predictions.shape()[1], count);
 }
 
 int64_t count_correct(const Tensor& predictions, const Tensor& labels) {
@@ -28,8 +26,10 @@ int64_t count_correct(const Tensor& predictions, const Tensor& labels) {
     for (float v : host.span()) ints.push_back(static_cast<int32_t>(v));
     return count_correct(predictions, Tensor::from_ints(labels.shape(), ints, predictions.device()));
   }
+  check_predictions(predictions, labels);
   Tensor count = Tensor::zeros(Shape{}, predictions.device());
-  count_correct_into(predictions, labels, count.ptr());
+  backend_for(predictions.device())
+      .count_correct(predictions.ptr(), labels.int_ptr(), predictions.shape()[0], predictions.shape()[1], count.ptr());
   return static_cast<int64_t>(count.to(Device{}).item());
 }
 

@@ -12,8 +12,8 @@ std::vector<int32_t> argmax_rows(const Tensor& predictions);
 
 // Number of rows whose arg-max equals the label (waits for the device).
 int64_t count_correct(const Tensor& predictions, const Tensor& labels);
-// Adds that number to count[0], in the predictions' device memory (queued).
-void count_correct_into(const Tensor& predictions, const Tensor& labels, float* count);
+// Throws unless predictions are (batch, classes) and labels (batch) int32.
+void check_predictions(const Tensor& predictions, const Tensor& labels);
 
 // Running sparse categorical accuracy, as keras.metrics.SparseCategoricalAccuracy.
 class SparseCategoricalAccuracy {

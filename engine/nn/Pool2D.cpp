@@ -44,34 +44,68 @@ Json Pool2DLayer::config() const {
   return Json{{"type", type()}, {"pool_size", {ph_, pw_}}, {"strides", {sh_, sw_}}, {"padding", padding_name(padding_)}};
 }
 
-Tensor Pool2DLayer::call(const Tensor& x, bool) {
+Tensor max_pool_op(const Tensor& x, const Window2D& win, const Tensor& bias, Activation act) {
+  // The winners' places are 32-bit flat indices into the input.
+  if (x.numel() > std::numeric_limits<int32_t>::max())
+    throw bad_input("max_pool2d: an input of " + std::to_string(x.numel()) + " elements " + x.shape().str() +
+                    " is more than max pooling's 32-bit indices reach (2^31 - 1); use a smaller batch");
+  const Shape out_shape{win.batch, win.out_h, win.out_w, win.channels};
+  Tensor y = Tensor::empty(out_shape, x.device());
+  Tensor argmax = Tensor::empty(out_shape, DType::Int32, x.device());
+  const bool has_bias = bias.defined();
+  backend_for(x.device()).max_pool(win, x.ptr(), has_bias ? bias.ptr() : nullptr, act, y.ptr(), argmax.int_ptr());
+  std::vector<Tensor> inputs{x};
+  if (has_bias) inputs.push_back(bias);
+  const Shape in_shape = x.shape();
+  record_op(std::move(inputs), y, [win, argmax, y, act, has_bias, in_shape](const Tensor& g, const std::vector<bool>& need) {
+    Backend& be = backend_for(g.device());
+    const int64_t rows = win.batch * win.out_h * win.out_w;
+    // The activation's gradient on the pooled outputs, a quarter
+    // of the pixels a 2x2 pool takes: the pixels that lost get
+    // none either way.
+    Tensor gm = g;
+    if (act != Activation::None) {
+      gm = Tensor::empty(g.shape(), g.device());
+      be.activation_backward(act, y.ptr(), g.ptr(), gm.ptr(), rows, win.channels);
+    }
+    std::vector<Tensor> grads(has_bias ? 2 : 1);
+    // Every pooled output took its bias once, through its winner.
+    if (has_bias && need[1]) {
+      grads[1] = Tensor::empty(Shape{win.channels}, g.device());
+      be.sum_rows(gm.ptr(), rows, win.channels, grads[1].ptr(), false);
+    }
+    if (need[0]) {
+      grads[0] = Tensor::empty(in_shape, g.device());
+      be.max_pool_backward(win, gm.ptr(), argmax.int_ptr(), grads[0].ptr());
+    }
+    return grads;
+  });
+  return y;
+}
+
+Tensor Pool2DLayer::call_max(const Tensor& x, const Tensor& bias, Activation act) const {
+  return max_pool_op(x, input_window(x), bias, act);
+}
+
+Window2D Pool2DLayer::input_window(const Tensor& x) const {
   if (x.shape().rank() != 4) throw bad_input(type() + " expects (batch, height, width, channels), got " + x.shape().str());
-  const Window2D win = window(Shape{x.shape()[1], x.shape()[2], x.shape()[3]}, x.shape()[0]);
+  return window(Shape{x.shape()[1], x.shape()[2], x.shape()[3]}, x.shape()[0]);
+}
+
+Tensor Pool2DLayer::call(const Tensor& x, bool) {
+  const Window2D win = input_window(x);
+  if (kind_ == Kind::Max) return max_pool_op(x, win, Tensor(), Activation::None);
   Backend& be = backend_for(x.device());
   const Shape out_shape = kind_ == Kind::GlobalAverage ? Shape{win.batch, win.channels}
                                                        : Shape{win.batch, win.out_h, win.out_w, win.channels};
   Tensor y = Tensor::empty(out_shape, x.device());
   const Shape in_shape = x.shape();
-  if (kind_ == Kind::Max) {
-    // The winners' places are 32-bit flat indices into the input.
-    if (x.numel() > std::numeric_limits<int32_t>::max())
-      throw bad_input(type() + ": an input of " + std::to_string(x.numel()) + " elements " + x.shape().str() +
-                      " is more than max pooling's 32-bit indices reach (2^31 - 1); use a smaller batch");
-    Tensor argmax = Tensor::empty(out_shape, DType::Int32, x.device());
-    be.max_pool(win, x.ptr(), y.ptr(), argmax.int_ptr());
-    record_op({x}, y, [win, argmax, in_shape](const Tensor& g, const std::vector<bool>&) {
-      Tensor dx = Tensor::empty(in_shape, g.device());
-      backend_for(g.device()).max_pool_backward(win, g.ptr(), argmax.int_ptr(), dx.ptr());
-      return std::vector<Tensor>{dx};
-    });
-  } else {
-    be.avg_pool(win, x.ptr(), y.ptr());
-    record_op({x}, y, [win, in_shape](const Tensor& g, const std::vector<bool>&) {
-      Tensor dx = Tensor::empty(in_shape, g.device());
-      backend_for(g.device()).avg_pool_backward(win, g.ptr(), dx.ptr());
-      return std::vector<Tensor>{dx};
-    });
-  }
+  be.avg_pool(win, x.ptr(), y.ptr());
+  record_op({x}, y, [win, in_shape](const Tensor& g, const std::vector<bool>&) {
+    Tensor dx = Tensor::empty(in_shape, g.device());
+    backend_for(g.device()).avg_pool_backward(win, g.ptr(), dx.ptr());
+    return std::vector<Tensor>{dx};
+  });
   return y;
 }
 

@@ -58,7 +58,15 @@ Tensor Sequential::operator()(const Tensor& x, bool training) {
   if (x.shape().rank() < 1) throw bad_input("model input must have a batch dimension, got " + x.shape().str());
   if (!built()) build(Shape(std::vector<int64_t>(x.shape().dims().begin() + 1, x.shape().dims().end())));
   Tensor h = x;
-  for (auto& l : layers_) h = l->call(h, training);
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    if (i + 1 < layers_.size())
+      if (auto both = layers_[i]->call_with_next(*layers_[i + 1], h, training)) {
+        h = std::move(*both);
+        ++i;
+        continue;
+      }
+    h = layers_[i]->call(h, training);
+  }
   return h;
 }
 

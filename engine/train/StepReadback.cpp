@@ -13,13 +13,12 @@ void gather_step(const Tensor& loss, const Tensor& logits, const Tensor& labels,
   const Device device = loss.device();
   Backend& be = backend_for(device);
   // [loss, correct, bad labels, first bad label], gathered on the device.
-  be.fill32(stats.ptr(), 4, 0);
-  be.copy(stats.ptr(), loss.ptr(), sizeof(float));
-  if (labels.defined() && labels.numel() > 0) nn::count_correct_into(logits, labels, stats.ptr() + 1);
-  if (!device.is_host()) {
-    be.copy(stats.ptr() + 2, be.label_error_flag(), 2 * sizeof(float));
-    be.fill32(be.label_error_flag(), 2, 0);
-  }
+  const bool counted = labels.defined() && labels.numel() > 0;
+  if (counted) nn::check_predictions(logits, labels);
+  const int64_t classes = logits.shape()[logits.shape().rank() - 1];
+  be.gather_step_stats(loss.ptr(), counted ? logits.ptr() : nullptr, counted ? labels.int_ptr() : nullptr,
+                       counted ? logits.shape()[0] : 0, classes, device.is_host() ? nullptr : be.label_error_flag(),
+                       stats.ptr());
 }
 
 StepReadback read_stats(const Tensor& stats, int64_t classes) {

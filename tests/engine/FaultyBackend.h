@@ -90,7 +90,10 @@ public:
   }
   void im2col(const strata::Window2D& w, const float* x, float* col) override { in_.im2col(w, x, col); }
   void col2im(const strata::Window2D& w, const float* col, float* dx) override { in_.col2im(w, col, dx); }
-  void max_pool(const strata::Window2D& w, const float* x, float* y, int32_t* argmax) override { in_.max_pool(w, x, y, argmax); }
+  void max_pool(const strata::Window2D& w, const float* x, const float* bias, strata::Activation act, float* y,
+                int32_t* argmax) override {
+    in_.max_pool(w, x, bias, act, y, argmax);
+  }
   void max_pool_backward(const strata::Window2D& w, const float* dy, const int32_t* argmax, float* dx) override {
     in_.max_pool_backward(w, dy, argmax, dx);
   }

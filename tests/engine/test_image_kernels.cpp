@@ -16,6 +16,7 @@
 
 #include "TestUtil.h"
 #include "backend/cpu/CpuBackend.h"
+#include "core/Error.h"
 
 using namespace strata;
 using testutil::compare;
@@ -400,12 +401,45 @@ private slots:
         CpuBackend be(threads);
         auto y = nan_vector(want.size());
         std::vector<int32_t> argmax(want.size(), -7);
-        be.max_pool(w, x.data(), y.data(), argmax.data());
+        be.max_pool(w, x.data(), nullptr, Activation::None, y.data(), argmax.data());
         // A maximum is one of the inputs: exact.
         STRATA_COMPARE_OK(identical(y, want, what("max_pool", c, threads)));
         QVERIFY2(argmax == where, qPrintable(QString::fromStdString(what("max_pool argmax", c, threads))));
       }
     }
+  }
+
+  void max_pool_with_bias_and_relu() {
+    // relu(max(x + bias)) is max(relu(x + bias)): the same values as adding
+    // the bias, applying relu and pooling, to the bit (one rounding of each
+    // pixel plus its bias either way); the winner is the first maximum of
+    // x + bias, and a window all below zero gives 0.
+    for (const auto& c : kWindows) {
+      const Window2D w = make_case_window(c);
+      auto x = random_vector(static_cast<size_t>(image_size(w)), -3.0f, 3.0f);
+      const auto bias = random_vector(static_cast<size_t>(w.channels), -1.0f, 1.0f);
+      std::vector<float> shifted(x.size());
+      for (size_t i = 0; i < x.size(); ++i) shifted[i] = x[i] + bias[i % static_cast<size_t>(w.channels)];
+      std::vector<float> want;
+      std::vector<int32_t> where;
+      ref_max_pool(w, shifted, want, where);
+      for (auto& v : want) v = std::max(v, 0.0f);
+      for (int threads : {1, 2}) {
+        CpuBackend be(threads);
+        auto y = nan_vector(want.size());
+        std::vector<int32_t> argmax(want.size(), -7);
+        be.max_pool(w, x.data(), bias.data(), Activation::Relu, y.data(), argmax.data());
+        STRATA_COMPARE_OK(identical(y, want, what("max_pool bias relu", c, threads)));
+        QVERIFY2(argmax == where, qPrintable(QString::fromStdString(what("max_pool bias relu argmax", c, threads))));
+      }
+    }
+    CpuBackend be(1);
+    float x = 1.0f, y = 0.0f;
+    int32_t at = 0;
+    Window2D one{};
+    one.batch = one.height = one.width = one.channels = one.kernel_h = one.kernel_w = one.stride_h = one.stride_w = 1;
+    one.out_h = one.out_w = 1;
+    QVERIFY_THROWS_EXCEPTION(strata::Error, be.max_pool(one, &x, nullptr, Activation::Tanh, &y, &at));
   }
 
   void max_pool_of_negative_inputs_is_not_zero() {
@@ -425,7 +459,7 @@ private slots:
       CpuBackend be(threads);
       auto y = nan_vector(8);
       std::vector<int32_t> argmax(8, -7);
-      be.max_pool(w, x.data(), y.data(), argmax.data());
+      be.max_pool(w, x.data(), nullptr, Activation::None, y.data(), argmax.data());
       // Image 0: windows {0,1,3,4}, {2,5}, {6,7}, {8}.
       STRATA_COMPARE_OK(identical(y, std::vector<float>{-1, -3, -7, -9, -10, -12, -16, -18}, "max_pool at the edges"));
       QCOMPARE(argmax, (std::vector<int32_t>{0, 2, 6, 8, 9, 11, 15, 17}));

@@ -441,6 +441,12 @@ private slots:
     const int64_t steps = static_cast<int64_t>(plain.size());
     if (graphs) QVERIFY2(branches > 0 && branches < per_step * steps, qPrintable(QString::number(branches)));
     else QCOMPARE(branches, per_step * steps);
+    // The captured step's operations, as the GPU check's bench reports them.
+    if (graphs) {
+      qInfo("%s: %lld device operations per captured step", qPrintable(model),
+            static_cast<long long>(counters.graph_operations.load()));
+      QVERIFY(counters.graph_operations > 10);
+    }
     // Two replicas on one device: in order.
     config.strategy.name = "mirrored";
     config.strategy.devices = {"sim:0", "sim:0"};

@@ -10,6 +10,7 @@
 #include "backend/cpu/CpuBackend.h"
 #include "core/Rng.h"
 #include "distribute/Strategies.h"
+#include "nn/ActivationLayer.h"
 #include "nn/BatchNormalization.h"
 #include "nn/Conv2D.h"
 #include "nn/LayerFactory.h"
@@ -128,6 +129,67 @@ private slots:
     check_layer_gradients(avg, x, true);
     nn::Pool2DLayer global(nn::Pool2DLayer::Kind::GlobalAverage, 0, 0, 1, 1, nn::Padding::Valid);
     check_layer_gradients(global, x, true);
+  }
+
+  void convolution_then_max_pool_fuses_to_the_same_results_data() {
+    QTest::addColumn<int>("activation");
+    QTest::addColumn<bool>("relu_layer");
+    QTest::addColumn<int>("pool");
+    QTest::addColumn<int>("stride");
+    QTest::newRow("conv relu, 2x2 pool (the tutorial CNN's pair)") << int(Activation::Relu) << false << 2 << 2;
+    QTest::newRow("conv without activation, overlapping 3x3 pool") << int(Activation::None) << false << 3 << 1;
+    QTest::newRow("conv relu, 2x2 pool same on an odd size") << int(Activation::Relu) << false << 2 << 2;
+    QTest::newRow("conv tanh: not fused") << int(Activation::Tanh) << false << 2 << 2;
+    QTest::newRow("relu layer, then 2x2 pool (the BN CNN's pair)") << int(Activation::None) << true << 2 << 2;
+  }
+  void convolution_then_max_pool_fuses_to_the_same_results() {
+    // Sequential hands a convolution's bias and relu (or a relu layer) to the
+    // max pooling after it (Layer::call_with_next). The outputs must be the
+    // layer-by-layer ones to the bit, the gradients to float rounding (the
+    // bias's gradient is summed over the pooled pixels instead of all).
+    QFETCH(int, activation);
+    QFETCH(bool, relu_layer);
+    QFETCH(int, pool);
+    QFETCH(int, stride);
+    const int64_t size = QTest::currentDataTag() == QString("conv relu, 2x2 pool same on an odd size") ? 7 : 6;
+    auto conv = std::make_shared<nn::Conv2DLayer>(4, 3, 3, 1, 1, nn::Padding::Same, static_cast<Activation>(activation));
+    std::vector<nn::LayerPtr> layers{conv};
+    if (relu_layer) layers.push_back(nn::ReLU());
+    layers.push_back(std::make_shared<nn::Pool2DLayer>(nn::Pool2DLayer::Kind::Max, pool, pool, stride, stride,
+                                                       size == 7 ? nn::Padding::Same : nn::Padding::Valid));
+    nn::Sequential model(layers);
+    model.build(Shape{size, size, 3});
+    // A bias of either sign, so many windows end below zero under relu.
+    Tensor bias = conv->trainable_variables()[1]->value();
+    const Tensor b = random_tensor(bias.shape(), 41);
+    std::copy(b.data(), b.data() + b.numel(), bias.data());
+    const Tensor x = random_tensor(Shape{2, size, size, 3}, 42);
+    std::vector<Tensor> sources{x};
+    for (auto* v : model.trainable_variables()) sources.push_back(v->value());
+    auto run = [&](bool fused) {
+      GradientTape tape;
+      Tensor y = x;
+      if (fused) {
+        y = model(x, true);
+      } else {
+        for (const auto& l : model.layers()) y = l->call(y, true);
+      }
+      const Tensor r = random_tensor(y.shape(), 43);
+      std::vector<std::vector<float>> out{y.values()};
+      for (auto& g : tape.gradient(weighted_sum(y, r), sources)) out.push_back(g.values());
+      return out;
+    };
+    // Fused where the pair allows it, and only there.
+    const size_t first = relu_layer ? 1 : 0;
+    const Tensor into = relu_layer ? conv->call(x, false) : x;
+    QCOMPARE(layers[first]->call_with_next(*layers[first + 1], into, false).has_value(), activation != int(Activation::Tanh));
+    const auto fused = run(true), apart = run(false);
+    QCOMPARE(fused[0], apart[0]);
+    for (size_t i = 1; i < fused.size(); ++i)
+      for (size_t j = 0; j < fused[i].size(); ++j)
+        QVERIFY2(std::abs(fused[i][j] - apart[i][j]) <= 1e-5f * std::max(1.0f, std::abs(apart[i][j])),
+                 qPrintable(
+                     QString("gradient %1 element %2: fused %3, apart %4").arg(i).arg(j).arg(fused[i][j]).arg(apart[i][j])));
   }
 
   void max_pool_values() {

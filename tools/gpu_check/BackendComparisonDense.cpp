@@ -456,6 +456,22 @@ void BackendComparison::metrics() {
       c.run([&](Backend& b, Side s) { b.count_correct(x.f(s), labels.i(s), p.rows, p.cols, count.f(s)); });
       c.expect("", count, kExact);
     });
+    // The step's figures in one call (a GPU's one kernel against the CPU's
+    // five calls): loss, correct count, the error flag moved and cleared.
+    for (bool with_labels : {true, false})
+      h_.check("gather_step_stats", dims({p.rows, p.cols}) + " " + kind + (with_labels ? "" : ", no labels"), [&](OpCase& c) {
+        auto& x = c.input(Shape{p.rows, p.cols}, -1.0f, 1.0f);
+        auto& labels = c.ints(Shape{p.rows}, c.integers(p.rows, 0, static_cast<int32_t>(p.cols)));
+        auto& loss = c.values(Shape{1}, {2.5f});
+        auto& error = c.values(Shape{2}, {3.0f, 11.0f});
+        auto& stats = c.poisoned(Shape{4});
+        c.run([&](Backend& b, Side s) {
+          b.gather_step_stats(loss.f(s), x.f(s), with_labels ? labels.i(s) : nullptr, with_labels ? p.rows : 0, p.cols,
+                              error.f(s), stats.f(s));
+        });
+        c.expect("stats", stats, kExact);
+        c.expect("error", error, kExact);
+      });
   }
   // The flag's second word keeps "the first bad label seen": a parallel
   // kernel may see another one first, so each case has one bad value only.

@@ -132,15 +132,26 @@ void BackendComparison::pooling() {
       auto& x = c.values(input_shape(w), make_input(c));
       auto& y = c.poisoned(output_shape(w));
       auto& argmax = c.poisoned(output_shape(w), DType::Int32);
-      c.run([&](Backend& b, Side s) { b.max_pool(w, x.f(s), y.f(s), argmax.i(s)); });
+      c.run([&](Backend& b, Side s) { b.max_pool(w, x.f(s), nullptr, Activation::None, y.f(s), argmax.i(s)); });
       c.expect("y", y, kExact);
       c.expect("argmax", argmax, kExact);  // with ties: the first maximum in window order
+    });
+    // A convolution's bias and relu applied by the pooling (nn::max_pool_op):
+    // each pixel plus its channel's bias compared, relu on the maximum.
+    h_.check("max_pool_bias_relu", shape, [&](OpCase& c) {
+      auto& x = c.values(input_shape(w), make_input(c));
+      auto& bias = c.input(Shape{w.channels}, -3.0f, 1.0f);
+      auto& y = c.poisoned(output_shape(w));
+      auto& argmax = c.poisoned(output_shape(w), DType::Int32);
+      c.run([&](Backend& b, Side s) { b.max_pool(w, x.f(s), bias.f(s), Activation::Relu, y.f(s), argmax.i(s)); });
+      c.expect("y", y, kExact);
+      c.expect("argmax", argmax, kExact);
     });
     h_.check("max_pool_backward", shape, [&](OpCase& c) {
       // The CPU's argmax feeds both sides: this checks the scatter alone.
       Tensor x = Tensor::from(input_shape(w), make_input(c));
       Tensor y = Tensor::empty(output_shape(w)), where = Tensor::empty(output_shape(w), DType::Int32);
-      cpu_backend().max_pool(w, x.ptr(), y.ptr(), where.int_ptr());
+      cpu_backend().max_pool(w, x.ptr(), nullptr, Activation::None, y.ptr(), where.int_ptr());
       auto& argmax = c.ints(output_shape(w), std::vector<int32_t>(where.ints(), where.ints() + output_size(w)));
       auto& dy = c.input(output_shape(w), -1.0f, 1.0f);
       auto& dx = c.poisoned(input_shape(w));

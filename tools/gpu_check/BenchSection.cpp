@@ -63,15 +63,15 @@ std::string table(const Device& device, const Model& m, const std::map<PeerKey, 
                   std::vector<CheckRecord>& failures) {
   std::string md =
       std::string("### ") + m.title + (tf32 ? ", TF32 on both sides" : "") + "\n\n" +
-      "| batch | Strata samples/s | step | new device memory | PyTorch eager | PyTorch graph | PyTorch graph TF32 "
-      "| Strata / graph" +
-      (tf32 ? " TF32" : "") + " | goal |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+      "| batch | Strata samples/s | step | device operations per step | new device memory | PyTorch eager | PyTorch "
+      "graph | PyTorch graph TF32 | Strata / graph" +
+      (tf32 ? " TF32" : "") + " | goal |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   for (const int64_t batch : m.batches) {
     ThroughputFigure f;
     try {
       f = measure_throughput({device}, m.project, batch);
     } catch (const std::exception& e) {
-      md += "| " + std::to_string(batch) + " | not measured: " + table_cell(e.what()) + " | | | | | | | |\n";
+      md += "| " + std::to_string(batch) + " | not measured: " + table_cell(e.what()) + " | | | | | | | | |\n";
       failures.push_back(CheckRecord{"bench", std::string(m.title) + ", batch " + std::to_string(batch),
                                      std::numeric_limits<double>::infinity(), 0, false, e.what()});
       continue;
@@ -86,10 +86,11 @@ std::string table(const Device& device, const Model& m, const std::map<PeerKey, 
     const double against = tf32 ? graph_tf32 : graph;
     if (against > 0) std::snprintf(ratio, sizeof ratio, "%.2fx", f.samples_per_sec / against);
     char row[512];
-    std::snprintf(row, sizeof row, "| %lld | %s | %.0f us | %.0f MiB | %s | %s | %s | %s | %s |\n",
+    std::snprintf(row, sizeof row, "| %lld | %s | %.0f us | %lld | %.0f MiB | %s | %s | %s | %s | %s |\n",
                   static_cast<long long>(batch), figure(f.samples_per_sec).c_str(), f.step_us,
-                  static_cast<double>(f.device_bytes) / (1 << 20), cell(eager).c_str(), cell(graph).c_str(),
-                  cell(graph_tf32).c_str(), ratio, batch == m.small ? ">= 2x" : ">= 1x");
+                  static_cast<long long>(f.graph_operations), static_cast<double>(f.device_bytes) / (1 << 20),
+                  cell(eager).c_str(), cell(graph).c_str(), cell(graph_tf32).c_str(), ratio,
+                  batch == m.small ? ">= 2x" : ">= 1x");
     md += row;
   }
   return md + "\n";
@@ -227,7 +228,8 @@ std::vector<CheckRecord> BenchSection::run(const SectionContext& context) {
       "Strata: median step interval after 20 warm-up steps over 200 steps of the real training loop (batches "
       "drawn from the Fashion-MNIST files in a shuffled order, gathered and converted on the device from the training set "
       "copied there once, every step's loss read back, one step late), "
-      "float32. New device memory: what the device's pool took from the driver during that run (the pool keeps "
+      "float32. Device operations per step: the kernels, copies and fills of the captured step graph one replay runs. "
+      "New device memory: what the device's pool took from the driver during that run (the pool keeps "
       "what earlier runs of the process freed). PyTorch: bench/pytorch_gpu_peer.py on random inputs already on the "
       "GPU, cuDNN autotuned, TF32 off unless the column says so.\n";
   md += "\n" + on_device;

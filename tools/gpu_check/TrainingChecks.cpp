@@ -347,6 +347,7 @@ ThroughputFigure measure_throughput(const std::vector<Device>& replicas, const s
   ThroughputFigure f;
   f.batch = batch;
   f.device_bytes = allocated() - before;
+  f.graph_operations = backends.front()->counters().graph_operations;
   // Step events carry the run's clock: the median step interval after the
   // warm-up, which leaves out the epoch ends (evaluation, reshuffle).
   std::vector<double> dt;

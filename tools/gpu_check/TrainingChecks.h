@@ -60,7 +60,8 @@ std::vector<CheckRecord> check_fashion_cnn(const Device& device);
 struct ThroughputFigure {
   int64_t batch = 0;
   double samples_per_sec = 0, step_us = 0;
-  int64_t device_bytes = 0;  // device memory allocated from the system during the run, all devices
+  int64_t device_bytes = 0;      // device memory allocated from the system during the run, all devices
+  int64_t graph_operations = 0;  // kernels, copies and fills of the first device's captured step
 };
 ThroughputFigure measure_throughput(const std::vector<Device>& replicas, const std::string& project, int64_t batch,
                                     int warmup = 20, int steps = 200, bool gradient_branches = true);

@@ -61,7 +61,7 @@ public:
   void check_labels(const int32_t* labels, int64_t n, int64_t classes, float* error) override;
   void im2col(const Window2D& w, const float* x, float* col) override;
   void col2im(const Window2D& w, const float* col, float* dx) override;
-  void max_pool(const Window2D& w, const float* x, float* y, int32_t* argmax) override;
+  void max_pool(const Window2D& w, const float* x, const float* bias, Activation act, float* y, int32_t* argmax) override;
   void max_pool_backward(const Window2D& w, const float* dy, const int32_t* argmax, float* dx) override;
   void avg_pool(const Window2D& w, const float* x, float* y) override;
   void avg_pool_backward(const Window2D& w, const float* dy, float* dx) override;

@@ -78,8 +78,10 @@ void CpuBackend::col2im(const Window2D& w, const float* col, float* dx) {
   });
 }
 
-void CpuBackend::max_pool(const Window2D& w, const float* x, float* y, int32_t* argmax) {
+void CpuBackend::max_pool(const Window2D& w, const float* x, const float* bias, Activation act, float* y, int32_t* argmax) {
+  require_pool_activation(act);
   const int64_t C = w.channels;
+  const bool relu = act == Activation::Relu;
   pool_.parallel_for(w.batch * w.out_h, 4, [&](int64_t lo, int64_t hi) {
     for (int64_t row = lo; row < hi; ++row) {
       const int64_t n = row / w.out_h, oy = row % w.out_h;
@@ -90,20 +92,23 @@ void CpuBackend::max_pool(const Window2D& w, const float* x, float* y, int32_t* 
         // The window's first pixel starts every channel (NaN included), the
         // others replace it only where strictly greater: a branch-free
         // select the compiler vectorises over the channels.
+        // With a bias the pixels compared are x + bias, rounded as a
+        // separate bias pass would have rounded them.
         bool first = true;
         for_each_window_pixel(w, n, oy, ox, [&](int64_t, int64_t base) {
           const float* v = x + base;
           if (first) {
             for (int64_t c = 0; c < C; ++c) {
-              best[c] = v[c];
+              best[c] = bias ? v[c] + bias[c] : v[c];
               where[c] = static_cast<int32_t>(base + c);
             }
             first = false;
             return;
           }
           for (int64_t c = 0; c < C; ++c) {
-            const bool greater = v[c] > best[c];
-            best[c] = greater ? v[c] : best[c];
+            const float u = bias ? v[c] + bias[c] : v[c];
+            const bool greater = u > best[c];
+            best[c] = greater ? u : best[c];
             where[c] = greater ? static_cast<int32_t>(base + c) : where[c];
           }
         });
@@ -111,6 +116,9 @@ void CpuBackend::max_pool(const Window2D& w, const float* x, float* y, int32_t* 
           std::fill(best, best + C, -std::numeric_limits<float>::infinity());
           std::fill(where, where + C, -1);
         }
+        // std::max(v, 0) as activation_forward's relu: a NaN passes through.
+        if (relu)
+          for (int64_t c = 0; c < C; ++c) best[c] = best[c] < 0.0f ? 0.0f : best[c];
       }
     }
   });

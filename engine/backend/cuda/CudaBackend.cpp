@@ -528,6 +528,24 @@ void CudaBackend::begin_capture() {
   capturing_ = true;
 }
 
+namespace {
+// The kernels, copies and fills of a captured graph (its event and memory
+// nodes left out); 0 where the runtime cannot list them.
+int64_t graph_operations(cudaGraph_t graph) {
+  size_t n = 0;
+  if (cudaGraphGetNodes(graph, nullptr, &n) != cudaSuccess) return cudaGetLastError(), 0;
+  std::vector<cudaGraphNode_t> nodes(n);
+  if (n == 0 || cudaGraphGetNodes(graph, nodes.data(), &n) != cudaSuccess) return cudaGetLastError(), 0;
+  int64_t operations = 0;
+  for (cudaGraphNode_t node : nodes) {
+    cudaGraphNodeType type{};
+    if (cudaGraphNodeGetType(node, &type) != cudaSuccess) return cudaGetLastError(), 0;
+    operations += type == cudaGraphNodeTypeKernel || type == cudaGraphNodeTypeMemcpy || type == cudaGraphNodeTypeMemset;
+  }
+  return operations;
+}
+}  // namespace
+
 GraphPtr CudaBackend::end_capture() {
   cudaGraph_t graph = nullptr;
   const cudaError_t ended = cudaStreamEndCapture(enter(), &graph);
@@ -566,6 +584,7 @@ GraphPtr CudaBackend::end_capture() {
   // keeps unused from the op-by-op steps is given back, so a model that
   // fits op by op fits replayed too.
   if (cudaMemPoolTrimTo(pool_, 0) != cudaSuccess) cudaGetLastError();
+  counters().graph_operations = graph_operations(graph);
   return std::make_shared<CudaGraph>(graph, exec, *this, std::move(deferred));
 }
 
@@ -715,6 +734,11 @@ void CudaBackend::argmax_rows(const float* x, int64_t rows, int64_t cols, int32_
 void CudaBackend::count_correct(const float* predictions, const int32_t* labels, int64_t rows, int64_t cols,
                                 float* count) {
   cuda::count_correct(enter(), predictions, labels, rows, cols, count);
+}
+
+void CudaBackend::gather_step_stats(const float* loss, const float* logits, const int32_t* labels, int64_t rows, int64_t cols,
+                                    float* error, float* stats) {
+  cuda::gather_step_stats(enter(), loss, logits, labels, rows, cols, error, stats);
 }
 
 void CudaBackend::check_labels(const int32_t* labels, int64_t n, int64_t classes, float* error) {
@@ -936,8 +960,9 @@ void CudaBackend::conv2d_backward_filter(const Window2D& w, int64_t filters, con
   conv_ways_.run(w, filters, cuda::ConvolutionWays::Direction::BackwardFilter, enter(), device(), ways);
 }
 
-void CudaBackend::max_pool(const Window2D& w, const float* x, float* y, int32_t* argmax) {
-  cuda::max_pool(enter(), w, x, y, argmax);
+void CudaBackend::max_pool(const Window2D& w, const float* x, const float* bias, Activation act, float* y, int32_t* argmax) {
+  require_pool_activation(act);
+  cuda::max_pool(enter(), w, x, bias, act == Activation::Relu, y, argmax);
 }
 void CudaBackend::max_pool_backward(const Window2D& w, const float* dy, const int32_t* argmax, float* dx) {
   cuda::max_pool_backward(enter(), w, dy, argmax, dx);

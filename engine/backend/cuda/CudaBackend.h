@@ -109,6 +109,8 @@ public:
   void increment(int64_t n, int32_t* x) override;
   void argmax_rows(const float* x, int64_t rows, int64_t cols, int32_t* out) override;
   void count_correct(const float* predictions, const int32_t* labels, int64_t rows, int64_t cols, float* count) override;
+  void gather_step_stats(const float* loss, const float* logits, const int32_t* labels, int64_t rows, int64_t cols,
+                         float* error, float* stats) override;
   void check_labels(const int32_t* labels, int64_t n, int64_t classes, float* error) override;
   void im2col(const Window2D& w, const float* x, float* col) override;
   void col2im(const Window2D& w, const float* col, float* dx) override;
@@ -125,7 +127,7 @@ public:
                             float* dx) override;
   void conv2d_backward_filter(const Window2D& w, int64_t filters, const float* x, const float* dy,
                               float* dkernel) override;
-  void max_pool(const Window2D& w, const float* x, float* y, int32_t* argmax) override;
+  void max_pool(const Window2D& w, const float* x, const float* bias, Activation act, float* y, int32_t* argmax) override;
   void max_pool_backward(const Window2D& w, const float* dy, const int32_t* argmax, float* dx) override;
   void avg_pool(const Window2D& w, const float* x, float* y) override;
   void avg_pool_backward(const Window2D& w, const float* dy, float* dx) override;

@@ -199,13 +199,19 @@ __device__ inline void pool_max(float v, int32_t at, float& best, int32_t& where
   }
 }
 
+// max_pool's bias and relu, as the CPU applies them: the pixel plus its
+// channel's bias (one rounding, as a separate bias pass), and relu on the
+// window's maximum as std::max(v, 0) (a NaN passes through).
+__device__ inline float biased(float v, const float* bias, int64_t c) { return bias ? v + bias[c] : v; }
+__device__ inline float pool_relu(bool relu, float v) { return relu && v < 0.0f ? 0.0f : v; }
+
 // One thread per output element; pixels in (ky, kx) order, padding skipped.
 // Tie rule as on the CPU: a pixel wins when strictly greater, or when it is
 // the window's first pixel inside the image (so a NaN there stays, and a
 // window entirely in the padding gives -inf and argmax -1).
 template <typename I>
-__global__ void max_pool_kernel(Win<I> w, const float* __restrict__ x, float* __restrict__ y,
-                                int32_t* __restrict__ argmax, I n) {
+__global__ void max_pool_kernel(Win<I> w, const float* __restrict__ x, const float* __restrict__ bias, bool relu,
+                                float* __restrict__ y, int32_t* __restrict__ argmax, I n) {
   STRATA_GRID_STRIDE(I, i, n) {
     const PoolWindow<I> p = pool_window(w, i);
     float best = -INFINITY;
@@ -213,9 +219,9 @@ __global__ void max_pool_kernel(Win<I> w, const float* __restrict__ x, float* __
     for (I iy = p.y0; iy < p.y1; ++iy)
       for (I ix = p.x0; ix < p.x1; ++ix) {
         const I at = ((p.b * w.height + iy) * w.width + ix) * w.channels + p.c;
-        pool_max(x[at], static_cast<int32_t>(at), best, where);
+        pool_max(biased(x[at], bias, p.c), static_cast<int32_t>(at), best, where);
       }
-    y[i] = best;
+    y[i] = pool_relu(relu, best);
     argmax[i] = where;
   }
 }
@@ -266,10 +272,11 @@ __device__ I tile_pixel(const Win<I>& w, const Tile<I>& t, I ky, I kx) {
 }
 
 template <typename I>
-__global__ void max_pool_tiled_kernel(Win<I> w, const float4* __restrict__ x, float4* __restrict__ y,
-                                      int4* __restrict__ argmax, I n) {
+__global__ void max_pool_tiled_kernel(Win<I> w, const float4* __restrict__ x, const float* __restrict__ bias, bool relu,
+                                      float4* __restrict__ y, int4* __restrict__ argmax, I n) {
   STRATA_GRID_STRIDE(I, i, n) {
     const Tile<I> t = tile_of(w, i);
+    const int64_t c = int64_t{t.c4} * 4;  // the first of the thread's four channels
     float4 best = make_float4(-INFINITY, -INFINITY, -INFINITY, -INFINITY);
     int4 where = make_int4(-1, -1, -1, -1);
     for (I ky = 0; ky < w.kernel_h; ++ky)
@@ -277,12 +284,12 @@ __global__ void max_pool_tiled_kernel(Win<I> w, const float4* __restrict__ x, fl
         const I at = tile_pixel(w, t, ky, kx);
         const float4 v = x[at];
         const auto flat = static_cast<int32_t>(at * 4);
-        pool_max(v.x, flat, best.x, where.x);
-        pool_max(v.y, flat + 1, best.y, where.y);
-        pool_max(v.z, flat + 2, best.z, where.z);
-        pool_max(v.w, flat + 3, best.w, where.w);
+        pool_max(biased(v.x, bias, c), flat, best.x, where.x);
+        pool_max(biased(v.y, bias, c + 1), flat + 1, best.y, where.y);
+        pool_max(biased(v.z, bias, c + 2), flat + 2, best.z, where.z);
+        pool_max(biased(v.w, bias, c + 3), flat + 3, best.w, where.w);
       }
-    y[i] = best;
+    y[i] = make_float4(pool_relu(relu, best.x), pool_relu(relu, best.y), pool_relu(relu, best.z), pool_relu(relu, best.w));
     argmax[i] = where;
   }
 }
@@ -615,14 +622,14 @@ bool tiled(const Window2D& w, const void* a, const void* b, const void* c) {
 }
 }  // namespace
 
-void max_pool(cudaStream_t s, const Window2D& w, const float* x, float* y, int32_t* argmax) {
+void max_pool(cudaStream_t s, const Window2D& w, const float* x, const float* bias, bool relu, float* y, int32_t* argmax) {
   const int64_t n = w.batch * w.out_h * w.out_w * w.channels;
   if (n == 0) return;
   if (tiled(w, x, y, argmax)) {
     with_index(fits_int32(n, w.batch * w.height * w.width * w.channels), [&](auto i) {
       using I = decltype(i);
       max_pool_tiled_kernel<I><<<blocks_for(n / 4), kThreads, 0, s>>>(narrow<I>(w, 4), reinterpret_cast<const float4*>(x),
-                                                                      reinterpret_cast<float4*>(y),
+                                                                      bias, relu, reinterpret_cast<float4*>(y),
                                                                       reinterpret_cast<int4*>(argmax), static_cast<I>(n / 4));
     });
     STRATA_CUDA_LAUNCHED("max_pool");
@@ -630,7 +637,7 @@ void max_pool(cudaStream_t s, const Window2D& w, const float* x, float* y, int32
   }
   with_index(fits_int32(n, w.batch * w.height * w.width * w.channels), [&](auto i) {
     using I = decltype(i);
-    max_pool_kernel<I><<<blocks_for(n), kThreads, 0, s>>>(narrow<I>(w, 1), x, y, argmax, static_cast<I>(n));
+    max_pool_kernel<I><<<blocks_for(n), kThreads, 0, s>>>(narrow<I>(w, 1), x, bias, relu, y, argmax, static_cast<I>(n));
   });
   STRATA_CUDA_LAUNCHED("max_pool");
 }

@@ -303,6 +303,26 @@ count_correct_kernel(const float* predictions, const int32_t* labels, int64_t ro
   if (threadIdx.x == 0) count[0] += static_cast<float>(correct);
 }
 
+// Backend::gather_step_stats in one kernel: one block counts the correct
+// rows (as count_correct_kernel) while its first thread moves the loss and
+// the error flag into stats and clears the flag.
+__global__ void __launch_bounds__(kReduceThreads)
+    gather_step_stats_kernel(const float* loss, const float* logits, const int32_t* labels, int64_t rows, int64_t cols,
+                             float* error, float* stats) {
+  __shared__ typename IntReduce::TempStorage temp;
+  long long correct = 0;
+  if (labels)
+    for (int64_t r = threadIdx.x; r < rows; r += kReduceThreads) correct += row_argmax(logits + r * cols, cols) == labels[r];
+  correct = IntReduce(temp).Sum(correct);
+  if (threadIdx.x == 0) {
+    stats[0] = loss[0];
+    stats[1] = static_cast<float>(correct);
+    stats[2] = error ? error[0] : 0.0f;
+    stats[3] = error ? error[1] : 0.0f;
+    if (error) error[0] = error[1] = 0.0f;
+  }
+}
+
 __global__ void __launch_bounds__(kReduceThreads)
 check_labels_kernel(const int32_t* labels, int64_t n, int64_t classes, float* error) {
   __shared__ typename IntReduce::TempStorage temp;
@@ -570,6 +590,12 @@ void count_correct(cudaStream_t s, const float* predictions, const int32_t* labe
   if (rows == 0) return;
   count_correct_kernel<<<1, kReduceThreads, 0, s>>>(predictions, labels, rows, cols, count);
   STRATA_CUDA_LAUNCHED("count_correct");
+}
+
+void gather_step_stats(cudaStream_t s, const float* loss, const float* logits, const int32_t* labels, int64_t rows,
+                       int64_t cols, float* error, float* stats) {
+  gather_step_stats_kernel<<<1, kReduceThreads, 0, s>>>(loss, logits, labels, rows, cols, error, stats);
+  STRATA_CUDA_LAUNCHED("gather_step_stats");
 }
 
 void check_labels(cudaStream_t s, const int32_t* labels, int64_t n, int64_t classes, float* error) {

@@ -54,6 +54,8 @@ void increment(cudaStream_t s, int64_t n, int32_t* x);
 void argmax_rows(cudaStream_t s, const float* x, int64_t rows, int64_t cols, int32_t* out);
 void count_correct(cudaStream_t s, const float* predictions, const int32_t* labels, int64_t rows, int64_t cols,
                    float* count);
+void gather_step_stats(cudaStream_t s, const float* loss, const float* logits, const int32_t* labels, int64_t rows,
+                       int64_t cols, float* error, float* stats);
 void check_labels(cudaStream_t s, const int32_t* labels, int64_t n, int64_t classes, float* error);
 void sgd_update(cudaStream_t s, int64_t n, float* w, const float* g, float* velocity, const float* lr, float momentum,
                 bool nesterov);
@@ -72,7 +74,8 @@ void transpose(cudaStream_t s, const float* in, int64_t rows, int64_t cols, floa
 // ---- images and batch normalisation (CudaImageKernels.cu) --------------------
 void im2col(cudaStream_t s, const Window2D& w, const float* x, float* col);
 void col2im(cudaStream_t s, const Window2D& w, const float* col, float* dx);
-void max_pool(cudaStream_t s, const Window2D& w, const float* x, float* y, int32_t* argmax);
+// bias optional; relu applied to each window's maximum.
+void max_pool(cudaStream_t s, const Window2D& w, const float* x, const float* bias, bool relu, float* y, int32_t* argmax);
 void max_pool_backward(cudaStream_t s, const Window2D& w, const float* dy, const int32_t* argmax, float* dx);
 void avg_pool(cudaStream_t s, const Window2D& w, const float* x, float* y);
 void avg_pool_backward(cudaStream_t s, const Window2D& w, const float* dy, float* dx);

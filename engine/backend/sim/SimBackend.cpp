@@ -129,6 +129,7 @@ GraphPtr SimBackend::end_capture() {
   // Older memory freed while capturing is still read or written by every
   // replay: it returns to the arena with the graph, not before.
   c.owned.insert(c.owned.end(), c.deferred.begin(), c.deferred.end());
+  counters().graph_operations = static_cast<int64_t>(ops->size());
   return std::make_shared<SimGraph>(std::move(ops), std::move(c.owned), arena_, stream_);
 }
 
@@ -421,11 +422,13 @@ void SimBackend::col2im(const Window2D& w, const float* col, float* dx) {
   run([=](CpuBackend& cpu) { cpu.col2im(w, C, D); });
 }
 
-void SimBackend::max_pool(const Window2D& w, const float* x, float* y, int32_t* argmax) {
+void SimBackend::max_pool(const Window2D& w, const float* x, const float* bias, Activation act, float* y, int32_t* argmax) {
+  require_pool_activation(act);
   auto X = view(x, "max_pool");
+  auto B = view(bias, "max_pool");
   auto Y = view(y, "max_pool");
   auto A = view(argmax, "max_pool");
-  run([=](CpuBackend& cpu) { cpu.max_pool(w, X, Y, A); });
+  run([=](CpuBackend& cpu) { cpu.max_pool(w, X, B, act, Y, A); });
 }
 
 void SimBackend::max_pool_backward(const Window2D& w, const float* dy, const int32_t* argmax, float* dx) {

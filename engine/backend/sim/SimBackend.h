@@ -90,7 +90,7 @@ public:
   void conv2d(const Window2D& w, int64_t filters, const float* x, const float* kernel, float* y) override;
   void conv2d_backward_data(const Window2D& w, int64_t filters, const float* dy, const float* kernel, float* dx) override;
   void conv2d_backward_filter(const Window2D& w, int64_t filters, const float* x, const float* dy, float* dkernel) override;
-  void max_pool(const Window2D& w, const float* x, float* y, int32_t* argmax) override;
+  void max_pool(const Window2D& w, const float* x, const float* bias, Activation act, float* y, int32_t* argmax) override;
   void max_pool_backward(const Window2D& w, const float* dy, const int32_t* argmax, float* dx) override;
   void avg_pool(const Window2D& w, const float* x, float* y) override;
   void avg_pool_backward(const Window2D& w, const float* dy, float* dx) override;
