@@ -292,28 +292,32 @@ __global__ void argmax_rows_kernel(const float* x, int64_t rows, int64_t cols, i
   STRATA_GRID_STRIDE(r, rows) out[r] = row_argmax(x + r * cols, cols);
 }
 
+// The rows whose argmax is their label, counted by the whole block (one
+// block of kReduceThreads); the total is thread 0's.
+__device__ long long block_correct_rows(const float* predictions, const int32_t* labels, int64_t rows, int64_t cols,
+                                        IntReduce::TempStorage& temp) {
+  long long correct = 0;
+  for (int64_t r = threadIdx.x; r < rows; r += kReduceThreads)
+    correct += row_argmax(predictions + r * cols, cols) == labels[r];
+  return IntReduce(temp).Sum(correct);
+}
+
 __global__ void __launch_bounds__(kReduceThreads)
 count_correct_kernel(const float* predictions, const int32_t* labels, int64_t rows, int64_t cols,
                                      float* count) {
   __shared__ typename IntReduce::TempStorage temp;
-  long long correct = 0;
-  for (int64_t r = threadIdx.x; r < rows; r += kReduceThreads)
-    correct += row_argmax(predictions + r * cols, cols) == labels[r];
-  correct = IntReduce(temp).Sum(correct);
+  const long long correct = block_correct_rows(predictions, labels, rows, cols, temp);
   if (threadIdx.x == 0) count[0] += static_cast<float>(correct);
 }
 
 // Backend::gather_step_stats in one kernel: one block counts the correct
-// rows (as count_correct_kernel) while its first thread moves the loss and
-// the error flag into stats and clears the flag.
+// rows while its first thread moves the loss and the error flag into stats
+// and clears the flag.
 __global__ void __launch_bounds__(kReduceThreads)
     gather_step_stats_kernel(const float* loss, const float* logits, const int32_t* labels, int64_t rows, int64_t cols,
                              float* error, float* stats) {
   __shared__ typename IntReduce::TempStorage temp;
-  long long correct = 0;
-  if (labels)
-    for (int64_t r = threadIdx.x; r < rows; r += kReduceThreads) correct += row_argmax(logits + r * cols, cols) == labels[r];
-  correct = IntReduce(temp).Sum(correct);
+  const long long correct = labels ? block_correct_rows(logits, labels, rows, cols, temp) : 0;
   if (threadIdx.x == 0) {
     stats[0] = loss[0];
     stats[1] = static_cast<float>(correct);
