@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <csignal>
+#include <future>
 #include <thread>
 
 #include "TestUtil.h"
@@ -198,6 +199,43 @@ private slots:
     const auto on_sim = train_mlp(kSim, x, y);
     QCOMPARE(on_sim.size(), on_cpu.size());
     for (size_t i = 0; i < on_cpu.size(); ++i) QCOMPARE(on_sim[i], on_cpu[i]);
+  }
+
+  void memory_freed_on_the_main_stream_waits_for_its_kernels_while_branches_may_run() {
+    // A thread in a side branch (the weight gradients) and another queueing
+    // work on the main stream (the data pipeline): memory the second frees
+    // after queueing a read of it must not reach the branch, which runs
+    // beside the main stream, before that read has run. It once did, and a
+    // batch's row numbers were overwritten before their gather read them.
+    const Device sim{DeviceKind::Sim, 6};
+    Backend& be = backend_for(sim);
+    be.allow_branches(true);
+    constexpr int64_t kOdd = 12347;  // a size no other block of this device has
+    const std::vector<float> want = random_vector(static_cast<size_t>(kOdd));
+    const Tensor a = Tensor::full(Shape{384, 384}, 1.0f, sim), b = Tensor::full(Shape{384, 384}, 1.0f, sim);
+    Tensor product = Tensor::empty(Shape{384, 384}, sim), copied = Tensor::empty(Shape{kOdd}, sim);
+    std::promise<void> in_branch, freed;
+    std::thread branch([&] {
+      be.begin_branch();
+      in_branch.set_value();
+      freed.get_future().wait();
+      // Its memory may be the block just freed: written on the side stream at once.
+      Tensor mine = Tensor::empty(Shape{kOdd}, sim);
+      be.fill32(mine.ptr(), kOdd, 0x7fc00000u);
+      be.end_branch();
+      be.join_branch();
+    });
+    in_branch.get_future().wait();
+    {
+      Tensor read = Tensor::from(Shape{kOdd}, want, sim);
+      // Keeps the main stream busy, so its read below comes late.
+      for (int i = 0; i < 16; ++i) be.gemm(false, false, 384, 384, 384, 1.0f, a.ptr(), b.ptr(), 0.0f, product.ptr());
+      be.copy(copied.ptr(), read.ptr(), kOdd * sizeof(float));
+    }  // freed here, its copy still queued
+    freed.set_value();
+    branch.join();
+    be.allow_branches(false);
+    QCOMPARE(copied.values(), want);
   }
 
   void capture_records_and_replay_repeats() {

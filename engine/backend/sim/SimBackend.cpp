@@ -190,12 +190,27 @@ void SimBackend::deallocate(void* p, size_t bytes) {
       return;
     }
   }
-  // Freed inside a branch: back in the arena once the branch's work so far
-  // has run (its kernels may still read it); the main stream's frees are
-  // safe at once, later work on it being queued after its earlier work.
-  if (in_branch()) {
-    side_.enqueue([this, p, bytes] { arena_.deallocate(p, bytes); });
-    return;
+  // Back in the arena once the work queued so far on the stream it is freed
+  // in has run, as cudaFreeAsync orders a free (its kernels may still read
+  // it): the side stream's in a branch; the main stream's wherever branches
+  // may run, for a branch is ordered after the main stream only up to its
+  // start, and memory handed to it at once could be written beside kernels
+  // another thread queued on the main stream before the free (the data
+  // pipeline's gather of a batch reading its row numbers). Without
+  // branches every kernel runs on the main stream, after those.
+  if (in_branch() || branches_allowed_) {
+    SimStream& stream = current();
+    try {
+      stream.enqueue([this, p, bytes] { arena_.deallocate(p, bytes); });
+      return;
+    } catch (...) {
+      // Out of host memory for the closure: the stream's work so far ends first.
+      try {
+        stream.synchronize();
+      } catch (...) {
+        // Its failure is rethrown by the next synchronize().
+      }
+    }
   }
   arena_.deallocate(p, bytes);
 }
