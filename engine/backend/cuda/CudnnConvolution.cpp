@@ -18,10 +18,15 @@ const CudnnLibrary& lib() { return CudnnLibrary::get(); }
 int as_int(int64_t v) { return static_cast<int>(v); }
 
 // cuDNN's FFT and Winograd algorithms transform the images, so their error
-// is several times a float32 sum's: on an H200 the FFT-tiled filter gradient
-// of the TF-tutorial CNN's second layer at batch 64 was 8e-4 off (relative)
-// where the sum's own bound is 3e-4. They are offered only with TF32, whose
-// products already trade that much precision for speed.
+// is several times a float32 sum's where the output is a sum over the whole
+// batch: on an H200 the FFT-tiled filter gradient of the TF-tutorial CNN's
+// second layer at batch 64 was 8e-4 off (relative) where the sum's own
+// bound is 3e-4. The kernel gradient takes them only with TF32, whose
+// products already trade that much precision for speed. The forward and
+// input-gradient sums are per pixel (kh * kw * channels terms): there two
+// runs on an H200 chose them (FFT tiling for the second layer at batch
+// 1024) and stayed within the float32 bound of every check, and PyTorch's
+// autotuned float32 convolutions take them too.
 bool inexact(cudnnConvolutionFwdAlgo_t a) {
   return a == CUDNN_CONVOLUTION_FWD_ALGO_FFT || a == CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING ||
          a == CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD || a == CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED;
@@ -38,7 +43,8 @@ bool inexact(cudnnConvolutionBwdFilterAlgo_t a) {
 // The first algorithm in cuDNN's order (`find`: measured on this GPU,
 // fastest first; `rank`: the heuristics, where autotuning is off, the stream
 // is being captured (timing would break the capture), the measurement fails
-// or none of it qualifies) that runs, uses the allowed arithmetic, fits the workspace budget
+// or none of it qualifies) that runs, uses the allowed arithmetic (`transforms`: FFT and
+// Winograd, see inexact()), fits the workspace budget
 // and is deterministic: the others (backward-filter algorithms 0 and 3,
 // backward-data 0) add with atomics, so a replayed step or a resumed run
 // would drift from its first bits. Both orders are asked under float32
@@ -51,8 +57,8 @@ bool inexact(cudnnConvolutionBwdFilterAlgo_t a) {
 // PyTorch passes over one that fails. Returns the algorithm and its math
 // type, and raises `workspace` to the largest need.
 template <typename Perf, int kCount, typename Rank, typename Find, typename WorkspaceOf>
-auto choose(Rank rank, Find find, WorkspaceOf workspace_of, bool tf32, bool measure, cudnnConvolutionDescriptor_t conv,
-            const std::string& what, size_t& workspace) {
+auto choose(Rank rank, Find find, WorkspaceOf workspace_of, bool tf32, bool transforms, bool measure,
+            cudnnConvolutionDescriptor_t conv, const std::string& what, size_t& workspace) {
   constexpr size_t kBudget = size_t{512} << 20;
   lib().check(lib().cudnnSetConvolutionMathType(conv, tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH), what);
   // Room for every (algorithm, math type) pair either order may list.
@@ -70,7 +76,7 @@ auto choose(Rank rank, Find find, WorkspaceOf workspace_of, bool tf32, bool meas
     for (int i = 0; i < count; ++i) {
       const Perf& p = perf[i];
       if (p.status != CUDNN_STATUS_SUCCESS || p.determinism != CUDNN_DETERMINISTIC) continue;
-      if (!tf32 && inexact(p.algo)) continue;
+      if (!transforms && inexact(p.algo)) continue;
       if (!tf32 && (p.mathType == CUDNN_TENSOR_OP_MATH || p.mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION)) continue;
       // A measured time is of the math type listed: without TF32 only FMA
       // times rank what will run (a default-math time may be TF32's).
@@ -219,7 +225,7 @@ void CudnnConvolution::make_plan(Plan& p, const Window2D& w, int64_t filters) {
       [&](cudnnConvolutionFwdAlgo_t a, size_t* bytes) {
         return api.cudnnGetConvolutionForwardWorkspaceSize(handle_, p.x, p.kernel, p.conv, p.y, a, bytes);
       },
-      tf32_, measure, p.conv, what + " (forward)", need);
+      tf32_, true, measure, p.conv, what + " (forward)", need);
   p.forward = {fa, fm};
   const auto [da, dm] = choose<cudnnConvolutionBwdDataAlgoPerf_t, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT>(
       [&](int wanted, int* got, cudnnConvolutionBwdDataAlgoPerf_t* perf) {
@@ -231,7 +237,7 @@ void CudnnConvolution::make_plan(Plan& p, const Window2D& w, int64_t filters) {
       [&](cudnnConvolutionBwdDataAlgo_t a, size_t* bytes) {
         return api.cudnnGetConvolutionBackwardDataWorkspaceSize(handle_, p.kernel, p.y, p.conv, p.x, a, bytes);
       },
-      tf32_, measure, p.conv, what + " (gradient of the input)", need);
+      tf32_, true, measure, p.conv, what + " (gradient of the input)", need);
   p.backward_data = {da, dm};
   const auto [ka, km] = choose<cudnnConvolutionBwdFilterAlgoPerf_t, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT>(
       [&](int wanted, int* got, cudnnConvolutionBwdFilterAlgoPerf_t* perf) {
@@ -243,7 +249,7 @@ void CudnnConvolution::make_plan(Plan& p, const Window2D& w, int64_t filters) {
       [&](cudnnConvolutionBwdFilterAlgo_t a, size_t* bytes) {
         return api.cudnnGetConvolutionBackwardFilterWorkspaceSize(handle_, p.x, p.y, p.conv, p.kernel, a, bytes);
       },
-      tf32_, measure, p.conv, what + " (gradient of the kernel)", need);
+      tf32_, tf32_, measure, p.conv, what + " (gradient of the kernel)", need);
   p.backward_filter = {ka, km};
   // One workspace for every plan, as large as the largest needs: sized on
   // the first (eager) step of each shape (plan()), never while a step is captured.

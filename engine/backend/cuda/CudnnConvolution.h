@@ -25,9 +25,10 @@ namespace strata::cuda {
 // transposes the layers' NHWC images and (kh * kw * channels, filters)
 // kernel matrices to and from the layout.
 //
-// Float32 arithmetic (CUDNN_FMA_MATH) and no FFT or Winograd algorithm
-// (their transforms lose several times a float32 sum's precision) unless
-// STRATA_TF32=1, as the matrix products. Deterministic algorithms only, so
+// Float32 arithmetic (CUDNN_FMA_MATH) unless STRATA_TF32=1, as the matrix
+// products, and no FFT or Winograd algorithm for the kernel gradient (their
+// transforms lose several times a float32 sum's precision over a sum of the
+// whole batch; see inexact() in the .cpp). Deterministic algorithms only, so
 // a replayed step and a resumed run compute the same bits; a shape with
 // none takes the other convolution ways (CudaBackend::ways_for).
 class CudnnConvolution final : public CudnnConvolver {

@@ -62,8 +62,9 @@ CudnnDescriptor tensor(int64_t uid, int64_t n, int64_t c, int64_t h, int64_t w, 
   return t;
 }
 
-// Whether an engine's notes allow it here (see the class comment).
-bool allowed(const CudnnDescriptor& engine, bool tf32) {
+// Whether an engine's notes allow it here (see the class comment);
+// `transforms`: FFT and Winograd engines.
+bool allowed(const CudnnDescriptor& engine, bool tf32, bool transforms) {
   cudnnBackendNumericalNote_t numerical[CUDNN_NUMERICAL_NOTE_TYPE_COUNT];
   cudnnBackendBehaviorNote_t behavior[CUDNN_BEHAVIOR_NOTE_TYPE_COUNT];
   int64_t n_numerical = 0, n_behavior = 0;
@@ -78,12 +79,14 @@ bool allowed(const CudnnDescriptor& engine, bool tf32) {
       case CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS:
       case CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION: return false;
       case CUDNN_NUMERICAL_NOTE_TENSOR_CORE:
+        if (!tf32) return false;
+        break;
       case CUDNN_NUMERICAL_NOTE_FFT:
       case CUDNN_NUMERICAL_NOTE_WINOGRAD:
       case CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_4x4:
       case CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_6x6:
       case CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_13x13:
-        if (!tf32) return false;
+        if (!transforms) return false;
         break;
       default: break;
     }
@@ -211,13 +214,13 @@ void CudnnGraphConvolution::make_plans(Plans& p, const Window2D& w, int64_t filt
     op.set(o.alpha, CUDNN_TYPE_FLOAT, 1, &one);
     op.set(o.beta, CUDNN_TYPE_FLOAT, 1, &zero);
     op.finalized();
-    p.plan[d].emplace(choose(p, op, w, filters, named));
+    p.plan[d].emplace(choose(p, op, w, filters, tf32_ || static_cast<Direction>(d) != Direction::BackwardFilter, named));
     p.parts.push_back(std::move(op));
   }
 }
 
 CudnnDescriptor CudnnGraphConvolution::choose(Plans& p, const CudnnDescriptor& op, const Window2D& w, int64_t filters,
-                                              const std::string& what) {
+                                              bool transforms, const std::string& what) {
   const auto& api = lib();
   CudnnDescriptor graph(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, what);
   cudnnBackendDescriptor_t op_raw = op.get();
@@ -263,7 +266,7 @@ CudnnDescriptor CudnnGraphConvolution::choose(Plans& p, const CudnnDescriptor& o
       int64_t n = 0;
       if (api.cudnnBackendGetAttribute(configs[i].get(), CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &n,
                                        &engine_raw) != CUDNN_STATUS_SUCCESS ||
-          !allowed(engine, tf32_))
+          !allowed(engine, tf32_, transforms))
         continue;
       CudnnDescriptor plan(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, what);
       plan.set(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, configs[i]);

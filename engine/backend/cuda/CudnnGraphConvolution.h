@@ -30,7 +30,8 @@ namespace strata::cuda {
 //
 // The same numerical rules as the legacy way, read from each engine's
 // numerical notes: deterministic engines only; without STRATA_TF32=1 no
-// tensor-core (TF32) engine and no FFT or Winograd transform; never inputs
+// tensor-core (TF32) engine and no FFT or Winograd transform for the kernel
+// gradient; never inputs
 // converted down or reduced precision sums. Engines that compile kernels at
 // run time are passed over (seconds per shape, and NVRTC may be missing).
 // Images and kernels are described with strides in the layout given (NHWC
@@ -67,7 +68,9 @@ private:
   void make_plans(Plans& p, const Window2D& w, int64_t filters);
   // The fastest allowed engine configuration's plan for `op` (heuristics'
   // first without timing); throws when none qualifies.
-  CudnnDescriptor choose(Plans& p, const CudnnDescriptor& op, const Window2D& w, int64_t filters, const std::string& what);
+  // `transforms`: FFT and Winograd engines allowed.
+  CudnnDescriptor choose(Plans& p, const CudnnDescriptor& op, const Window2D& w, int64_t filters, bool transforms,
+                         const std::string& what);
   // Runs the shape's plan for `d` on (image, kernel, output) pointers in the
   // X/W/Y sense of the forward convolution.
   bool run(const Window2D& w, int64_t filters, Direction d, const void* x, const void* kernel, const void* y,
