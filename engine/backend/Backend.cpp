@@ -43,6 +43,11 @@ void Backend::conv2d(const Window2D& w, int64_t filters, const float* x, const f
   conv2d_im2col(w, filters, x, kernel, y, w.batch);
 }
 
+Tensor Backend::conv2d_keeping_patches(const Window2D& w, int64_t filters, const float* x, const float* kernel, float* y) {
+  conv2d(w, filters, x, kernel, y);
+  return Tensor();
+}
+
 void Backend::conv2d_backward_data(const Window2D& w, int64_t filters, const float* dy, const float* kernel, float* dx) {
   conv2d_backward_data_im2col(w, filters, dy, kernel, dx, w.batch);
 }
@@ -79,6 +84,17 @@ void Backend::conv2d_im2col(const Window2D& w, int64_t filters, const float* x, 
     im2col(part, x + n0 * image_size(w), col);
     gemm(false, false, out_rows(part), filters, patch_size(w), 1.0f, col, kernel, 0.0f, y + n0 * out_pixels(w) * filters);
   });
+}
+
+Tensor Backend::conv2d_im2col_kept(const Window2D& w, int64_t filters, const float* x, const float* kernel, float* y) {
+  if (out_rows(w) * patch_size(w) * static_cast<int64_t>(sizeof(float)) > kKeptPatchesBytes) {
+    conv2d_im2col(w, filters, x, kernel, y, w.batch);
+    return Tensor();
+  }
+  Tensor col = patch_matrix(w, device());
+  im2col(w, x, col.ptr());
+  gemm(false, false, out_rows(w), filters, patch_size(w), 1.0f, col.ptr(), kernel, 0.0f, y);
+  return col;
 }
 
 void Backend::conv2d_backward_data_im2col(const Window2D& w, int64_t filters, const float* dy, const float* kernel, float* dx,

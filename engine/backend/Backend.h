@@ -18,6 +18,7 @@
 #include "backend/WeightStores.h"
 #include "core/Device.h"
 #include "core/DeviceMemory.h"
+#include "core/Tensor.h"
 
 namespace strata {
 
@@ -174,6 +175,15 @@ public:
   virtual bool has_conv2d(const Window2D& /*w*/, int64_t /*filters*/) { return false; }
   // These defaults compute through im2col, gemm and col2im on this backend.
   virtual void conv2d(const Window2D& w, int64_t filters, const float* x, const float* kernel, float* y);
+  // conv2d, and where the way it took made the whole batch's patch matrix
+  // (im2col: (rows, kh * kw * channels)), that matrix, handed over: the
+  // kernel gradient is then one product with it (dkernel = patches^T dy,
+  // what conv2d_backward_filter's im2col way computes, to the bit) instead
+  // of making it again. An empty tensor otherwise, as by default, and for
+  // a matrix over kKeptPatchesBytes (kept from the forward pass to the
+  // backward, it adds to the activations' memory).
+  virtual Tensor conv2d_keeping_patches(const Window2D& w, int64_t filters, const float* x, const float* kernel, float* y);
+  static constexpr int64_t kKeptPatchesBytes = int64_t{512} << 20;
   // dx = the adjoint of conv2d for dy (rows, filters).
   virtual void conv2d_backward_data(const Window2D& w, int64_t filters, const float* dy, const float* kernel, float* dx);
   // dkernel = d(sum dy * y) / d kernel, overwritten.
@@ -252,6 +262,9 @@ protected:
   // whole batch when images >= w.batch): the patch matrix holds one slice,
   // which a device can keep in its cache between im2col and the product.
   void conv2d_im2col(const Window2D& w, int64_t filters, const float* x, const float* kernel, float* y, int64_t images);
+  // The same over the whole batch, its patch matrix handed back (empty, and
+  // conv2d_im2col over the whole batch, where over kKeptPatchesBytes).
+  Tensor conv2d_im2col_kept(const Window2D& w, int64_t filters, const float* x, const float* kernel, float* y);
   void conv2d_backward_data_im2col(const Window2D& w, int64_t filters, const float* dy, const float* kernel, float* dx,
                                    int64_t images);
   void conv2d_backward_filter_im2col(const Window2D& w, int64_t filters, const float* x, const float* dy, float* dkernel,

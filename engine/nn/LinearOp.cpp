@@ -1,5 +1,6 @@
 #include "nn/LinearOp.h"
 
+#include <memory>
 #include <optional>
 
 #include "nn/GradientTape.h"
@@ -66,18 +67,23 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b, Activation act)
 }
 
 Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& b, Activation act, const Window2D& win) {
-  const int64_t filters = w.shape()[1];
+  const int64_t filters = w.shape()[1], patch = w.shape()[0];
   Product p;
   p.rows = win.batch * win.out_h * win.out_w;
   p.out = filters;
+  // The patch matrix the forward pass made, where it made one: the kernel
+  // gradient's product takes it instead of making it again, then lets it go.
+  auto patches = std::make_shared<Tensor>();
   p.forward = [=](Backend& be, const Tensor& input, const Tensor& weights, const float* /*bias*/, float* y) {
-    be.conv2d(win, filters, input.ptr(), weights.ptr(), y);
+    *patches = be.conv2d_keeping_patches(win, filters, input.ptr(), weights.ptr(), y);
   };
   p.backward_data = [=](Backend& be, const Tensor& dy, const Tensor& weights, float* dx) {
     be.conv2d_backward_data(win, filters, dy.ptr(), weights.ptr(), dx);
   };
-  p.backward_weights = [=](Backend& be, const Tensor& input, const Tensor& dy, float* dw) {
-    be.conv2d_backward_filter(win, filters, input.ptr(), dy.ptr(), dw);
+  p.backward_weights = [=, rows = p.rows](Backend& be, const Tensor& input, const Tensor& dy, float* dw) {
+    if (!patches->defined()) return be.conv2d_backward_filter(win, filters, input.ptr(), dy.ptr(), dw);
+    be.gemm(true, false, patch, filters, rows, 1.0f, patches->ptr(), dy.ptr(), 0.0f, dw);
+    *patches = Tensor();
   };
   return product_op(x, w, b, act, std::move(p));
 }

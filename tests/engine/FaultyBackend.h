@@ -89,6 +89,11 @@ public:
     in_.check_labels(labels, n, has("check_labels_off_by_one") ? classes - 1 : classes, error);
   }
   void im2col(const strata::Window2D& w, const float* x, float* col) override { in_.im2col(w, x, col); }
+  // The wrapped device's, which keeps the patch matrix as its im2col way does.
+  strata::Tensor conv2d_keeping_patches(const strata::Window2D& w, int64_t filters, const float* x, const float* kernel,
+                                        float* y) override {
+    return in_.conv2d_keeping_patches(w, filters, x, kernel, y);
+  }
   void col2im(const strata::Window2D& w, const float* col, float* dx) override { in_.col2im(w, col, dx); }
   void max_pool(const strata::Window2D& w, const float* x, const float* bias, strata::Activation act, float* y,
                 int32_t* argmax) override {

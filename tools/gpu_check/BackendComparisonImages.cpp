@@ -104,6 +104,30 @@ void BackendComparison::convolution() {
         c.run([&](Backend& b, Side s) { b.conv2d_backward_filter(w, f, x.f(s), dy.f(s), dk.f(s)); });
         c.expect("", dk, summed(rows));
       });
+      // The forward pass handing its patch matrix to the kernel gradient
+      // (nn::conv2d): kept where the way is im2col over the whole batch, and
+      // the gradient from it as conv2d_backward_filter's (the CPU's).
+      h_.check("conv2d_keeping_patches", shape, [&](OpCase& c) {
+        auto& x = c.input(input_shape(w), -0.5f, 1.0f);
+        auto& k = c.input(Shape{patch, f}, -0.5f, 1.0f);
+        auto& dy = c.input(Shape{rows, f}, -0.5f, 1.0f);
+        auto& y = c.poisoned(Shape{rows, f});
+        auto& dk = c.poisoned(Shape{patch, f});
+        uint32_t kept_on_device = 2;
+        c.run([&](Backend& b, Side s) {
+          if (s == Side::Cpu) {
+            b.conv2d(w, f, x.f(s), k.f(s), y.f(s));
+            return b.conv2d_backward_filter(w, f, x.f(s), dy.f(s), dk.f(s));
+          }
+          const Tensor patches = b.conv2d_keeping_patches(w, f, x.f(s), k.f(s), y.f(s));
+          kept_on_device = patches.defined() ? 1 : 0;
+          if (patches.defined()) b.gemm(true, false, patch, f, rows, 1.0f, patches.ptr(), dy.f(s), 0.0f, dk.f(s));
+          else b.conv2d_backward_filter(w, f, x.f(s), dy.f(s), dk.f(s));
+        });
+        c.expect("y", y, summed(patch));
+        c.expect("dkernel", dk, summed(rows));
+        c.expect_words("patches kept (1) or not (0)", {kept_on_device}, {way == "im2col" ? 1u : 0u});
+      });
     }
     device.force_convolution_way("");
   }

@@ -898,11 +898,29 @@ void CudaBackend::from_nchw(const Tensor& t, int64_t n, int64_t pixels, int64_t 
 
 // Each direction runs the way conv_ways_ timed fastest for the shape.
 void CudaBackend::conv2d(const Window2D& w, int64_t filters, const float* x, const float* kernel, float* y) {
+  convolve(w, filters, x, kernel, y, false);
+}
+
+Tensor CudaBackend::conv2d_keeping_patches(const Window2D& w, int64_t filters, const float* x, const float* kernel,
+                                           float* y) {
+  return convolve(w, filters, x, kernel, y, true);
+}
+
+// The forward convolution. `kept` follows the way whose output stands (a
+// race runs every way, and ends with the fastest's): the whole batch's patch
+// matrix where that was im2col and `keep` asks for it, else nothing, so the
+// first step's kernel gradient is computed as every later step's.
+Tensor CudaBackend::convolve(const Window2D& w, int64_t filters, const float* x, const float* kernel, float* y, bool keep) {
   const int64_t in_px = w.height * w.width, out_px = w.out_h * w.out_w;
+  Tensor kept;
   const auto ways = ways_for(
       w, filters,
-      [&](cuda::CudnnConvolver& c) { return c.forward(w, filters, x, cudnn_kernel(w, filters, kernel, false).ptr(), y); },
       [&](cuda::CudnnConvolver& c) {
+        kept = Tensor();
+        return c.forward(w, filters, x, cudnn_kernel(w, filters, kernel, false).ptr(), y);
+      },
+      [&](cuda::CudnnConvolver& c) {
+        kept = Tensor();
         Tensor yt = Tensor::empty(Shape{w.batch, filters, out_px}, device());
         if (!c.forward(w, filters, to_nchw(x, w.batch, in_px, w.channels).ptr(), cudnn_kernel(w, filters, kernel, true).ptr(),
                        yt.ptr()))
@@ -910,8 +928,13 @@ void CudaBackend::conv2d(const Window2D& w, int64_t filters, const float* x, con
         from_nchw(yt, w.batch, out_px, filters, y);
         return true;
       },
-      [&](int64_t images) { conv2d_im2col(w, filters, x, kernel, y, images); });
+      [&](int64_t images) {
+        kept = Tensor();
+        if (keep && images >= w.batch) kept = conv2d_im2col_kept(w, filters, x, kernel, y);
+        else conv2d_im2col(w, filters, x, kernel, y, images);
+      });
   conv_ways_.run(w, filters, cuda::ConvolutionWays::Direction::Forward, enter(), device(), ways);
+  return kept;
 }
 
 void CudaBackend::conv2d_backward_data(const Window2D& w, int64_t filters, const float* dy, const float* kernel,

@@ -123,6 +123,7 @@ public:
   void force_convolution_way(const std::string& way) override;
   std::vector<ConvolutionChoice> convolution_choices() const override { return conv_ways_.choices(); }
   void conv2d(const Window2D& w, int64_t filters, const float* x, const float* kernel, float* y) override;
+  Tensor conv2d_keeping_patches(const Window2D& w, int64_t filters, const float* x, const float* kernel, float* y) override;
   void conv2d_backward_data(const Window2D& w, int64_t filters, const float* dy, const float* kernel,
                             float* dx) override;
   void conv2d_backward_filter(const Window2D& w, int64_t filters, const float* x, const float* dy,
@@ -198,6 +199,8 @@ private:
   void make_cudnn();
   // A layer's kernel in cuDNN's filter layout (a temporary on the stream).
   Tensor cudnn_kernel(const Window2D& w, int64_t filters, const float* kernel, bool nchw);
+  // conv2d, the patch matrix handed back where `keep` and im2col over the whole batch ran.
+  Tensor convolve(const Window2D& w, int64_t filters, const float* x, const float* kernel, float* y, bool keep);
   Tensor to_nchw(const float* x, int64_t n, int64_t pixels, int64_t channels);
   void from_nchw(const Tensor& t, int64_t n, int64_t pixels, int64_t channels, float* x);
   int64_t images_per_slice(const Window2D& w) const;

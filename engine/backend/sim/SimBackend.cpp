@@ -417,6 +417,12 @@ void SimBackend::conv2d(const Window2D& w, int64_t filters, const float* x, cons
   conv2d_im2col(w, filters, x, kernel, y, slice_images(w));
 }
 
+// As CUDA's im2col way over the whole batch; sliced, nothing is kept.
+Tensor SimBackend::conv2d_keeping_patches(const Window2D& w, int64_t filters, const float* x, const float* kernel, float* y) {
+  if (slice_images(w) < w.batch) return Backend::conv2d_keeping_patches(w, filters, x, kernel, y);
+  return conv2d_im2col_kept(w, filters, x, kernel, y);
+}
+
 void SimBackend::conv2d_backward_data(const Window2D& w, int64_t filters, const float* dy, const float* kernel, float* dx) {
   conv2d_backward_data_im2col(w, filters, dy, kernel, dx, slice_images(w));
 }

@@ -88,6 +88,7 @@ public:
   std::vector<std::string> convolution_ways(const Window2D& w, int64_t filters) override;
   void force_convolution_way(const std::string& way) override { sliced_ = way == "im2col-slices"; }
   void conv2d(const Window2D& w, int64_t filters, const float* x, const float* kernel, float* y) override;
+  Tensor conv2d_keeping_patches(const Window2D& w, int64_t filters, const float* x, const float* kernel, float* y) override;
   void conv2d_backward_data(const Window2D& w, int64_t filters, const float* dy, const float* kernel, float* dx) override;
   void conv2d_backward_filter(const Window2D& w, int64_t filters, const float* x, const float* dy, float* dkernel) override;
   void max_pool(const Window2D& w, const float* x, const float* bias, Activation act, float* y, int32_t* argmax) override;
