@@ -20,17 +20,19 @@ GradientTape::~GradientTape() {
 
 GradientTape* GradientTape::active() { return t_active; }
 
-void GradientTape::record(std::vector<Tensor> inputs, const Tensor& output, Backward backward) {
+void GradientTape::record(std::vector<Tensor> inputs, const Tensor& output, Backward backward, UnitBackward unit) {
   Node node;
   node.inputs.reserve(inputs.size());
   for (auto& t : inputs) node.inputs.push_back(t.id());
   node.output = output.id();
   node.backward = std::move(backward);
+  node.unit = std::move(unit);
   nodes_.push_back(std::move(node));
 }
 
-void record_op(std::vector<Tensor> inputs, const Tensor& output, GradientTape::Backward backward) {
-  if (auto* tape = GradientTape::active()) tape->record(std::move(inputs), output, std::move(backward));
+void record_op(std::vector<Tensor> inputs, const Tensor& output, GradientTape::Backward backward,
+               GradientTape::UnitBackward unit) {
+  if (auto* tape = GradientTape::active()) tape->record(std::move(inputs), output, std::move(backward), std::move(unit));
 }
 
 std::vector<Tensor> GradientTape::gradient(const Tensor& target, const std::vector<Variable*>& sources,
@@ -89,19 +91,34 @@ std::vector<Tensor> GradientTape::gradient(const Tensor& target, const std::vect
         }
     }
   };
-  grads[target.id()] = Tensor::full(target.shape(), 1.0f, target.device());
+  // The target's gradient is all ones. The op that made it may say its
+  // inputs' gradients for that itself (Node::unit); otherwise it is filled.
+  size_t unit_node = nodes_.size();
+  bool target_is_source = false;
+  for (const Tensor& s : sources) target_is_source = target_is_source || s.id() == target.id();
+  for (size_t i = nodes_.size(); !target_is_source && i-- > 0;)
+    if (nodes_[i].output == target.id()) {
+      if (live[i] && nodes_[i].unit) unit_node = i;
+      break;
+    }
+  if (unit_node == nodes_.size()) grads[target.id()] = Tensor::full(target.shape(), 1.0f, target.device());
   for (size_t i = nodes_.size(); i-- > 0;) {
     if (!live[i]) continue;
-    auto it = grads.find(nodes_[i].output);
-    if (it == grads.end()) {
-      report_final(i);
-      continue;
-    }
-    Tensor g = it->second;
-    grads.erase(it);
     std::vector<bool> needed;
     for (auto in : nodes_[i].inputs) needed.push_back(depends.count(in) > 0);
-    std::vector<Tensor> in_grads = nodes_[i].backward(g, needed);
+    std::vector<Tensor> in_grads;
+    if (i == unit_node) {
+      in_grads = nodes_[i].unit(needed);
+    } else {
+      auto it = grads.find(nodes_[i].output);
+      if (it == grads.end()) {
+        report_final(i);
+        continue;
+      }
+      Tensor g = it->second;
+      grads.erase(it);
+      in_grads = nodes_[i].backward(g, needed);
+    }
     for (size_t k = 0; k < nodes_[i].inputs.size() && k < in_grads.size(); ++k) {
       if (!needed[k] || !in_grads[k].defined()) continue;
       auto [slot, inserted] = grads.try_emplace(nodes_[i].inputs[k], in_grads[k]);

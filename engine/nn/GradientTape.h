@@ -35,13 +35,18 @@ public:
 
   // The innermost recording tape of this thread, or nullptr.
   static GradientTape* active();
-  void record(std::vector<Tensor> inputs, const Tensor& output, Backward backward);
+  // `unit`, where given: the inputs' gradients when the output is the
+  // differentiated target (its gradient all ones), without the seed's fill
+  // or the general backward's work (a loss's last op: nn::Loss::average).
+  using UnitBackward = std::function<std::vector<Tensor>(const std::vector<bool>& needed)>;
+  void record(std::vector<Tensor> inputs, const Tensor& output, Backward backward, UnitBackward unit = {});
 
 private:
   struct Node {
     std::vector<uint64_t> inputs;
     uint64_t output;
     Backward backward;
+    UnitBackward unit;
   };
   std::vector<Node> nodes_;
   GradientTape* outer_;
@@ -49,6 +54,7 @@ private:
 };
 
 // Records `backward` for `output` on the active tape, if any.
-void record_op(std::vector<Tensor> inputs, const Tensor& output, GradientTape::Backward backward);
+void record_op(std::vector<Tensor> inputs, const Tensor& output, GradientTape::Backward backward,
+               GradientTape::UnitBackward unit = {});
 
 }  // namespace strata

@@ -31,21 +31,33 @@ Tensor log_probabilities(const Tensor& p) {
   return y;
 }
 
-// Per-example loss with a stored d loss_i / d logits; the backward scales each
-// row by the incoming per-example gradient.
-Tensor per_example_with_dlogits(const Tensor& logits, Tensor loss, Tensor dlogits) {
-  const int64_t rows = logits.shape()[0], cols = logits.shape()[1];
-  record_op({logits}, loss, [dlogits, rows, cols](const Tensor& g, const std::vector<bool>&) {
-    Tensor dx = Tensor::empty(dlogits.shape(), g.device());
-    backend_for(g.device()).scale_rows(dlogits.ptr(), g.ptr(), rows, cols, dx.ptr());
-    return std::vector<Tensor>{dx};
-  });
-  return loss;
+// dx = dlogits * g[0] * scale[0]: the stored derivative as a one-row matrix
+// whose row scale_rows multiplies by the product (g, when given, is the
+// incoming gradient of a scalar).
+Tensor scaled_dlogits(const Tensor& dlogits, const Tensor& g, const Tensor& scale) {
+  Backend& be = backend_for(dlogits.device());
+  Tensor factor = scale;
+  if (g.defined()) {
+    factor = Tensor::empty(Shape{}, dlogits.device());
+    be.broadcast_scaled(1, g.ptr(), scale.ptr(), factor.ptr());
+  }
+  Tensor dx = Tensor::empty(dlogits.shape(), dlogits.device());
+  be.scale_rows(dlogits.ptr(), factor.ptr(), 1, dlogits.numel(), dx.ptr());
+  return dx;
 }
 }  // namespace
 
 Tensor Loss::operator()(const Tensor& targets, const Tensor& predictions) const {
-  Tensor per = per_example(targets, predictions);
+  // Per-example losses with the stored d loss_i / d logits; the backward
+  // scales each row by the incoming per-example gradient.
+  const Parts parts = per_example(targets, predictions);
+  const int64_t rows = parts.dlogits.shape()[0], cols = parts.dlogits.shape()[1];
+  record_op({parts.logits}, parts.loss, [dlogits = parts.dlogits, rows, cols](const Tensor& g, const std::vector<bool>&) {
+    Tensor dx = Tensor::empty(dlogits.shape(), g.device());
+    backend_for(g.device()).scale_rows(dlogits.ptr(), g.ptr(), rows, cols, dx.ptr());
+    return std::vector<Tensor>{dx};
+  });
+  const Tensor& per = parts.loss;
   switch (reduction_) {
     case Reduction::None: return per;
     case Reduction::Sum: return sum_scaled(per, 1.0f);
@@ -54,7 +66,23 @@ Tensor Loss::operator()(const Tensor& targets, const Tensor& predictions) const 
   return per;
 }
 
-Tensor SparseCategoricalCrossentropy::per_example(const Tensor& targets, const Tensor& predictions) const {
+Tensor Loss::average(const Tensor& targets, const Tensor& predictions, const Tensor& scale) const {
+  const Parts parts = per_example(targets, predictions);
+  if (scale.numel() != 1 || !scale.device().same_memory(parts.loss.device()))
+    throw runtime_error("Loss::average: the scale must be one value on " + parts.loss.device().str());
+  Tensor y = Tensor::empty(Shape{}, parts.loss.device());
+  backend_for(y.device()).scaled_sum(parts.loss.numel(), parts.loss.ptr(), scale.ptr(), y.ptr());
+  const Tensor dlogits = parts.dlogits;
+  record_op(
+      {parts.logits}, y,
+      [dlogits, scale](const Tensor& g, const std::vector<bool>&) {
+        return std::vector<Tensor>{scaled_dlogits(dlogits, g, scale)};
+      },
+      [dlogits, scale](const std::vector<bool>&) { return std::vector<Tensor>{scaled_dlogits(dlogits, Tensor(), scale)}; });
+  return y;
+}
+
+Loss::Parts SparseCategoricalCrossentropy::per_example(const Tensor& targets, const Tensor& predictions) const {
   check_batch(targets, predictions, "SparseCategoricalCrossentropy");
   if (targets.dtype() != DType::Int32 || targets.shape().rank() != 1)
     throw bad_input("SparseCategoricalCrossentropy: labels must be int32 of shape (batch,), got " +
@@ -73,10 +101,10 @@ Tensor SparseCategoricalCrossentropy::per_example(const Tensor& targets, const T
   Tensor loss = Tensor::empty(Shape{rows}, logits.device());
   Tensor dlogits = Tensor::empty(logits.shape(), logits.device());
   be.sparse_softmax_xent(logits.ptr(), targets.int_ptr(), rows, cols, loss.ptr(), dlogits.ptr());
-  return per_example_with_dlogits(logits, loss, dlogits);
+  return {logits, loss, dlogits};
 }
 
-Tensor CategoricalCrossentropy::per_example(const Tensor& targets, const Tensor& predictions) const {
+Loss::Parts CategoricalCrossentropy::per_example(const Tensor& targets, const Tensor& predictions) const {
   check_batch(targets, predictions, "CategoricalCrossentropy");
   if (targets.shape() != predictions.shape())
     throw bad_input("CategoricalCrossentropy: targets " + targets.shape().str() + " vs predictions " +
@@ -86,10 +114,10 @@ Tensor CategoricalCrossentropy::per_example(const Tensor& targets, const Tensor&
   Tensor loss = Tensor::empty(Shape{rows}, logits.device());
   Tensor dlogits = Tensor::empty(logits.shape(), logits.device());
   backend_for(logits.device()).softmax_xent(logits.ptr(), targets.ptr(), rows, cols, loss.ptr(), dlogits.ptr());
-  return per_example_with_dlogits(logits, loss, dlogits);
+  return {logits, loss, dlogits};
 }
 
-Tensor MeanSquaredError::per_example(const Tensor& targets, const Tensor& predictions) const {
+Loss::Parts MeanSquaredError::per_example(const Tensor& targets, const Tensor& predictions) const {
   check_batch(targets, predictions, "MeanSquaredError");
   if (targets.numel() != predictions.numel())
     throw bad_input("MeanSquaredError: targets " + targets.shape().str() + " vs predictions " + predictions.shape().str());
@@ -107,7 +135,7 @@ Tensor MeanSquaredError::per_example(const Tensor& targets, const Tensor& predic
   be.gemm(false, false, rows, 1, cols, 1.0f, sq.ptr(), inv.ptr(), 0.0f, loss.ptr());
   Tensor dloss = Tensor::empty(diff.shape(), dev);
   be.axpby(diff.numel(), 2.0f / static_cast<float>(cols), diff.ptr(), 0.0f, dloss.ptr());
-  return per_example_with_dlogits(predictions, loss, dloss);
+  return {predictions, loss, dloss};
 }
 
 Tensor sum_scaled(const Tensor& x, float scale) { return sum_scaled(x, Tensor::scalar(scale, x.device())); }

@@ -16,11 +16,24 @@ public:
   virtual std::string type() const = 0;
   // Per-example losses reduced as configured; recorded on the active tape.
   Tensor operator()(const Tensor& targets, const Tensor& predictions) const;
+  // The sum of the per-example losses times `scale` (one value on the
+  // predictions' device, 1 / global batch: this replica's share of the
+  // global mean), as compute_average_loss of operator() with Reduction
+  // None computes it, recorded as one op: differentiated as the tape's
+  // target, its backward is a single kernel (the stored d loss / d logits
+  // times the scale) where the general path fills the seed, broadcasts it
+  // and scales each row.
+  Tensor average(const Tensor& targets, const Tensor& predictions, const Tensor& scale) const;
   Reduction reduction() const { return reduction_; }
 
 protected:
-  // Per-example losses, shape (batch,), recorded on the tape.
-  virtual Tensor per_example(const Tensor& targets, const Tensor& predictions) const = 0;
+  // Per-example losses, shape (batch,), and d loss_i / d logits (the
+  // logits' shape), computed but not recorded; `logits` the tensor they are
+  // of (the predictions, or an op of them recorded on the tape).
+  struct Parts {
+    Tensor logits, loss, dlogits;
+  };
+  virtual Parts per_example(const Tensor& targets, const Tensor& predictions) const = 0;
 
 private:
   Reduction reduction_;
@@ -34,7 +47,7 @@ public:
   std::string type() const override { return "sparse_categorical_crossentropy"; }
 
 protected:
-  Tensor per_example(const Tensor& targets, const Tensor& predictions) const override;
+  Parts per_example(const Tensor& targets, const Tensor& predictions) const override;
 
 private:
   bool from_logits_;
@@ -48,7 +61,7 @@ public:
   std::string type() const override { return "categorical_crossentropy"; }
 
 protected:
-  Tensor per_example(const Tensor& targets, const Tensor& predictions) const override;
+  Parts per_example(const Tensor& targets, const Tensor& predictions) const override;
 
 private:
   bool from_logits_;
@@ -61,7 +74,7 @@ public:
   std::string type() const override { return "mean_squared_error"; }
 
 protected:
-  Tensor per_example(const Tensor& targets, const Tensor& predictions) const override;
+  Parts per_example(const Tensor& targets, const Tensor& predictions) const override;
 };
 
 // sum(per_example_loss) / global_batch_size: each replica's share of the

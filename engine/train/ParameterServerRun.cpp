@@ -104,10 +104,11 @@ WorkerStep ParameterServerRun::worker_step(int worker, const Batch& in) {
   const double t0 = monotonic_seconds();
   GradientTape tape;
   Tensor logits = model_(in.features, true, tape);
-  Tensor per_example = loss_(in.labels, logits);
   // The mean over the worker's own slice: asynchronously every slice is a
   // step of its own (synchronous rounds weight the slices by size).
-  Tensor loss = nn::compute_average_loss(per_example, in.size());
+  if (in.size() <= 0)
+    throw bad_input("compute_average_loss: global batch size must be positive, got " + std::to_string(in.size()));
+  Tensor loss = loss_.average(in.labels, logits, Tensor::scalar(1.0f / static_cast<float>(in.size()), logits.device()));
   WorkerStep out;
   out.grads = tape.gradient(loss, trainable_);
   const StepReadback back = read_step(loss, logits, in.labels);

@@ -242,8 +242,7 @@ void Trainer::enqueue_step(ReplicaContext& ctx, const Batch& in, Tensor& stats, 
     const trace::ScopedSpan s(recorder(), SpanKind::Forward, lane, traced_step_);
     device.begin();
     logits = (*model_)(in.features, true, tape);
-    Tensor per_example = (*loss_)(in.labels, logits);
-    loss = nn::compute_average_loss(per_example, loss_scale(ctx.local_replica_id(), ctx.device(), in.global_batch_size));
+    loss = loss_->average(in.labels, logits, loss_scale(ctx.local_replica_id(), ctx.device(), in.global_batch_size));
     device.end(SpanKind::Forward);
   }
   // Gradients are reduced across replicas while the backward pass goes on

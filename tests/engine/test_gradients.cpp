@@ -10,6 +10,7 @@
 #include <set>
 
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <nlohmann/json.hpp>
 
@@ -396,6 +397,95 @@ private slots:
     STRATA_COMPARE_OK(fd_check([&] { return double(nn::compute_average_loss(per, global).item()); }, per, grads[0],
                                "compute_average_loss d/dper"));
     STRATA_EXPECT_ERROR(nn::compute_average_loss(per, 0), ErrorKind::BadInput, "global batch size");
+  }
+
+  // Loss::average (the training step's loss): compute_average_loss of the
+  // per-example losses in one op, the same bits as that pair; as the
+  // tape's target its backward takes the one-kernel way (Node::unit), and
+  // inside a larger expression the general one, to the same gradient.
+  void loss_average_is_compute_average_loss_in_one_op_data() {
+    QTest::addColumn<QString>("loss");
+    QTest::addColumn<bool>("from_logits");
+    QTest::newRow("scce-logits") << "scce" << true;
+    QTest::newRow("scce-probs") << "scce" << false;
+    QTest::newRow("cce-logits") << "cce" << true;
+    QTest::newRow("mse") << "mse" << false;
+  }
+  void loss_average_is_compute_average_loss_in_one_op() {
+    QFETCH(QString, loss);
+    QFETCH(bool, from_logits);
+    const int64_t batch = 6, classes = 4, global = 16;
+    Tensor pred = random_tensor(Shape{batch, classes}, -2.0f, 2.0f);
+    if (!from_logits) cpu_backend().activation_forward(Activation::Softmax, pred.data(), pred.data(), batch, classes);
+    Tensor targets = loss == "scce" ? Tensor::zeros(Shape{batch}, DType::Int32)
+                                    : random_tensor(Shape{batch, classes}, 0.0f, 1.0f);
+    if (loss == "scce")
+      for (int64_t b = 0; b < batch; ++b) targets.ints()[b] = static_cast<int32_t>(b % classes);
+    std::unique_ptr<nn::Loss> fn;
+    if (loss == "scce") fn = std::make_unique<nn::SparseCategoricalCrossentropy>(from_logits, nn::Reduction::None);
+    else if (loss == "cce") fn = std::make_unique<nn::CategoricalCrossentropy>(from_logits, nn::Reduction::None);
+    else fn = std::make_unique<nn::MeanSquaredError>(nn::Reduction::None);
+    const Tensor scale = Tensor::scalar(1.0f / float(global));
+    auto bits = [](const Tensor& t) {
+      std::vector<uint32_t> w(static_cast<size_t>(t.numel()));
+      std::memcpy(w.data(), t.data(), w.size() * 4);
+      return w;
+    };
+
+    GradientTape pair_tape;
+    const Tensor pair = nn::compute_average_loss((*fn)(targets, pred), scale);
+    const Tensor pair_grad = pair_tape.gradient(pair, std::vector<Tensor>{pred})[0];
+    GradientTape one_tape;
+    const Tensor one = fn->average(targets, pred, scale);
+    const Tensor one_grad = one_tape.gradient(one, std::vector<Tensor>{pred})[0];
+    QCOMPARE(one.shape(), Shape{});
+    QCOMPARE(bits(one), bits(pair));
+    QCOMPARE(bits(one_grad), bits(pair_grad));
+
+    // Not the target: d (3 * average) / d pred through the general backward.
+    GradientTape outer_tape;
+    const Tensor three = Tensor::scalar(3.0f);
+    const Tensor outer = weighted_sum(fn->average(targets, pred, scale), three);
+    const Tensor outer_grad = outer_tape.gradient(outer, std::vector<Tensor>{pred})[0];
+    std::vector<double> want(static_cast<size_t>(outer_grad.numel()));
+    for (size_t i = 0; i < want.size(); ++i) want[i] = 3.0 * double(one_grad.data()[i]);
+    STRATA_COMPARE_OK(compare(outer_grad.span(), want, 1e-7, 1e-6, "3 * average: the general backward"));
+    STRATA_EXPECT_ERROR(fn->average(targets, pred, Tensor::zeros(Shape{2})), ErrorKind::Runtime, "one value");
+  }
+
+  // The tape's own rule: an op's unit backward runs only where its output is
+  // the differentiated target (the seed, all ones, is then never filled).
+  void tape_uses_an_op_s_unit_backward_only_for_the_target() {
+    Tensor x = random_tensor(Shape{3});
+    int general = 0, unit = 0;
+    auto op = [&](const Tensor& in) {
+      Tensor y = Tensor::scalar(1.0f);
+      record_op(
+          {in}, y,
+          [&](const Tensor& g, const std::vector<bool>&) {
+            ++general;
+            return std::vector<Tensor>{Tensor::full(Shape{3}, g.item())};
+          },
+          [&](const std::vector<bool>&) {
+            ++unit;
+            return std::vector<Tensor>{Tensor::full(Shape{3}, 1.0f)};
+          });
+      return y;
+    };
+    {
+      GradientTape tape;
+      const Tensor g = tape.gradient(op(x), std::vector<Tensor>{x})[0];
+      QCOMPARE(unit, 1);
+      QCOMPARE(general, 0);
+      for (float v : g.span()) QCOMPARE(v, 1.0f);
+    }
+    {
+      GradientTape tape;
+      const Tensor g = tape.gradient(weighted_sum(op(x), Tensor::scalar(2.0f)), std::vector<Tensor>{x})[0];
+      QCOMPARE(unit, 1);
+      QCOMPARE(general, 1);
+      for (float v : g.span()) QCOMPARE(v, 2.0f);
+    }
   }
 
   void full_model_through_loss() {
