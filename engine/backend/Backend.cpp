@@ -33,6 +33,14 @@ void Backend::gather_step_stats(const float* loss, const float* logits, const in
   }
 }
 
+void Backend::gather_examples(const uint8_t* pixels, int64_t row_bytes, const int32_t* labels, const int32_t* rows, int64_t n,
+                              float scale, const float* mean, const float* inv_std, float* features, int32_t* labels_out) {
+  Tensor bytes = Tensor::empty(Shape{n, row_bytes}, DType::UInt8, device());
+  gather_rows(pixels, row_bytes, rows, n, bytes.byte_ptr());
+  pixels_to_float(n, row_bytes, bytes.byte_ptr(), scale, mean, inv_std, features);
+  gather_rows(reinterpret_cast<const uint8_t*>(labels), sizeof(int32_t), rows, n, reinterpret_cast<uint8_t*>(labels_out));
+}
+
 void Backend::gemm_bias(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, const float* b,
                         const float* bias, float* c) {
   gemm(trans_a, trans_b, m, n, k, 1.0f, a, b, 0.0f, c);

@@ -122,6 +122,14 @@ public:
   // uint8 pixels, an int32 label): a batch gathered on the device that keeps
   // the training set, so only the batch's row numbers cross to it.
   virtual void gather_rows(const uint8_t* table, int64_t row_bytes, const int32_t* rows, int64_t n, uint8_t* out) = 0;
+  // A training batch from the set kept on the device, in one pass: for each
+  // i < n, features' row i = pixels_to_float of the pixel table's row
+  // rows[i] (row_bytes values) and labels_out[i] = labels[rows[i]]. The
+  // default gathers the pixels, converts them and gathers the labels (three
+  // calls and a uint8 batch between); CUDA does it in one kernel.
+  virtual void gather_examples(const uint8_t* pixels, int64_t row_bytes, const int32_t* labels, const int32_t* rows,
+                               int64_t n, float scale, const float* mean, const float* inv_std, float* features,
+                               int32_t* labels_out);
 
   // ---- scalars kept on the device -------------------------------------------
   // out[0] = scale[0] * sum(x) (accumulated in double on the CPU).

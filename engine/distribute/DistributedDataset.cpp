@@ -167,14 +167,24 @@ Batch DistributedDataset::gather_on_device(const Batch& pending, size_t replica)
   std::vector<int64_t> dims{n};
   for (auto x : data.example_shape().dims()) dims.push_back(x);
   Batch b;
-  b.features = Tensor::empty(Shape(dims), DType::UInt8, device);
+  b.features = Tensor::empty(Shape(dims), DType::Float32, device);
   b.labels = Tensor::empty(Shape{n}, DType::Int32, device);
   b.global_batch_size = pending.global_batch_size;
-  Backend& be = backend_for(device);
-  be.gather_rows(table.pixels.byte_ptr(), d, on_device.int_ptr(), n, b.features.byte_ptr());
-  be.gather_rows(reinterpret_cast<const uint8_t*>(table.labels.int_ptr()), sizeof(int32_t), on_device.int_ptr(), n,
-                 reinterpret_cast<uint8_t*>(b.labels.int_ptr()));
+  const auto [mean, inv_std] = normalisation_on(replica);
+  backend_for(device).gather_examples(table.pixels.byte_ptr(), d, table.labels.int_ptr(), on_device.int_ptr(), n,
+                                      data.scale(), mean, inv_std, b.features.ptr(), b.labels.int_ptr());
   return b;
+}
+
+std::pair<const float*, const float*> DistributedDataset::normalisation_on(size_t replica) {
+  const Dataset& data = global_->dataset();
+  if (data.mean().empty()) return {nullptr, nullptr};
+  if (!mean_on_[replica].defined()) {
+    const auto n = static_cast<int64_t>(data.mean().size());
+    mean_on_[replica] = Tensor::from(Shape{n}, data.mean(), devices_[replica]);
+    inv_std_on_[replica] = Tensor::from(Shape{n}, data.inv_std(), devices_[replica]);
+  }
+  return {mean_on_[replica].ptr(), inv_std_on_[replica].ptr()};
 }
 
 Batch DistributedDataset::to_features(Batch b, size_t replica) {
@@ -185,19 +195,12 @@ Batch DistributedDataset::to_features(Batch b, size_t replica) {
     return gathered.to(devices_[replica]);
   }
   if (b.features.dtype() != DType::UInt8) return b;
-  const Dataset& data = global_->dataset();
   const Device& device = devices_[replica];
-  const bool standardise = !data.mean().empty();
-  if (standardise && !mean_on_[replica].defined()) {
-    const auto n = static_cast<int64_t>(data.mean().size());
-    mean_on_[replica] = Tensor::from(Shape{n}, data.mean(), device);
-    inv_std_on_[replica] = Tensor::from(Shape{n}, data.inv_std(), device);
-  }
+  const auto [mean, inv_std] = normalisation_on(replica);
   const int64_t rows = b.size(), features = rows ? b.features.numel() / rows : 0;
   Tensor out = Tensor::empty(b.features.shape(), DType::Float32, device);
-  backend_for(device).pixels_to_float(rows, features, b.features.byte_ptr(), data.scale(),
-                                      standardise ? mean_on_[replica].ptr() : nullptr,
-                                      standardise ? inv_std_on_[replica].ptr() : nullptr, out.ptr());
+  backend_for(device).pixels_to_float(rows, features, b.features.byte_ptr(), global_->dataset().scale(), mean, inv_std,
+                                      out.ptr());
   b.features = out;
   return b;
 }

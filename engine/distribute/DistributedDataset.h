@@ -2,6 +2,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "core/Tensor.h"
@@ -99,9 +100,10 @@ private:
   // An image training set small enough (kDeviceDataBytes) is kept whole on
   // every accelerator replica's device: a batch crosses as its row numbers
   // (4 bytes an example instead of the image) and is gathered there
-  // (Backend::gather_rows), so the host's work per step is the shuffle's
-  // indices, not a copy of every image. Indexed like devices_; replicas on
-  // one device share one copy. STRATA_DEVICE_DATA=0 turns it off.
+  // and converted there in one pass (Backend::gather_examples), so the
+  // host's work per step is the shuffle's indices, not a copy of every
+  // image. Indexed like devices_; replicas on one device share one copy.
+  // STRATA_DEVICE_DATA=0 turns it off.
   struct DeviceTable {
     Tensor pixels, labels;
   };
@@ -109,6 +111,9 @@ private:
   std::vector<DeviceTable> tables_;
   const DeviceTable& table_on(size_t replica);
   Batch gather_on_device(const Batch& pending, size_t replica);
+  // The dataset's normalisation on the replica's device (copied once), or
+  // nulls where it has none.
+  std::pair<const float*, const float*> normalisation_on(size_t replica);
   trace::TraceRecorder* tracer_ = nullptr;
   trace::DeviceSpans* device_spans_ = nullptr;
   int64_t trace_step_ = -1;

@@ -382,6 +382,33 @@ void BackendComparison::elementwise() {
                c.expect("", out, kExact, Rule::Bits);
              });
   }
+  // The same batch gathered and converted in one pass, with its labels:
+  // image rows of whole words (vector loads) and rows that are not, with
+  // the dataset's normalisation and without.
+  for (const Pixels& p : {Pixels{777, 784, true}, Pixels{777, 784, false}, Pixels{333, 3, true}}) {
+    const int64_t table_rows = 1000, n = p.rows;
+    h_.check("gather_examples",
+             std::to_string(n) + " of " + std::to_string(table_rows) + " rows of " + std::to_string(p.features) + " bytes" +
+                 (p.normalise ? " mean/inv_std" : " scale only"),
+             [&](OpCase& c) {
+               std::vector<uint8_t> px(static_cast<size_t>(table_rows * p.features));
+               for (auto& v : px) v = static_cast<uint8_t>(c.rng().below(256));
+               auto& pixels = c.bytes(Shape{table_rows * p.features}, px);
+               auto& labels = c.ints(Shape{table_rows}, c.integers(table_rows, 0, 10));
+               auto& rows = c.ints(Shape{n}, c.integers(n, 0, static_cast<int32_t>(table_rows)));
+               Operand none;
+               auto& mean = p.normalise ? c.input(Shape{p.features}, 0.2f, 0.5f) : none;
+               auto& inv_std = p.normalise ? c.input(Shape{p.features}, 2.0f, 4.0f) : none;
+               auto& features = c.poisoned(Shape{n, p.features});
+               auto& got_labels = c.poisoned(Shape{n}, DType::Int32);
+               c.run([&](Backend& b, Side s) {
+                 b.gather_examples(pixels.u8(s), p.features, labels.i(s), rows.i(s), n, 1.0f / 255.0f, mean.f(s),
+                                   inv_std.f(s), features.f(s), got_labels.i(s));
+               });
+               c.expect("features", features, kElementwise);  // as pixels_to_float
+               c.expect("labels", got_labels, kExact, Rule::Bits);
+             });
+  }
 }
 
 // ---- scalars kept on the device ----------------------------------------------------

@@ -715,6 +715,12 @@ void CudaBackend::gather_rows(const uint8_t* table, int64_t row_bytes, const int
   cuda::gather_rows(enter(), table, row_bytes, rows, n, out);
 }
 
+void CudaBackend::gather_examples(const uint8_t* pixels, int64_t row_bytes, const int32_t* labels, const int32_t* rows,
+                                  int64_t n, float scale, const float* mean, const float* inv_std, float* features,
+                                  int32_t* labels_out) {
+  cuda::gather_examples(enter(), pixels, row_bytes, labels, rows, n, scale, mean, inv_std, features, labels_out);
+}
+
 void CudaBackend::scaled_sum(int64_t n, const float* x, const float* scale, float* out) {
   cuda::scaled_sum(enter(), n, x, scale, out);
 }

@@ -103,6 +103,8 @@ public:
   void pixels_to_float(int64_t rows, int64_t features, const uint8_t* in, float scale, const float* mean,
                        const float* inv_std, float* out) override;
   void gather_rows(const uint8_t* table, int64_t row_bytes, const int32_t* rows, int64_t n, uint8_t* out) override;
+  void gather_examples(const uint8_t* pixels, int64_t row_bytes, const int32_t* labels, const int32_t* rows, int64_t n,
+                       float scale, const float* mean, const float* inv_std, float* features, int32_t* labels_out) override;
   void scaled_sum(int64_t n, const float* x, const float* scale, float* out) override;
   void broadcast_scaled(int64_t n, const float* g, const float* scale, float* y) override;
   void add_scalar(int64_t n, float value, float* x) override;

@@ -250,6 +250,37 @@ __global__ void pixels_to_float_kernel(int64_t rows, int64_t features, const uin
   }
 }
 
+// pixels_to_float of gather_rows, and the labels, in one pass: each thread
+// converts kVec consecutive pixels of a row (4: one 32-bit load, one
+// 128-bit store, where rows are whole words), the row's first also copies
+// its label. The same rounded operations as pixels_to_float_kernel.
+template <int kVec>
+__global__ void gather_examples_kernel(const uint8_t* pixels, int64_t row_bytes, const int32_t* labels, const int32_t* rows,
+                                       int64_t n, float scale, const float* mean, const float* inv_std, float* features,
+                                       int32_t* labels_out) {
+  const int64_t per_row = row_bytes / kVec;
+  STRATA_GRID_STRIDE(i, n * per_row) {
+    const int64_t r = i / per_row, k = (i % per_row) * kVec;
+    const int64_t from = rows[r];
+    if (k == 0) labels_out[r] = labels[from];
+    uint8_t in[kVec];
+    if constexpr (kVec == 4) {
+      const uchar4 q = *reinterpret_cast<const uchar4*>(pixels + from * row_bytes + k);
+      in[0] = q.x, in[1] = q.y, in[2] = q.z, in[3] = q.w;
+    } else {
+      in[0] = pixels[from * row_bytes + k];
+    }
+    float v[kVec];
+    for (int j = 0; j < kVec; ++j) {
+      v[j] = __fmul_rn(static_cast<float>(in[j]), scale);
+      if (mean) v[j] = __fmul_rn(__fsub_rn(v[j], mean[k + j]), inv_std[k + j]);
+    }
+    float* out = features + r * row_bytes + k;
+    if constexpr (kVec == 4) *reinterpret_cast<float4*>(out) = make_float4(v[0], v[1], v[2], v[3]);
+    else out[0] = v[0];
+  }
+}
+
 // One block reduces a whole (short) vector: the per-example losses of a
 // batch, its labels. A single launch, CUB's block reduction, double like the
 // CPU. Launch bounds keep the compiler within 64 registers per thread, which
@@ -558,6 +589,23 @@ void gather_rows(cudaStream_t s, const uint8_t* table, int64_t row_bytes, const 
     gather_rows_kernel<<<blocks_for(n * row_bytes), kThreads, 0, s>>>(table, row_bytes, rows, n, out);
   }
   STRATA_CUDA_LAUNCHED("gather_rows");
+}
+
+void gather_examples(cudaStream_t s, const uint8_t* pixels, int64_t row_bytes, const int32_t* labels, const int32_t* rows,
+                     int64_t n, float scale, const float* mean, const float* inv_std, float* features, int32_t* labels_out) {
+  if (n == 0) return;
+  if (row_bytes == 0)
+    return gather_rows(s, reinterpret_cast<const uint8_t*>(labels), sizeof(int32_t), rows, n,
+                       reinterpret_cast<uint8_t*>(labels_out));
+  const bool vectors = row_bytes % 4 == 0 && reinterpret_cast<uintptr_t>(pixels) % 4 == 0 &&
+                       reinterpret_cast<uintptr_t>(features) % 16 == 0;
+  if (vectors)
+    gather_examples_kernel<4><<<blocks_for(n * row_bytes / 4), kThreads, 0, s>>>(pixels, row_bytes, labels, rows, n, scale,
+                                                                                 mean, inv_std, features, labels_out);
+  else
+    gather_examples_kernel<1><<<blocks_for(n * row_bytes), kThreads, 0, s>>>(pixels, row_bytes, labels, rows, n, scale, mean,
+                                                                             inv_std, features, labels_out);
+  STRATA_CUDA_LAUNCHED("gather_examples");
 }
 
 void scaled_sum(cudaStream_t s, int64_t n, const float* x, const float* scale, float* out) {

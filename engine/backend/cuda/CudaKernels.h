@@ -47,6 +47,8 @@ void log_clamp_backward(cudaStream_t s, int64_t n, const float* x, float eps, co
 void pixels_to_float(cudaStream_t s, int64_t rows, int64_t features, const uint8_t* in, float scale, const float* mean,
                      const float* inv_std, float* out);
 void gather_rows(cudaStream_t s, const uint8_t* table, int64_t row_bytes, const int32_t* rows, int64_t n, uint8_t* out);
+void gather_examples(cudaStream_t s, const uint8_t* pixels, int64_t row_bytes, const int32_t* labels, const int32_t* rows,
+                     int64_t n, float scale, const float* mean, const float* inv_std, float* features, int32_t* labels_out);
 void scaled_sum(cudaStream_t s, int64_t n, const float* x, const float* scale, float* out);
 void broadcast_scaled(cudaStream_t s, int64_t n, const float* g, const float* scale, float* y);
 void add_scalar(cudaStream_t s, int64_t n, float value, float* x);
