@@ -13,9 +13,11 @@ std::vector<Device> parse_all(std::initializer_list<const char*> names) {
 }  // namespace
 
 MirroredStrategy::MirroredStrategy(std::vector<Device> devices, const StrategyOptions& options)
-    : Strategy(validate_devices(devices.empty() ? default_cpu_replicas() : devices, "mirrored"), options,
-               select_cross_device_ops(devices.empty() ? default_cpu_replicas() : devices, options.cross_device_ops), false,
-               static_cast<int>(devices.empty() ? default_cpu_replicas().size() : devices.size())) {}
+    : MirroredStrategy(Checked{validate_devices(devices.empty() ? default_cpu_replicas() : devices, "mirrored")}, options) {}
+
+MirroredStrategy::MirroredStrategy(Checked checked, const StrategyOptions& options)
+    : Strategy(checked.devices, options, select_cross_device_ops(checked.devices, options.cross_device_ops), false,
+               static_cast<int>(checked.devices.size())) {}
 
 MirroredStrategy::MirroredStrategy(std::initializer_list<const char*> devices, const StrategyOptions& options)
     : MirroredStrategy(parse_all(devices), options) {}

@@ -13,6 +13,14 @@ public:
   explicit MirroredStrategy(std::vector<Device> devices = {}, const StrategyOptions& options = {});
   MirroredStrategy(std::initializer_list<const char*> devices, const StrategyOptions& options = {});
   std::string name() const override { return "mirrored"; }
+
+private:
+  // Devices validate_devices accepted: the cross-device ops are chosen for
+  // them after the check (a constructor's arguments have no set order).
+  struct Checked {
+    std::vector<Device> devices;
+  };
+  MirroredStrategy(Checked checked, const StrategyOptions& options);
 };
 
 }  // namespace strata

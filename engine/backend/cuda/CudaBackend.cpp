@@ -208,6 +208,14 @@ CudaBackend::~CudaBackend() {
   if (stream_) cudaStreamDestroy(stream_);
 }
 
+int CudaBackend::thread_device() { return t_current_device; }
+
+cudaError_t CudaBackend::set_thread_device(int index) {
+  const cudaError_t e = cudaSetDevice(index);
+  t_current_device = e == cudaSuccess ? index : -1;
+  return e;
+}
+
 cudaStream_t CudaBackend::enter() const {
   if (t_current_device != index_) {
     STRATA_CUDA(cudaSetDevice(index_));

@@ -42,6 +42,12 @@ public:
   int threads() const override { return 1; }
   cudaStream_t stream() const { return stream_; }
   const std::string& name() const { return name_; }
+  // The device the calling thread's CUDA calls go to, as the backends set it
+  // (-1: none set on this thread yet; cudaGetDevice would say 0 there, and
+  // setting 0 would make a context on a GPU the run may not use).
+  static int thread_device();
+  // Makes `index` the calling thread's device, as a backend's call does.
+  static cudaError_t set_thread_device(int index);
   // Events no one holds, for the next records of their kind (timing marks, or
   // events that order streams); they outlive the backend with the records.
   struct SpareEvents {

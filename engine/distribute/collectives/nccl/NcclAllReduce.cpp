@@ -20,27 +20,33 @@ namespace strata {
 namespace {
 const nccl::NcclLibrary& lib() { return nccl::NcclLibrary::get(); }
 
-// Makes `index` the calling thread's CUDA device and restores the previous
-// one after: CudaBackend caches each thread's current device, so a change
-// must not outlive the scope. Unchecked (in a destructor, after a GPU's
-// error made every call fail): errors are cleared, nothing throws.
+// Makes `index` the calling thread's CUDA device, through CudaBackend's
+// record of each thread's device (its calls skip setting the device they
+// find recorded), and restores the previous one after. Unchecked (in a
+// destructor, after a GPU's error made every call fail): errors are
+// cleared, nothing throws.
 class DeviceGuard {
 public:
-  explicit DeviceGuard(int index, bool checked = true) {
-    if (!checked) {
-      if (cudaGetDevice(&previous_) != cudaSuccess || (previous_ != index && cudaSetDevice(index) != cudaSuccess))
-        cudaGetLastError();
-      return;
-    }
-    STRATA_CUDA(cudaGetDevice(&previous_));
-    if (previous_ != index) STRATA_CUDA(cudaSetDevice(index));
+  explicit DeviceGuard(int index, bool checked = true) : previous_(CudaBackend::thread_device()) {
+    if (previous_ == index) return;
+    const cudaError_t e = CudaBackend::set_thread_device(index);
+    if (!checked) cudaGetLastError();
+    else STRATA_CUDA(e);
   }
-  ~DeviceGuard() { cudaSetDevice(previous_); }
+  // Back to the thread's device where it had one. A thread that never chose
+  // one (the dashboard's teardown thread) stays on this GPU: going back to
+  // device 0 would give gpu:0 a context (and its memory) in a run that may
+  // not use it.
+  ~DeviceGuard() {
+    if (previous_ >= 0 && CudaBackend::thread_device() != previous_ &&
+        CudaBackend::set_thread_device(previous_) != cudaSuccess)
+      cudaGetLastError();
+  }
   DeviceGuard(const DeviceGuard&) = delete;
   DeviceGuard& operator=(const DeviceGuard&) = delete;
 
 private:
-  int previous_ = 0;
+  int previous_;
 };
 
 cudaStream_t compute_stream(const Device& device) { return static_cast<CudaBackend&>(backend_for(device)).stream(); }
@@ -441,7 +447,7 @@ void NcclAllReduce::watch() {
   const auto& api = lib();
   // A new thread's current device is gpu:0, and its first CUDA call would
   // give that GPU a context (and its memory) in a run that does not use it.
-  if (cudaSetDevice(gpus_.front().index) != cudaSuccess) cudaGetLastError();
+  if (CudaBackend::set_thread_device(gpus_.front().index) != cudaSuccess) cudaGetLastError();
   std::unique_lock lock(mutex_);
   while (!stop_cv_.wait_for(lock, std::chrono::milliseconds(50), [&] { return stop_; })) {
     if (!error_.empty()) continue;
