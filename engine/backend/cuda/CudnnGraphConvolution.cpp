@@ -133,6 +133,9 @@ bool CudnnGraphConvolution::takes(const Window2D& w, int64_t filters) {
   try {
     p = &planned(w, filters);
   } catch (const std::exception& e) {
+    // A fault that broke the device while engines were timed is the step's
+    // error, not this shape's refusal.
+    if (const cudaError_t broken = cudaStreamQuery(stream_); broken != cudaSuccess && broken != cudaErrorNotReady) throw;
     refused_.insert(key);
     std::fprintf(stderr, "%s; this shape takes the other ways (%s cuDNN graph does not)\n", e.what(), layout_name());
     return false;
@@ -268,6 +271,12 @@ CudnnDescriptor CudnnGraphConvolution::choose(Plans& p, const CudnnDescriptor& o
                                        &engine_raw) != CUDNN_STATUS_SUCCESS ||
           !allowed(engine, tf32_, transforms))
         continue;
+      // Fallback mode repeats engines instant mode listed: each would be
+      // planned and timed again, and count toward kMostCandidates.
+      const int64_t index = engine_index(engine);
+      if (mode == CUDNN_HEUR_MODE_FALLBACK &&
+          std::any_of(candidates.begin(), candidates.end(), [&](const Candidate& c) { return c.engine == index; }))
+        continue;
       CudnnDescriptor plan(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, what);
       plan.set(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, configs[i]);
       plan.set(kPlanHandle, CUDNN_TYPE_HANDLE, 1, &handle_);
@@ -277,7 +286,7 @@ CudnnDescriptor CudnnGraphConvolution::choose(Plans& p, const CudnnDescriptor& o
                                        &bytes) != CUDNN_STATUS_SUCCESS ||
           bytes < 0 || bytes > kWorkspaceBudget)
         continue;
-      candidates.push_back(Candidate{std::move(plan), bytes, engine_index(engine), i});
+      candidates.push_back(Candidate{std::move(plan), bytes, index, i});
     }
   }
   // A failed query must not be reported by the next kernel launch's check.
@@ -311,7 +320,17 @@ CudnnDescriptor CudnnGraphConvolution::choose(Plans& p, const CudnnDescriptor& o
       ~Scratch() { memory.deallocate(p, bytes); }
       Scratch(const Scratch&) = delete;
       Scratch& operator=(const Scratch&) = delete;
-    } x(memory_, x_bytes, stream_), k(memory_, k_bytes, stream_), y(memory_, y_bytes, stream_);
+    };
+    // No memory for them beside the pool: the heuristics' order decides, as
+    // for a shape first met inside a capture (not a refusal of the shape).
+    std::optional<Scratch> x, k, y;
+    try {
+      x.emplace(memory_, x_bytes, stream_);
+      k.emplace(memory_, k_bytes, stream_);
+      y.emplace(memory_, y_bytes, stream_);
+    } catch (const Error&) {
+      x.reset(), k.reset(), y.reset();
+    }
     struct Marks {
       cudaEvent_t e[2] = {};
       Marks() {
@@ -325,19 +344,19 @@ CudnnDescriptor CudnnGraphConvolution::choose(Plans& p, const CudnnDescriptor& o
       Marks(const Marks&) = delete;
       Marks& operator=(const Marks&) = delete;
     } marks;
-    for (size_t i = 0; i < candidates.size(); ++i) {
+    for (size_t i = 0; y && i < candidates.size(); ++i) {
       std::optional<Scratch> workspace;
       try {
         workspace.emplace(memory_, static_cast<size_t>(candidates[i].workspace), stream_);
       } catch (const Error&) {
         continue;  // no memory for this one's workspace beside the pool's: the others are timed
       }
-      if (execute(candidates[i].plan, x.p, k.p, y.p, workspace->p) != CUDNN_STATUS_SUCCESS) continue;
+      if (execute(candidates[i].plan, x->p, k->p, y->p, workspace->p) != CUDNN_STATUS_SUCCESS) continue;
       for (int round = 0; round < 2; ++round) {
         // The GPU kept busy meanwhile, so the marks time its work, not the host's queueing.
         spin(stream_, 200);
         STRATA_CUDA(cudaEventRecord(marks.e[0], stream_));
-        execute(candidates[i].plan, x.p, k.p, y.p, workspace->p);
+        execute(candidates[i].plan, x->p, k->p, y->p, workspace->p);
         STRATA_CUDA(cudaEventRecord(marks.e[1], stream_));
         STRATA_CUDA(cudaEventSynchronize(marks.e[1]));
         float t = 0;
@@ -348,7 +367,7 @@ CudnnDescriptor CudnnGraphConvolution::choose(Plans& p, const CudnnDescriptor& o
     }
     STRATA_CUDA(cudaStreamSynchronize(stream_));
     cudaGetLastError();
-    if (!std::isfinite(ms[best]))
+    if (y && !std::isfinite(ms[best]))
       throw runtime_error(what + ": none of the " + std::to_string(candidates.size()) +
                           " cuDNN engine configurations offered for this convolution ran");
   }
@@ -392,7 +411,13 @@ bool CudnnGraphConvolution::run(const Window2D& w, int64_t filters, Direction d,
   workspace_.reserve(p.workspace);
   const cudnnStatus_t status = execute(*p.plan[static_cast<size_t>(d)], x, kernel, y, workspace_.get());
   if (status == CUDNN_STATUS_SUCCESS) return true;
-  if (!CudnnLibrary::refusal(status)) lib().check(status, device_ + ": " + call);
+  // A plan cuDNN made and finalized for this shape refuses only when it
+  // does not support a call (or its pointers' alignment); any other bad
+  // parameter is a mistake in the descriptors made here, which a silent
+  // fallback to the other ways would hide from the GPU check.
+  if (CUDNN_STATUS_CATEGORY(static_cast<int>(status)) != CUDNN_STATUS_NOT_SUPPORTED &&
+      status != CUDNN_STATUS_BAD_PARAM_MISALIGNED_POINTER)
+    lib().check(status, device_ + ": " + call + " (cuDNN's graph API; STRATA_CUDNN_GRAPH=0 leaves it out)");
   refused_.insert(cudnn_key(w, filters));
   std::fprintf(stderr, "%s: %s: %s; this shape takes the other ways from here on (%s cuDNN graph does not)\n",
                device_.c_str(), call, lib().cudnnGetErrorString(status), layout_name());
