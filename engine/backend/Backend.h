@@ -257,9 +257,11 @@ public:
   // batches each kernel fills a fraction of a GPU, one after the other.
   // Memory the branch uses must outlive the join, and the branch must not
   // use the device's convolution library (its handle is the main stream's).
-  // Only where allow_branches(true) was said (the Trainer says it for a
-  // device one replica uses: the branch state is the backend's, not each
-  // thread's); elsewhere, and on devices that run calls in order, no-ops.
+  // Only while allow_branches(true) has been said more often than
+  // allow_branches(false) (the Trainer says it for a device one replica
+  // uses, and takes it back when done); elsewhere, and on devices that run
+  // calls in order, no-ops. A device has one branch: begun by one thread, it
+  // keeps other threads' work on the main stream until that thread joins it.
   virtual void allow_branches(bool /*allowed*/) {}
   virtual void begin_branch() {}
   virtual void end_branch() noexcept {}

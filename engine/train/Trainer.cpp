@@ -36,12 +36,20 @@ Trainer::~Trainer() {
 
 void Trainer::allow_branches(bool allowed) {
   // A device one replica of this process uses computes its weight gradients
-  // on a side branch of its work (Backend::begin_branch): the branch's state
-  // is the device's, so replicas sharing a device run in order.
+  // on a side branch of its work (Backend::begin_branch): the device has one
+  // branch, so replicas sharing a device run in order.
+  if (!allowed) {
+    for (const Device& d : branched_devices_) backend_for(d).allow_branches(false);
+    branched_devices_.clear();
+    return;
+  }
   std::map<std::string, int> replicas_on;
   for (const Device& d : strategy_->devices()) ++replicas_on[d.str()];
   for (const Device& d : strategy_->devices())
-    if (d.kind != DeviceKind::Cpu) backend_for(d).allow_branches(allowed && replicas_on[d.str()] == 1);
+    if (d.kind != DeviceKind::Cpu && replicas_on[d.str()] == 1) {
+      backend_for(d).allow_branches(true);
+      branched_devices_.push_back(d);
+    }
 }
 
 void Trainer::prepare() {
@@ -60,7 +68,7 @@ void Trainer::prepare() {
   if (config_.strategy.staleness >= 0) so.parameter_server.staleness = config_.strategy.staleness;
   so.parameter_server.min_shard_bytes = config_.strategy.min_shard_bytes;
   strategy_ = make_strategy(config_.strategy.name, so);
-  allow_branches(t.gradient_branches);
+  if (t.gradient_branches) allow_branches(true);
   if (config_.strategy.straggler >= strategy_->num_replicas_in_sync())
     throw bad_input("straggler: replica " + std::to_string(config_.strategy.straggler) + " does not exist (" +
                     std::to_string(strategy_->num_replicas_in_sync()) + " replicas)");

@@ -137,8 +137,11 @@ private:
   // they can be (step_graph_), and whether op-by-op steps are read late.
   void prepare_step_execution();
   // Side branches for the weight gradients on the devices one local replica
-  // uses (allowed), or on none (not).
+  // uses (allowed: prepare()), or no longer from this run (not: the
+  // destructor, for the devices it allowed them on; another run's
+  // allowance on the same device stands).
   void allow_branches(bool allowed);
+  std::vector<Device> branched_devices_;
   std::unique_ptr<StepGraph> step_graph_;
   std::unique_ptr<DeviceStatsSampler> device_stats_;  // GPUs' load between steps (prepare())
   // 1 / global batch size on a local replica's device: the loss scale a step

@@ -238,6 +238,48 @@ private slots:
     QCOMPARE(copied.values(), want);
   }
 
+  // A device has one side branch: the thread that began it joins it, and
+  // another thread's begin_branch meanwhile keeps its work on the main
+  // stream (its join_branch must not join or clear the first thread's).
+  // Allowances count: one run's allow_branches(false) leaves another's.
+  void one_thread_at_a_time_holds_the_side_branch() {
+    const Device sim{DeviceKind::Sim, 5};
+    Backend& be = backend_for(sim);
+    const auto branches = [&] { return be.counters().branches.load(); };
+    be.allow_branches(true);
+    be.allow_branches(true);
+    be.allow_branches(false);
+    const int64_t before = branches();
+    be.begin_branch();
+    QCOMPARE(branches() - before, int64_t{1});
+    std::thread other([&] {
+      be.begin_branch();
+      be.end_branch();
+      be.join_branch();
+    });
+    other.join();
+    QCOMPARE(branches() - before, int64_t{1});
+    // Still this thread's: work queued now runs on the side stream, and the
+    // join orders the main stream after it.
+    Tensor x = Tensor::empty(Shape{64}, sim);
+    be.fill32(x.ptr(), 64, 0x3f800000u);  // 1.0f
+    be.end_branch();
+    be.begin_branch();  // ended, not joined: no second branch
+    QCOMPARE(branches() - before, int64_t{1});
+    be.join_branch();
+    QCOMPARE(x.values(), std::vector<float>(64, 1.0f));
+    std::thread again([&] {
+      be.begin_branch();
+      be.join_branch();
+    });
+    again.join();
+    QCOMPARE(branches() - before, int64_t{2});
+    be.allow_branches(false);
+    be.begin_branch();
+    be.join_branch();
+    QCOMPARE(branches() - before, int64_t{2});
+  }
+
   void capture_records_and_replay_repeats() {
     // Work queued while capturing is recorded, not run; each replay runs it
     // again on the same memory (here: adds 1 to a counter three times).

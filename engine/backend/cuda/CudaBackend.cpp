@@ -28,8 +28,10 @@ namespace {
 constexpr size_t kGemmWorkspaceBytes = size_t{32} << 20;
 
 thread_local int t_current_device = -1;
-// The backend whose side branch the calling thread is in (begin_branch), if any.
+// The backend whose side branch the calling thread is in (begin_branch), if
+// any, and the one whose branch it ended but has not joined yet.
 thread_local const CudaBackend* t_branch_of = nullptr;
+thread_local const CudaBackend* t_unjoined_of = nullptr;
 
 class CudaEvent final : public DeviceEvent {
 public:
@@ -229,11 +231,13 @@ bool CudaBackend::in_branch() const { return t_branch_of == this; }
 cudaStream_t CudaBackend::current_stream() const { return in_branch() ? branch_->stream : stream_; }
 void* CudaBackend::gemm_workspace() const { return in_branch() ? branch_->gemm_workspace : nullptr; }
 
-void CudaBackend::allow_branches(bool allowed) { branches_allowed_ = allowed; }
+void CudaBackend::allow_branches(bool allowed) { branch_allowances_ += allowed ? 1 : -1; }
 
 void CudaBackend::begin_branch() {
-  if (!branches_allowed_ || t_branch_of) return;  // not here, or in a branch already (one level deep)
+  // Not here, or in a branch already (one level deep), or ended and not joined.
+  if (branch_allowances_ <= 0 || t_branch_of || t_unjoined_of == this) return;
   cudaStream_t main = enter();
+  std::lock_guard lock(branch_mutex_);
   if (!branch_) {
     // Its workspace allocated inside a capture would be the graph's memory:
     // the first (op-by-op) step makes it, and until then the work stays on
@@ -255,8 +259,16 @@ void CudaBackend::begin_branch() {
     }
     branch_ = std::move(b);
   }
-  STRATA_CUDA(cudaEventRecord(branch_->fork, main));
-  STRATA_CUDA(cudaStreamWaitEvent(branch_->stream, branch_->fork, 0));
+  // Another thread's branch (replicas sharing the device, two runs at once):
+  // this one's work stays on the main stream.
+  if (branch_->busy.exchange(true)) return;
+  try {
+    STRATA_CUDA(cudaEventRecord(branch_->fork, main));
+    STRATA_CUDA(cudaStreamWaitEvent(branch_->stream, branch_->fork, 0));
+  } catch (...) {
+    branch_->busy = false;
+    throw;
+  }
   t_branch_of = this;
   counters().branches++;
 }
@@ -264,16 +276,17 @@ void CudaBackend::begin_branch() {
 void CudaBackend::end_branch() noexcept {
   if (t_branch_of != this) return;
   t_branch_of = nullptr;
-  branch_->pending = true;
+  t_unjoined_of = this;
 }
 
 void CudaBackend::join_branch() noexcept {
   if (t_branch_of == this) end_branch();
-  if (!branch_ || !branch_->pending) return;
-  branch_->pending = false;
+  if (t_unjoined_of != this) return;
+  t_unjoined_of = nullptr;
   // Cannot throw (it runs as a scope is left): a failure here is the GPU's
   // (a sticky error), which the next checked call reports.
   if (cudaEventRecord(branch_->join, branch_->stream) == cudaSuccess) cudaStreamWaitEvent(stream_, branch_->join, 0);
+  branch_->busy = false;
 }
 
 // ---- memory --------------------------------------------------------------------

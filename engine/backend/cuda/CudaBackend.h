@@ -263,10 +263,14 @@ private:
     cudaStream_t stream = nullptr;
     cudaEvent_t fork = nullptr, join = nullptr;
     void* gemm_workspace = nullptr;
-    bool pending = false;  // ended, not yet joined
+    // Begun and not yet joined, by one thread (the one whose thread-local
+    // marks say so): another thread's begin_branch meanwhile stays on the
+    // main stream, so no thread joins or clears a branch it did not begin.
+    std::atomic<bool> busy{false};
   };
-  std::atomic<bool> branches_allowed_{false};
-  std::unique_ptr<Branch> branch_;  // made by the first begin_branch() outside a capture
+  std::atomic<int> branch_allowances_{0};  // allow_branches(true) less allow_branches(false)
+  std::mutex branch_mutex_;                // making branch_
+  std::unique_ptr<Branch> branch_;         // made by the first begin_branch() outside a capture
   cudaStream_t clock_stream_ = nullptr;
   cudaEvent_t clock_ref_[2] = {};
   double clock_ref_us_[2] = {-1, -1};

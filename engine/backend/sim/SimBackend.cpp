@@ -27,8 +27,10 @@ SimBackend::~SimBackend() {
 }
 
 namespace {
-// The sim backend whose side branch the calling thread is in, if any.
+// The sim backend whose side branch the calling thread is in, if any, and
+// the one whose branch it ended but has not joined yet.
 thread_local const SimBackend* t_sim_branch_of = nullptr;
+thread_local const SimBackend* t_sim_unjoined_of = nullptr;
 }  // namespace
 
 bool SimBackend::in_branch() const { return t_sim_branch_of == this; }
@@ -39,8 +41,14 @@ void SimBackend::run(std::function<void(CpuBackend&)> op) {
 }
 
 void SimBackend::begin_branch() {
-  if (!branches_allowed_ || t_sim_branch_of || stream_.capturing()) return;
-  side_.wait(stream_.record());
+  if (branch_allowances_ <= 0 || t_sim_branch_of || t_sim_unjoined_of == this || stream_.capturing()) return;
+  if (side_busy_.exchange(true)) return;
+  try {
+    side_.wait(stream_.record());
+  } catch (...) {
+    side_busy_ = false;
+    throw;
+  }
   t_sim_branch_of = this;
   counters().branches++;
 }
@@ -48,13 +56,17 @@ void SimBackend::begin_branch() {
 void SimBackend::end_branch() noexcept {
   if (t_sim_branch_of != this) return;
   t_sim_branch_of = nullptr;
-  side_pending_ = true;
+  t_sim_unjoined_of = this;
 }
 
 void SimBackend::join_branch() noexcept {
   end_branch();
-  if (!side_pending_) return;
-  side_pending_ = false;
+  if (t_sim_unjoined_of != this) return;
+  t_sim_unjoined_of = nullptr;
+  struct Free {
+    std::atomic<bool>& busy;
+    ~Free() { busy = false; }
+  } free{side_busy_};
   try {
     stream_.wait(side_.record());
   } catch (...) {
@@ -198,7 +210,7 @@ void SimBackend::deallocate(void* p, size_t bytes) {
   // another thread queued on the main stream before the free (the data
   // pipeline's gather of a batch reading its row numbers). Without
   // branches every kernel runs on the main stream, after those.
-  if (in_branch() || branches_allowed_) {
+  if (in_branch() || branch_allowances_ > 0) {
     SimStream& stream = current();
     try {
       stream.enqueue([this, p, bytes] { arena_.deallocate(p, bytes); });

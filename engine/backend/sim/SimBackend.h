@@ -119,7 +119,7 @@ public:
   // wrong here too. Memory freed inside a branch returns to the arena in the
   // branch's order. Not inside a capture (a recording holds one stream's
   // work): the work stays on the main stream there.
-  void allow_branches(bool allowed) override { branches_allowed_ = allowed; }
+  void allow_branches(bool allowed) override { branch_allowances_ += allowed ? 1 : -1; }
   void begin_branch() override;
   void end_branch() noexcept override;
   void join_branch() noexcept override;
@@ -162,8 +162,10 @@ private:
   SimStream stream_;
   CpuBackend side_cpu_;
   SimStream side_;
-  std::atomic<bool> branches_allowed_{false};
-  bool side_pending_ = false;  // a branch ended, not yet joined (the one thread that branches)
+  std::atomic<int> branch_allowances_{0};  // allow_branches(true) less allow_branches(false)
+  // A branch begun and not yet joined, by one thread (as CUDA's): another
+  // thread's begin_branch meanwhile stays on the main stream.
+  std::atomic<bool> side_busy_{false};
   float* label_error_ = nullptr;
 };
 
