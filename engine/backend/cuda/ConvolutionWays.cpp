@@ -99,10 +99,10 @@ const ConvolutionWays::Way* named(std::span<const ConvolutionWays::Way> ways, co
 }
 }  // namespace
 
-void ConvolutionWays::run(const Window2D& w, int64_t filters, Direction d, cudaStream_t stream, const Device& device,
-                          std::span<const Way> ways) {
+void ConvolutionWays::run(const Window2D& w, int64_t filters, Direction d, bool side, cudaStream_t stream,
+                          const Device& device, std::span<const Way> ways) {
   const Key key{w.batch,    w.height,   w.width,   w.channels, w.kernel_h, w.kernel_w,
-                w.stride_h, w.stride_w, w.pad_top, w.pad_left, filters,    static_cast<int64_t>(d)};
+                w.stride_h, w.stride_w, w.pad_top, w.pad_left, filters,    static_cast<int64_t>(d) + (side ? 3 : 0)};
   std::string forced;
   const Way* kept = nullptr;
   {
@@ -147,7 +147,8 @@ void ConvolutionWays::run(const Window2D& w, int64_t filters, Direction d, cudaS
       {
         std::lock_guard lock(mutex_);
         kept_[key] = choice;
-        choices_.push_back(ConvolutionChoice{w, filters, direction_name(d), choice, std::move(timed_ms)});
+        choices_.push_back(ConvolutionChoice{w, filters, std::string(direction_name(d)) + (side ? " (side stream)" : ""),
+                                             choice, std::move(timed_ms)});
         if (timed) save(key, choice);  // a timed choice only
       }
       if (timed) return;

@@ -61,7 +61,10 @@ public:
   // (cudaDeviceProp::name) with `tf32` arithmetic, and keeps new ones there.
   void keep_in_file(const std::string& gpu_model, bool tf32);
   // Runs this shape's direction the way kept for it.
-  void run(const Window2D& w, int64_t filters, Direction d, cudaStream_t stream, const Device& device,
+  // `side`: on the side stream (a weight gradient beside the input
+  // gradient), which offers fewer ways (no cuDNN): its own choice, so a
+  // choice made on the main stream is neither lost nor raced over again.
+  void run(const Window2D& w, int64_t filters, Direction d, bool side, cudaStream_t stream, const Device& device,
            std::span<const Way> ways);
   // The way every shape runs from now on; "" chooses by timing again.
   void force(std::string name);

@@ -343,8 +343,9 @@ bool CudaBackend::release_cached_memory() {
   uint64_t graphs = 0, pooled = 0;
   if (cudaDeviceGetGraphMemAttribute(index_, cudaGraphMemAttrReservedMemCurrent, &graphs) != cudaSuccess ||
       cudaMemPoolGetAttribute(pool_, cudaMemPoolAttrReservedMemCurrent, &pooled) != cudaSuccess || graphs + pooled == 0 ||
-      cudaStreamSynchronize(stream_) != cudaSuccess || cudaDeviceGraphMemTrim(index_) != cudaSuccess ||
-      cudaMemPoolTrimTo(pool_, 0) != cudaSuccess) {
+      cudaStreamSynchronize(stream_) != cudaSuccess ||
+      (branch_ && cudaStreamSynchronize(branch_->stream) != cudaSuccess) ||  // the side stream's frees too
+      cudaDeviceGraphMemTrim(index_) != cudaSuccess || cudaMemPoolTrimTo(pool_, 0) != cudaSuccess) {
     cudaGetLastError();
     return false;
   }
@@ -801,15 +802,15 @@ void CudaBackend::make_cudnn() {
     // a broken or mismatched install fails here (cudnnCreate), and the
     // convolutions then go the default way rather than fail every step.
     try {
-      cudnn_ = std::make_unique<cuda::CudnnConvolution>(*this, device().str(), enter(), cuda::tf32_requested(),
+      cudnn_ = std::make_unique<cuda::CudnnConvolution>(*this, device().str(), stream_, cuda::tf32_requested(),
                                                         CUDNN_TENSOR_NHWC);
-      cudnn_nchw_ = std::make_unique<cuda::CudnnConvolution>(*this, device().str(), enter(), cuda::tf32_requested(),
+      cudnn_nchw_ = std::make_unique<cuda::CudnnConvolution>(*this, device().str(), stream_, cuda::tf32_requested(),
                                                              CUDNN_TENSOR_NCHW);
       const char* graph = std::getenv("STRATA_CUDNN_GRAPH");
       if (!graph || std::string(graph) != "0") {
-        cudnn_graph_ = std::make_unique<cuda::CudnnGraphConvolution>(*this, device().str(), enter(), cuda::tf32_requested(),
+        cudnn_graph_ = std::make_unique<cuda::CudnnGraphConvolution>(*this, device().str(), stream_, cuda::tf32_requested(),
                                                                      CUDNN_TENSOR_NHWC);
-        cudnn_graph_nchw_ = std::make_unique<cuda::CudnnGraphConvolution>(*this, device().str(), enter(),
+        cudnn_graph_nchw_ = std::make_unique<cuda::CudnnGraphConvolution>(*this, device().str(), stream_,
                                                                           cuda::tf32_requested(), CUDNN_TENSOR_NCHW);
       }
     } catch (const std::exception& e) {
@@ -843,12 +844,16 @@ int64_t CudaBackend::images_per_slice(const Window2D& w) const {
 CudaBackend::Offered CudaBackend::offered(const Window2D& w, int64_t filters) {
   Offered o;
 #ifdef STRATA_WITH_CUDNN
-  enter();  // the heuristics a new shape asks run on this thread: with this GPU current
-  make_cudnn();
-  o.nhwc = cudnn_ && cudnn_->takes(w, filters);
-  o.nchw = cudnn_nchw_ && cudnn_nchw_->takes(w, filters);
-  o.graph_nhwc = cudnn_graph_ && cudnn_graph_->takes(w, filters);
-  o.graph_nchw = cudnn_graph_nchw_ && cudnn_graph_nchw_->takes(w, filters);
+  // cuDNN's handles, plans and timing buffers are the main stream's: a side
+  // branch (a weight gradient) neither sets them up nor asks them.
+  if (!in_branch()) {
+    enter();  // the heuristics a new shape asks run on this thread: with this GPU current
+    make_cudnn();
+    o.nhwc = cudnn_ && cudnn_->takes(w, filters);
+    o.nchw = cudnn_nchw_ && cudnn_nchw_->takes(w, filters);
+    o.graph_nhwc = cudnn_graph_ && cudnn_graph_->takes(w, filters);
+    o.graph_nchw = cudnn_graph_nchw_ && cudnn_graph_nchw_->takes(w, filters);
+  }
 #endif
   o.slices = images_per_slice(w) < w.batch;
   return o;
@@ -873,10 +878,8 @@ void CudaBackend::force_convolution_way(const std::string& way) { conv_ways_.for
 std::vector<cuda::ConvolutionWays::Way> CudaBackend::ways_for(const Window2D& w, int64_t filters, const CudnnCall& nhwc,
                                                               const CudnnCall& nchw,
                                                               const std::function<void(int64_t)>& im2col) {
-  Offered o = offered(w, filters);
-  // cuDNN's handles run on the main stream: a side branch's convolution
-  // (a weight gradient) takes the im2col ways.
-  if (in_branch()) o.nhwc = o.nchw = o.graph_nhwc = o.graph_nchw = false;
+  // A side branch's convolution (a weight gradient) takes the im2col ways (offered()).
+  const Offered o = offered(w, filters);
   std::vector<cuda::ConvolutionWays::Way> ways;
   if (o.nhwc) ways.push_back({"cudnn", [this, nhwc] { return nhwc(*cudnn_); }});
   if (o.nchw) ways.push_back({"cudnn-nchw", [this, nchw] { return nchw(*cudnn_nchw_); }});
@@ -960,7 +963,7 @@ Tensor CudaBackend::convolve(const Window2D& w, int64_t filters, const float* x,
         if (keep && images >= w.batch) kept = conv2d_im2col_kept(w, filters, x, kernel, y);
         else conv2d_im2col(w, filters, x, kernel, y, images);
       });
-  conv_ways_.run(w, filters, cuda::ConvolutionWays::Direction::Forward, enter(), device(), ways);
+  conv_ways_.run(w, filters, cuda::ConvolutionWays::Direction::Forward, in_branch(), enter(), device(), ways);
   return kept;
 }
 
@@ -981,7 +984,7 @@ void CudaBackend::conv2d_backward_data(const Window2D& w, int64_t filters, const
         return true;
       },
       [&](int64_t images) { conv2d_backward_data_im2col(w, filters, dy, kernel, dx, images); });
-  conv_ways_.run(w, filters, cuda::ConvolutionWays::Direction::BackwardData, enter(), device(), ways);
+  conv_ways_.run(w, filters, cuda::ConvolutionWays::Direction::BackwardData, in_branch(), enter(), device(), ways);
 }
 
 void CudaBackend::conv2d_backward_filter(const Window2D& w, int64_t filters, const float* x, const float* dy,
@@ -1007,7 +1010,7 @@ void CudaBackend::conv2d_backward_filter(const Window2D& w, int64_t filters, con
         return true;
       },
       [&](int64_t images) { conv2d_backward_filter_im2col(w, filters, x, dy, dkernel, images); });
-  conv_ways_.run(w, filters, cuda::ConvolutionWays::Direction::BackwardFilter, enter(), device(), ways);
+  conv_ways_.run(w, filters, cuda::ConvolutionWays::Direction::BackwardFilter, in_branch(), enter(), device(), ways);
 }
 
 void CudaBackend::max_pool(const Window2D& w, const float* x, const float* bias, Activation act, float* y, int32_t* argmax) {
