@@ -63,10 +63,10 @@ void SimBackend::join_branch() noexcept {
   end_branch();
   if (t_sim_unjoined_of != this) return;
   t_sim_unjoined_of = nullptr;
-  struct Free {
+  struct Release {
     std::atomic<bool>& busy;
-    ~Free() { busy = false; }
-  } free{side_busy_};
+    ~Release() { busy = false; }
+  } release{side_busy_};  // the branch is free for any thread once joined
   try {
     stream_.wait(side_.record());
   } catch (...) {
