@@ -31,6 +31,16 @@ Tensor log_probabilities(const Tensor& p) {
   return y;
 }
 
+// scale[0] * sum(x) as a scalar on x's device, not recorded (sum_scaled's
+// and Loss::average's forward); `what` names the caller in its error.
+Tensor scaled_total(const Tensor& x, const Tensor& scale, const char* what) {
+  if (scale.numel() != 1 || !scale.device().same_memory(x.device()))
+    throw runtime_error(std::string(what) + ": the scale must be one value on " + x.device().str());
+  Tensor y = Tensor::empty(Shape{}, x.device());
+  backend_for(x.device()).scaled_sum(x.numel(), x.ptr(), scale.ptr(), y.ptr());
+  return y;
+}
+
 // dx = dlogits * g[0] * scale[0]: the stored derivative as a one-row matrix
 // whose row scale_rows multiplies by the product (g, when given, is the
 // incoming gradient of a scalar).
@@ -68,10 +78,7 @@ Tensor Loss::operator()(const Tensor& targets, const Tensor& predictions) const 
 
 Tensor Loss::average(const Tensor& targets, const Tensor& predictions, const Tensor& scale) const {
   const Parts parts = per_example(targets, predictions);
-  if (scale.numel() != 1 || !scale.device().same_memory(parts.loss.device()))
-    throw runtime_error("Loss::average: the scale must be one value on " + parts.loss.device().str());
-  Tensor y = Tensor::empty(Shape{}, parts.loss.device());
-  backend_for(y.device()).scaled_sum(parts.loss.numel(), parts.loss.ptr(), scale.ptr(), y.ptr());
+  Tensor y = scaled_total(parts.loss, scale, "Loss::average");
   const Tensor dlogits = parts.dlogits;
   record_op(
       {parts.logits}, y,
@@ -141,10 +148,7 @@ Loss::Parts MeanSquaredError::per_example(const Tensor& targets, const Tensor& p
 Tensor sum_scaled(const Tensor& x, float scale) { return sum_scaled(x, Tensor::scalar(scale, x.device())); }
 
 Tensor sum_scaled(const Tensor& x, const Tensor& scale) {
-  if (scale.numel() != 1 || !scale.device().same_memory(x.device()))
-    throw runtime_error("sum_scaled: the scale must be one value on " + x.device().str());
-  Tensor y = Tensor::empty(Shape{}, x.device());
-  backend_for(x.device()).scaled_sum(x.numel(), x.ptr(), scale.ptr(), y.ptr());
+  Tensor y = scaled_total(x, scale, "sum_scaled");
   const Shape shape = x.shape();
   record_op({x}, y, [shape, scale](const Tensor& g, const std::vector<bool>&) {
     Tensor dx = Tensor::empty(shape, g.device());
@@ -154,10 +158,14 @@ Tensor sum_scaled(const Tensor& x, const Tensor& scale) {
   return y;
 }
 
-Tensor compute_average_loss(const Tensor& per_example_loss, int64_t global_batch_size) {
+float inverse_global_batch(int64_t global_batch_size) {
   if (global_batch_size <= 0)
     throw bad_input("compute_average_loss: global batch size must be positive, got " + std::to_string(global_batch_size));
-  return sum_scaled(per_example_loss, 1.0f / static_cast<float>(global_batch_size));
+  return 1.0f / static_cast<float>(global_batch_size);
+}
+
+Tensor compute_average_loss(const Tensor& per_example_loss, int64_t global_batch_size) {
+  return sum_scaled(per_example_loss, inverse_global_batch(global_batch_size));
 }
 
 Tensor compute_average_loss(const Tensor& per_example_loss, const Tensor& inverse_global_batch) {

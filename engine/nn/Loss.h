@@ -80,6 +80,8 @@ protected:
 // sum(per_example_loss) / global_batch_size: each replica's share of the
 // global mean, so summing over replicas gives the mean over the global batch.
 Tensor compute_average_loss(const Tensor& per_example_loss, int64_t global_batch_size);
+// 1 / global batch size, the loss scale; bad_input unless the size is positive.
+float inverse_global_batch(int64_t global_batch_size);
 // The same with 1 / global batch size read from a device scalar (so a
 // captured step can change it between replays without being rebuilt).
 Tensor compute_average_loss(const Tensor& per_example_loss, const Tensor& inverse_global_batch);

@@ -106,9 +106,7 @@ WorkerStep ParameterServerRun::worker_step(int worker, const Batch& in) {
   Tensor logits = model_(in.features, true, tape);
   // The mean over the worker's own slice: asynchronously every slice is a
   // step of its own (synchronous rounds weight the slices by size).
-  if (in.size() <= 0)
-    throw bad_input("compute_average_loss: global batch size must be positive, got " + std::to_string(in.size()));
-  Tensor loss = loss_.average(in.labels, logits, Tensor::scalar(1.0f / static_cast<float>(in.size()), logits.device()));
+  Tensor loss = loss_.average(in.labels, logits, Tensor::scalar(nn::inverse_global_batch(in.size()), logits.device()));
   WorkerStep out;
   out.grads = tape.gradient(loss, trainable_);
   const StepReadback back = read_step(loss, logits, in.labels);

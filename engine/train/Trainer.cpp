@@ -319,12 +319,11 @@ Trainer::StepResult Trainer::result_of(const StepReadback& back, int64_t example
 }
 
 const Tensor& Trainer::loss_scale(int replica, const Device& device, int64_t global_batch) {
-  if (global_batch <= 0)
-    throw bad_input("compute_average_loss: global batch size must be positive, got " + std::to_string(global_batch));
+  const float inverse = nn::inverse_global_batch(global_batch);
   LossScale& s = loss_scales_.at(static_cast<size_t>(replica));
   if (!s.inverse.defined()) s.inverse = Tensor::empty(Shape{}, device);
   if (s.batch != global_batch) {
-    s.inverse.fill(1.0f / static_cast<float>(global_batch));
+    s.inverse.fill(inverse);
     s.batch = global_batch;
   }
   return s.inverse;

@@ -236,24 +236,23 @@ __global__ void gather_rows_kernel(const Word* table, int64_t row_words, const i
   }
 }
 
+// Pixel value p of feature k as a model feature. Rounded intrinsics keep
+// the compiler from fusing these into an FMA: the same bits as the CPU's
+// (and Dataset::gather's) separate operations.
+__device__ float pixel_to_float(uint8_t p, int64_t k, float scale, const float* mean, const float* inv_std) {
+  const float v = __fmul_rn(static_cast<float>(p), scale);
+  return mean ? __fmul_rn(__fsub_rn(v, mean[k]), inv_std[k]) : v;
+}
+
 __global__ void pixels_to_float_kernel(int64_t rows, int64_t features, const uint8_t* in, float scale,
                                        const float* mean, const float* inv_std, float* out) {
-  // Rounded intrinsics keep the compiler from fusing these into an FMA: the
-  // same bits as the CPU's (and Dataset::gather's) separate operations.
-  STRATA_GRID_STRIDE(i, rows * features) {
-    float v = __fmul_rn(static_cast<float>(in[i]), scale);
-    if (mean) {
-      const int64_t k = i % features;
-      v = __fmul_rn(__fsub_rn(v, mean[k]), inv_std[k]);
-    }
-    out[i] = v;
-  }
+  STRATA_GRID_STRIDE(i, rows * features) out[i] = pixel_to_float(in[i], mean ? i % features : 0, scale, mean, inv_std);
 }
 
 // pixels_to_float of gather_rows, and the labels, in one pass: each thread
 // converts kVec consecutive pixels of a row (4: one 32-bit load, one
 // 128-bit store, where rows are whole words), the row's first also copies
-// its label. The same rounded operations as pixels_to_float_kernel.
+// its label.
 template <int kVec>
 __global__ void gather_examples_kernel(const uint8_t* pixels, int64_t row_bytes, const int32_t* labels, const int32_t* rows,
                                        int64_t n, float scale, const float* mean, const float* inv_std, float* features,
@@ -271,10 +270,7 @@ __global__ void gather_examples_kernel(const uint8_t* pixels, int64_t row_bytes,
       in[0] = pixels[from * row_bytes + k];
     }
     float v[kVec];
-    for (int j = 0; j < kVec; ++j) {
-      v[j] = __fmul_rn(static_cast<float>(in[j]), scale);
-      if (mean) v[j] = __fmul_rn(__fsub_rn(v[j], mean[k + j]), inv_std[k + j]);
-    }
+    for (int j = 0; j < kVec; ++j) v[j] = pixel_to_float(in[j], k + j, scale, mean, inv_std);
     float* out = features + r * row_bytes + k;
     if constexpr (kVec == 4) *reinterpret_cast<float4*>(out) = make_float4(v[0], v[1], v[2], v[3]);
     else out[0] = v[0];
