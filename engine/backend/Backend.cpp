@@ -41,6 +41,20 @@ void Backend::gather_examples(const uint8_t* pixels, int64_t row_bytes, const in
   gather_rows(reinterpret_cast<const uint8_t*>(labels), sizeof(int32_t), rows, n, reinterpret_cast<uint8_t*>(labels_out));
 }
 
+void Backend::bias_activation_backward(Activation act, const float* y, const float* dy, float* dx, float* dbias, int64_t rows,
+                                       int64_t cols) {
+  activation_backward(act, y, dy, dx, rows, cols);
+  sum_rows(dx, rows, cols, dbias, false);
+}
+
+void Backend::sparse_softmax_xent_average(const float* logits, const int32_t* labels, int64_t rows, int64_t cols,
+                                          const float* scale, float* error, float* loss, float* dlogits, float* total) {
+  if (error) check_labels(labels, rows, cols, error);
+  sparse_softmax_xent(logits, labels, rows, cols, loss, dlogits);
+  scaled_sum(rows, loss, scale, total);
+  scale_rows(dlogits, scale, 1, rows * cols, dlogits);
+}
+
 void Backend::gemm_bias(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, const float* b,
                         const float* bias, float* c) {
   gemm(trans_a, trans_b, m, n, k, 1.0f, a, b, 0.0f, c);

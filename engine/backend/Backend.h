@@ -91,10 +91,25 @@ public:
   virtual void activation_backward(Activation act, const float* y, const float* dy, float* dx, int64_t rows,
                                    int64_t cols) = 0;
 
+  // dx = activation_backward(act, y, dy) and dbias[c] = sum_r dx[r, c]
+  // (overwritten): a layer's gradient through its activation and bias. The
+  // default makes the two calls; a GPU sums dx in the pass that writes it
+  // (one kernel for two or three: at small batches a step takes about as
+  // long as its number of kernels).
+  virtual void bias_activation_backward(Activation act, const float* y, const float* dy, float* dx, float* dbias,
+                                        int64_t rows, int64_t cols);
+
   // Per-example loss for integer labels; dlogits (optional) = d loss_i / d logits_i.
   // A label outside [0, cols) gives loss 0 and no gradient (check_labels reports it).
   virtual void sparse_softmax_xent(const float* logits, const int32_t* labels, int64_t rows, int64_t cols,
                                    float* loss, float* dlogits) = 0;
+  // A replica's share of the mean loss and its gradient, for integer labels:
+  // check_labels (into error, when given), sparse_softmax_xent, total[0] =
+  // scaled_sum of the losses, and dlogits (required) times scale[0], so it
+  // is d total / d logits. The default makes those four calls; a GPU makes
+  // one kernel of them at small batches.
+  virtual void sparse_softmax_xent_average(const float* logits, const int32_t* labels, int64_t rows, int64_t cols,
+                                           const float* scale, float* error, float* loss, float* dlogits, float* total);
   // Same for dense probability targets.
   virtual void softmax_xent(const float* logits, const float* targets, int64_t rows, int64_t cols, float* loss,
                             float* dlogits) = 0;

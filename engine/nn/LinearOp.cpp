@@ -19,25 +19,28 @@ Tensor product_op(const Tensor& x, const Tensor& w, const Tensor& b, Activation 
   if (has_bias) inputs.push_back(b);
   record_op(std::move(inputs), y, [x, w, y, act, has_bias, p = std::move(p)](const Tensor& g, const std::vector<bool>& need) {
     Backend& bk = backend_for(g.device());
+    std::vector<Tensor> grads(has_bias ? 3 : 2);
+    const bool bias_gradient = has_bias && need[2];
+    if (bias_gradient) grads[2] = Tensor::empty(Shape{p.out}, g.device());
+    // Through the activation, and where there is one, the bias's gradient in
+    // the same pass (Backend::bias_activation_backward).
     Tensor dz = g;
     if (act != Activation::None) {
       dz = Tensor::empty(g.shape(), g.device());
-      bk.activation_backward(act, y.ptr(), g.ptr(), dz.ptr(), p.rows, p.out);
+      if (bias_gradient) bk.bias_activation_backward(act, y.ptr(), g.ptr(), dz.ptr(), grads[2].ptr(), p.rows, p.out);
+      else bk.activation_backward(act, y.ptr(), g.ptr(), dz.ptr(), p.rows, p.out);
     }
-    std::vector<Tensor> grads(has_bias ? 3 : 2);
-    // The weights' and the bias's gradients on a side branch of the device's
-    // work, beside the input's (Backend::begin_branch), where there are both;
-    // joined before the gradients are handed on. x, dz and w outlive the join.
+    // The weights' (and without an activation the bias's) gradients on a
+    // side branch of the device's work, beside the input's
+    // (Backend::begin_branch), where there are both; joined before the
+    // gradients are handed on. x, dz and w outlive the join.
     std::optional<SideBranch> branch;
-    if (need[0] && (need[1] || (has_bias && need[2]))) branch.emplace(bk);
+    if (need[0] && (need[1] || (bias_gradient && act == Activation::None))) branch.emplace(bk);
     if (need[1]) {
       grads[1] = Tensor::empty(w.shape(), g.device());
       p.backward_weights(bk, x, dz, grads[1].ptr());
     }
-    if (has_bias && need[2]) {
-      grads[2] = Tensor::empty(Shape{p.out}, g.device());
-      bk.sum_rows(dz.ptr(), p.rows, p.out, grads[2].ptr(), false);
-    }
+    if (bias_gradient && act == Activation::None) bk.sum_rows(dz.ptr(), p.rows, p.out, grads[2].ptr(), false);
     if (branch) branch->end();
     if (need[0]) {
       grads[0] = Tensor::empty(x.shape(), g.device());

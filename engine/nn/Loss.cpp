@@ -31,30 +31,21 @@ Tensor log_probabilities(const Tensor& p) {
   return y;
 }
 
+// The scale as one value on x's device, else an error naming `what`.
+void check_scale(const Tensor& x, const Tensor& scale, const char* what) {
+  if (scale.numel() != 1 || !scale.device().same_memory(x.device()))
+    throw runtime_error(std::string(what) + ": the scale must be one value on " + x.device().str());
+}
+
 // scale[0] * sum(x) as a scalar on x's device, not recorded (sum_scaled's
 // and Loss::average's forward); `what` names the caller in its error.
 Tensor scaled_total(const Tensor& x, const Tensor& scale, const char* what) {
-  if (scale.numel() != 1 || !scale.device().same_memory(x.device()))
-    throw runtime_error(std::string(what) + ": the scale must be one value on " + x.device().str());
+  check_scale(x, scale, what);
   Tensor y = Tensor::empty(Shape{}, x.device());
   backend_for(x.device()).scaled_sum(x.numel(), x.ptr(), scale.ptr(), y.ptr());
   return y;
 }
 
-// dx = dlogits * g[0] * scale[0]: the stored derivative as a one-row matrix
-// whose row scale_rows multiplies by the product (g, when given, is the
-// incoming gradient of a scalar).
-Tensor scaled_dlogits(const Tensor& dlogits, const Tensor& g, const Tensor& scale) {
-  Backend& be = backend_for(dlogits.device());
-  Tensor factor = scale;
-  if (g.defined()) {
-    factor = Tensor::empty(Shape{}, dlogits.device());
-    be.broadcast_scaled(1, g.ptr(), scale.ptr(), factor.ptr());
-  }
-  Tensor dx = Tensor::empty(dlogits.shape(), dlogits.device());
-  be.scale_rows(dlogits.ptr(), factor.ptr(), 1, dlogits.numel(), dx.ptr());
-  return dx;
-}
 }  // namespace
 
 Tensor Loss::operator()(const Tensor& targets, const Tensor& predictions) const {
@@ -76,20 +67,29 @@ Tensor Loss::operator()(const Tensor& targets, const Tensor& predictions) const 
   return per;
 }
 
-Tensor Loss::average(const Tensor& targets, const Tensor& predictions, const Tensor& scale) const {
-  const Parts parts = per_example(targets, predictions);
-  Tensor y = scaled_total(parts.loss, scale, "Loss::average");
-  const Tensor dlogits = parts.dlogits;
-  record_op(
-      {parts.logits}, y,
-      [dlogits, scale](const Tensor& g, const std::vector<bool>&) {
-        return std::vector<Tensor>{scaled_dlogits(dlogits, g, scale)};
-      },
-      [dlogits, scale](const std::vector<bool>&) { return std::vector<Tensor>{scaled_dlogits(dlogits, Tensor(), scale)}; });
-  return y;
+Loss::Averaged Loss::averaged(const Tensor& targets, const Tensor& predictions, const Tensor& scale) const {
+  Parts parts = per_example(targets, predictions);
+  Tensor total = scaled_total(parts.loss, scale, "Loss::average");
+  backend_for(parts.dlogits.device())
+      .scale_rows(parts.dlogits.ptr(), scale.ptr(), 1, parts.dlogits.numel(), parts.dlogits.ptr());
+  return {parts.logits, total, parts.dlogits};
 }
 
-Loss::Parts SparseCategoricalCrossentropy::per_example(const Tensor& targets, const Tensor& predictions) const {
+Tensor Loss::average(const Tensor& targets, const Tensor& predictions, const Tensor& scale) const {
+  const Averaged a = averaged(targets, predictions, scale);
+  record_op(
+      {a.logits}, a.total,
+      [d = a.dlogits](const Tensor& g, const std::vector<bool>&) {
+        // g: the incoming gradient of the scalar total.
+        Tensor dx = Tensor::empty(d.shape(), g.device());
+        backend_for(g.device()).scale_rows(d.ptr(), g.ptr(), 1, d.numel(), dx.ptr());
+        return std::vector<Tensor>{dx};
+      },
+      [d = a.dlogits](const std::vector<bool>&) { return std::vector<Tensor>{d}; });
+  return a.total;
+}
+
+Tensor SparseCategoricalCrossentropy::checked_logits(const Tensor& targets, const Tensor& predictions) const {
   check_batch(targets, predictions, "SparseCategoricalCrossentropy");
   if (targets.dtype() != DType::Int32 || targets.shape().rank() != 1)
     throw bad_input("SparseCategoricalCrossentropy: labels must be int32 of shape (batch,), got " +
@@ -97,7 +97,11 @@ Loss::Parts SparseCategoricalCrossentropy::per_example(const Tensor& targets, co
   if (!targets.device().same_memory(predictions.device()))
     throw bad_input("SparseCategoricalCrossentropy: labels on " + targets.device().str() + ", predictions on " +
                     predictions.device().str());
-  Tensor logits = from_logits_ ? predictions : log_probabilities(predictions);
+  return from_logits_ ? predictions : log_probabilities(predictions);
+}
+
+Loss::Parts SparseCategoricalCrossentropy::per_example(const Tensor& targets, const Tensor& predictions) const {
+  Tensor logits = checked_logits(targets, predictions);
   const int64_t rows = logits.shape()[0], cols = logits.shape()[1];
   Backend& be = backend_for(logits.device());
   // A device cannot throw: bad labels raise its error flag, which the
@@ -109,6 +113,22 @@ Loss::Parts SparseCategoricalCrossentropy::per_example(const Tensor& targets, co
   Tensor dlogits = Tensor::empty(logits.shape(), logits.device());
   be.sparse_softmax_xent(logits.ptr(), targets.int_ptr(), rows, cols, loss.ptr(), dlogits.ptr());
   return {logits, loss, dlogits};
+}
+
+Loss::Averaged SparseCategoricalCrossentropy::averaged(const Tensor& targets, const Tensor& predictions,
+                                                       const Tensor& scale) const {
+  // On the host bad labels are an error here and now (per_example).
+  if (predictions.on_host()) return Loss::averaged(targets, predictions, scale);
+  Tensor logits = checked_logits(targets, predictions);
+  check_scale(logits, scale, "Loss::average");
+  const int64_t rows = logits.shape()[0], cols = logits.shape()[1];
+  Backend& be = backend_for(logits.device());
+  Tensor loss = Tensor::empty(Shape{rows}, logits.device());
+  Tensor dlogits = Tensor::empty(logits.shape(), logits.device());
+  Tensor total = Tensor::empty(Shape{}, logits.device());
+  be.sparse_softmax_xent_average(logits.ptr(), targets.int_ptr(), rows, cols, scale.ptr(), be.label_error_flag(), loss.ptr(),
+                                 dlogits.ptr(), total.ptr());
+  return {logits, total, dlogits};
 }
 
 Loss::Parts CategoricalCrossentropy::per_example(const Tensor& targets, const Tensor& predictions) const {

@@ -20,9 +20,8 @@ public:
   // predictions' device, 1 / global batch: this replica's share of the
   // global mean), as compute_average_loss of operator() with Reduction
   // None computes it, recorded as one op: differentiated as the tape's
-  // target, its backward is a single kernel (the stored d loss / d logits
-  // times the scale) where the general path fills the seed, broadcasts it
-  // and scales each row.
+  // target, its backward is the stored d average / d logits itself, where
+  // the general path fills the seed, broadcasts it and scales each row.
   Tensor average(const Tensor& targets, const Tensor& predictions, const Tensor& scale) const;
   Reduction reduction() const { return reduction_; }
 
@@ -34,6 +33,14 @@ protected:
     Tensor logits, loss, dlogits;
   };
   virtual Parts per_example(const Tensor& targets, const Tensor& predictions) const = 0;
+  // average()'s values, not recorded: the scaled total (a scalar), and d
+  // total / d logits (the stored d loss_i / d logits times the scale). By
+  // default per_example, the sum and the scaling; a loss whose backend does
+  // them in one call overrides it.
+  struct Averaged {
+    Tensor logits, total, dlogits;
+  };
+  virtual Averaged averaged(const Tensor& targets, const Tensor& predictions, const Tensor& scale) const;
 
 private:
   Reduction reduction_;
@@ -48,8 +55,12 @@ public:
 
 protected:
   Parts per_example(const Tensor& targets, const Tensor& predictions) const override;
+  // On a device: Backend::sparse_softmax_xent_average.
+  Averaged averaged(const Tensor& targets, const Tensor& predictions, const Tensor& scale) const override;
 
 private:
+  // The labels' checks; the logits (the predictions, or their logs recorded).
+  Tensor checked_logits(const Tensor& targets, const Tensor& predictions) const;
   bool from_logits_;
 };
 

@@ -60,18 +60,19 @@ Tensor max_pool_op(const Tensor& x, const Window2D& win, const Tensor& bias, Act
   record_op(std::move(inputs), y, [win, argmax, y, act, has_bias, in_shape](const Tensor& g, const std::vector<bool>& need) {
     Backend& be = backend_for(g.device());
     const int64_t rows = win.batch * win.out_h * win.out_w;
+    std::vector<Tensor> grads(has_bias ? 2 : 1);
+    // Every pooled output took its bias once, through its winner.
+    const bool bias_gradient = has_bias && need[1];
+    if (bias_gradient) grads[1] = Tensor::empty(Shape{win.channels}, g.device());
     // The activation's gradient on the pooled outputs, a quarter
     // of the pixels a 2x2 pool takes: the pixels that lost get
-    // none either way.
+    // none either way. The bias's in the same pass where there is one.
     Tensor gm = g;
     if (act != Activation::None) {
       gm = Tensor::empty(g.shape(), g.device());
-      be.activation_backward(act, y.ptr(), g.ptr(), gm.ptr(), rows, win.channels);
-    }
-    std::vector<Tensor> grads(has_bias ? 2 : 1);
-    // Every pooled output took its bias once, through its winner.
-    if (has_bias && need[1]) {
-      grads[1] = Tensor::empty(Shape{win.channels}, g.device());
+      if (bias_gradient) be.bias_activation_backward(act, y.ptr(), g.ptr(), gm.ptr(), grads[1].ptr(), rows, win.channels);
+      else be.activation_backward(act, y.ptr(), g.ptr(), gm.ptr(), rows, win.channels);
+    } else if (bias_gradient) {
       be.sum_rows(gm.ptr(), rows, win.channels, grads[1].ptr(), false);
     }
     if (need[0]) {

@@ -62,7 +62,9 @@ private slots:
                                          "activation_forward",
                                          "activation_backward",
                                          "bias_activation",
+                                         "bias_activation_backward",
                                          "sparse_softmax_xent",
+                                         "sparse_softmax_xent_average",
                                          "softmax_xent",
                                          "axpby",
                                          "dropout",
@@ -113,6 +115,8 @@ private slots:
         {"gemm_bias", {"NN", "TT", "k=0"}},
         {"sum_rows", {"accumulate", "overwrite", "0x37"}},
         {"activation_forward", {"none", "relu", "tanh", "sigmoid", "softmax", "in place"}},
+        {"bias_activation_backward", {"none", "relu", "tanh", "sigmoid", "softmax", "relu 0x37", "200704x32", "-> dbias2"}},
+        {"sparse_softmax_xent_average", {"256x10", "257x10", "no flag", "flag already set", "0x10"}},
         {"activation_backward", {"none", "relu", "tanh", "sigmoid", "softmax"}},
         {"bias_activation", {"relu", "tanh", "sigmoid", "softmax"}},
         {"sparse_softmax_xent", {"dlogits=null", "labels -1", "-> dlogits"}},
@@ -160,6 +164,8 @@ private slots:
       if (r.op == "activation_forward" || r.op == "bias_activation") return has("sigmoid");
       if (r.op == "dropout") return !has("rate=0 ");  // keeping everything draws no numbers
       if (r.op == "argmax_rows" || r.op == "check_labels") return true;
+      // Its default checks the labels through check_labels (no rows: nothing to misjudge).
+      if (r.op == "sparse_softmax_xent_average") return has("-> error") && !has("0x10 ");
       if (r.op == "sgd_update") return has("nesterov") && has("-> w");
       // beta2 touches v and w only; adam_update_many's default calls adam_update.
       if (r.op == "adam_update" || r.op == "adam_update_many") return !has("-> m");

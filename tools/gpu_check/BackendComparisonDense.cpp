@@ -211,6 +211,39 @@ void BackendComparison::activations() {
       });
     }
   }
+  // The gradient through the activation with the bias's in one pass (a GPU
+  // sums in the pass that writes dx, with its last block adding the blocks'
+  // partial sums): the MLP's and the CNN's pooled shapes, many blocks and
+  // channel tiles, one column, no rows (dbias 0). Each case runs twice, the
+  // second time on the first's dx, so a reduction that did not leave its
+  // tickets ready for the next launch shows in the second dbias.
+  struct BiasAct {
+    Activation act;
+    int64_t rows, cols;
+  };
+  for (const BiasAct& p :
+       {BiasAct{Activation::Relu, 128, 256}, BiasAct{Activation::Relu, 12544, 32}, BiasAct{Activation::Relu, 200704, 32},
+        BiasAct{Activation::Tanh, 4099, 300}, BiasAct{Activation::Sigmoid, 70001, 17}, BiasAct{Activation::None, 1000, 37},
+        BiasAct{Activation::Relu, 33, 1}, BiasAct{Activation::Relu, 0, 37}, BiasAct{Activation::Softmax, 1000, 37}}) {
+    h_.check("bias_activation_backward", std::string(name_of(p.act)) + " " + dims({p.rows, p.cols}), [&](OpCase& c) {
+      auto& y = c.values(Shape{p.rows, p.cols}, activate(p.act, c.uniform(p.rows * p.cols, -4.0f, 4.0f), p.cols));
+      // Nonzero-mean gradients: the column sums do not cancel (Tolerances.h).
+      auto& dy = c.input(Shape{p.rows, p.cols}, -0.5f, 1.0f);
+      auto& dx = c.poisoned(Shape{p.rows, p.cols});
+      auto& dx2 = c.poisoned(Shape{p.rows, p.cols});
+      auto& dbias = c.poisoned(Shape{p.cols});
+      auto& dbias2 = c.poisoned(Shape{p.cols});
+      c.run([&](Backend& b, Side s) {
+        b.bias_activation_backward(p.act, y.f(s), dy.f(s), dx.f(s), dbias.f(s), p.rows, p.cols);
+        b.bias_activation_backward(p.act, y.f(s), dx.f(s), dx2.f(s), dbias2.f(s), p.rows, p.cols);
+      });
+      const double elementwise = p.act == Activation::Softmax ? summed(p.cols) : kElementwise;
+      c.expect("dx", dx, elementwise);
+      c.expect("dx2", dx2, elementwise);
+      c.expect("dbias", dbias, summed(p.rows));
+      c.expect("dbias2", dbias2, summed(p.rows));
+    });
+  }
   // y may alias x (layers apply activations in place).
   h_.check("activation_forward", "sigmoid 1000x37 in place", [&](OpCase& c) {
     auto& x = c.input(Shape{1000, 37}, -4.0f, 4.0f);
@@ -245,6 +278,42 @@ void BackendComparison::losses() {
       c.run([&](Backend& b, Side s) { b.sparse_softmax_xent(logits.f(s), labels.i(s), p.rows, p.cols, loss.f(s), dlogits.f(s)); });
       c.expect("loss", loss, summed(p.cols));
       if (p.gradient) c.expect("dlogits", dlogits, summed(p.cols));
+    });
+  }
+  // A replica's share of the mean loss with its gradient (a GPU's one kernel
+  // up to 256 rows, three above): the MLP's and CNN's batches, both sides of
+  // the one-kernel limit, a bad label (the error flag, already holding an
+  // earlier report in one case), no flag, no rows.
+  struct Average {
+    int64_t rows, cols;
+    bool bad_label, flag, flag_set;
+  };
+  for (const Average& p :
+       {Average{64, 10, false, true, false}, Average{128, 10, true, true, false}, Average{256, 10, true, true, true},
+        Average{257, 10, true, true, false}, Average{1000, 300, false, false, false}, Average{0, 10, false, true, false}}) {
+    const std::string shape = dims({p.rows, p.cols}) + (p.bad_label ? " label C at row 7" : "") +
+                              (!p.flag      ? " no flag"
+                               : p.flag_set ? " flag already set"
+                                            : "");
+    h_.check("sparse_softmax_xent_average", shape, [&](OpCase& c) {
+      auto& logits = c.input(Shape{p.rows, p.cols}, -5.0f, 5.0f);
+      std::vector<int32_t> y = c.integers(p.rows, 0, static_cast<int32_t>(p.cols));
+      if (p.bad_label) y[7] = static_cast<int32_t>(p.cols);
+      auto& labels = c.ints(Shape{p.rows}, y);
+      auto& scale = c.values(Shape{1}, {1.0f / 512.0f});
+      Operand none;
+      auto& error = p.flag ? c.values(Shape{2}, {p.flag_set ? 2.0f : 0.0f, p.flag_set ? 11.0f : 0.0f}) : none;
+      auto& loss = c.poisoned(Shape{p.rows});
+      auto& dlogits = c.poisoned(Shape{p.rows, p.cols});
+      auto& total = c.poisoned(Shape{1});
+      c.run([&](Backend& b, Side s) {
+        b.sparse_softmax_xent_average(logits.f(s), labels.i(s), p.rows, p.cols, scale.f(s), error.f(s), loss.f(s),
+                                      dlogits.f(s), total.f(s));
+      });
+      c.expect("loss", loss, summed(p.cols));
+      c.expect("dlogits", dlogits, summed(p.cols));
+      c.expect("total", total, summed(p.rows * p.cols));
+      if (p.flag) c.expect("error", error, kExact);
     });
   }
   // Dense targets: probability rows, and rows not summing to 1 (label smoothing, mixup).

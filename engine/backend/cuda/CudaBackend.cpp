@@ -682,6 +682,17 @@ void CudaBackend::sum_rows(const float* x, int64_t rows, int64_t cols, float* ou
   gemm(false, false, 1, cols, rows, 1.0f, ones, x, accumulate ? 1.0f : 0.0f, out);
 }
 
+cuda::ReduceScratch CudaBackend::reduce_scratch(cudaStream_t s, int64_t rows, int64_t channels) {
+  ReduceBuffers& r = in_branch() ? branch_->reduce : reduce_main_;
+  const cuda::ReduceScratchSize size = cuda::channel_reduce_scratch_size(rows, channels);
+  void* partials = scratch(r.partials, r.partial_bytes, size.partial_bytes);
+  const void* before = r.tickets;
+  void* tickets = scratch(r.tickets, r.ticket_bytes, size.ticket_bytes);
+  // New tickets start at zero, and every reduction leaves them so.
+  if (tickets != before) STRATA_CUDA(cudaMemsetAsync(tickets, 0, r.ticket_bytes, s));
+  return {partials, static_cast<unsigned*>(tickets)};
+}
+
 void CudaBackend::activation_forward(Activation act, const float* x, float* y, int64_t rows, int64_t cols) {
   cuda::activation_forward(enter(), act, x, y, rows, cols);
 }
@@ -697,9 +708,22 @@ void CudaBackend::activation_backward(Activation act, const float* y, const floa
   cuda::activation_backward(enter(), act, y, dy, dx, rows, cols);
 }
 
+void CudaBackend::bias_activation_backward(Activation act, const float* y, const float* dy, float* dx, float* dbias,
+                                           int64_t rows, int64_t cols) {
+  if (act == Activation::Softmax) return Backend::bias_activation_backward(act, y, dy, dx, dbias, rows, cols);
+  cudaStream_t s = enter();
+  std::lock_guard lock(scratch_mutex_);
+  cuda::bias_activation_backward(s, act, y, dy, dx, dbias, rows, cols, reduce_scratch(s, rows, cols));
+}
+
 void CudaBackend::sparse_softmax_xent(const float* logits, const int32_t* labels, int64_t rows, int64_t cols,
                                       float* loss, float* dlogits) {
   cuda::sparse_softmax_xent(enter(), logits, labels, rows, cols, loss, dlogits);
+}
+
+void CudaBackend::sparse_softmax_xent_average(const float* logits, const int32_t* labels, int64_t rows, int64_t cols,
+                                              const float* scale, float* error, float* loss, float* dlogits, float* total) {
+  cuda::sparse_softmax_xent_average(enter(), logits, labels, rows, cols, scale, error, loss, dlogits, total);
 }
 
 void CudaBackend::softmax_xent(const float* logits, const float* targets, int64_t rows, int64_t cols, float* loss,
@@ -1028,8 +1052,7 @@ void CudaBackend::avg_pool_backward(const Window2D& w, const float* dy, float* d
 void CudaBackend::channel_sums(const float* x, int64_t rows, int64_t channels, float* sum, float* sumsq) {
   cudaStream_t s = enter();
   std::lock_guard lock(scratch_mutex_);
-  void* partials = scratch(partials_, partials_bytes_, cuda::channel_reduce_scratch_bytes(rows, channels));
-  cuda::channel_sums(s, x, rows, channels, sum, sumsq, partials);
+  cuda::channel_sums(s, x, rows, channels, sum, sumsq, reduce_scratch(s, rows, channels));
 }
 
 void CudaBackend::batch_norm_stats(const float* sums, int64_t channels, float epsilon, float* mean, float* inv_std) {
@@ -1057,8 +1080,8 @@ void CudaBackend::batch_norm_backward_reduce(const float* dy, const float* x, in
                                              float* sum_dy_xhat) {
   cudaStream_t s = enter();
   std::lock_guard lock(scratch_mutex_);
-  void* partials = scratch(partials_, partials_bytes_, cuda::channel_reduce_scratch_bytes(rows, channels));
-  cuda::batch_norm_backward_reduce(s, dy, x, rows, channels, mean, inv_std, sum_dy, sum_dy_xhat, partials);
+  cuda::batch_norm_backward_reduce(s, dy, x, rows, channels, mean, inv_std, sum_dy, sum_dy_xhat,
+                                   reduce_scratch(s, rows, channels));
 }
 
 void CudaBackend::batch_norm_backward_apply(const float* dy, const float* x, int64_t rows, int64_t channels,

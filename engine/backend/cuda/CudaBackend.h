@@ -19,6 +19,7 @@
 namespace strata {
 namespace cuda {
 class CudnnConvolver;
+struct ReduceScratch;
 }
 
 // One NVIDIA GPU, device kind `gpu`. Every call is queued on the device's
@@ -95,8 +96,12 @@ public:
   void bias_activation(Activation act, float* y, const float* bias, int64_t rows, int64_t cols) override;
   void activation_backward(Activation act, const float* y, const float* dy, float* dx, int64_t rows,
                            int64_t cols) override;
+  void bias_activation_backward(Activation act, const float* y, const float* dy, float* dx, float* dbias, int64_t rows,
+                                int64_t cols) override;
   void sparse_softmax_xent(const float* logits, const int32_t* labels, int64_t rows, int64_t cols, float* loss,
                            float* dlogits) override;
+  void sparse_softmax_xent_average(const float* logits, const int32_t* labels, int64_t rows, int64_t cols, const float* scale,
+                                   float* error, float* loss, float* dlogits, float* total) override;
   void softmax_xent(const float* logits, const float* targets, int64_t rows, int64_t cols, float* loss,
                     float* dlogits) override;
   void axpby(int64_t n, float alpha, const float* x, float beta, float* y) override;
@@ -229,8 +234,18 @@ private:
   std::mutex scratch_mutex_;
   void* ones_ = nullptr;
   size_t ones_bytes_ = 0;
-  void* partials_ = nullptr;
-  size_t partials_bytes_ = 0;
+  // The per-channel reductions' scratch of one stream (partial sums, and
+  // tickets that must stay apart from another stream's): the main stream's
+  // here, the side branch's in Branch.
+  struct ReduceBuffers {
+    void* partials = nullptr;
+    size_t partial_bytes = 0;
+    void* tickets = nullptr;
+    size_t ticket_bytes = 0;
+  };
+  ReduceBuffers reduce_main_;
+  // The calling thread's stream's, grown for (rows, channels); under scratch_mutex_.
+  cuda::ReduceScratch reduce_scratch(cudaStream_t s, int64_t rows, int64_t channels);
   std::vector<void*> retired_scratch_;  // outgrown scratch buffers (scratch())
   // While a capture is under way: what it allocated (the graph frees those),
   // and older memory freed meanwhile, which a graph cannot free (CUDA
@@ -263,6 +278,7 @@ private:
     cudaStream_t stream = nullptr;
     cudaEvent_t fork = nullptr, join = nullptr;
     void* gemm_workspace = nullptr;
+    ReduceBuffers reduce;
     // Begun and not yet joined, by one thread (the one whose thread-local
     // marks say so): another thread's begin_branch meanwhile stays on the
     // main stream, so no thread joins or clears a branch it did not begin.

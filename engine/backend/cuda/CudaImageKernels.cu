@@ -1,7 +1,8 @@
-// The CUDA backend's image (NHWC) and batch-normalisation kernels. Each
-// mirrors its CPU counterpart in CpuImageKernels.cpp; see CudaKernels.h for
-// the rules every launcher keeps (stream order only, no host sync, capturable
-// in a graph).
+// The CUDA backend's image (NHWC) kernels: im2col and its adjoint, max and
+// average pooling. Each mirrors its CPU counterpart in CpuImageKernels.cpp;
+// see CudaKernels.h for the rules every launcher keeps (stream order only, no
+// host sync, capturable in a graph). Batch norm's and the other per-channel
+// kernels are in CudaChannelKernels.cu.
 //
 // Determinism: no kernel here uses floating-point atomics. The adjoints
 // (col2im, both pooling backwards) gather: one thread per input element walks
@@ -9,31 +10,19 @@
 // CPU's per-image scatter adds into that element, so both sum the same terms
 // in the same order. Where only additions are involved (col2im, max-pool's
 // backward) that gives the CPU's bits; where a product is added (average
-// pooling's backward, batch norm), nvcc fuses the multiply-add (--fmad=true)
-// and the result may differ from the CPU's in the last place, inside the GPU
-// check's tolerances. The per-channel reductions write per-chunk partial sums
-// and combine them in a fixed order in a second kernel, so a GPU's results
-// are the same from run to run.
-#include <cub/warp/warp_reduce.cuh>
-
+// pooling's backward), nvcc fuses the multiply-add (--fmad=true) and the
+// result may differ from the CPU's in the last place, inside the GPU check's
+// tolerances.
 #include <algorithm>
 #include <cstdint>
 
 #include "backend/cuda/CudaCheck.h"
 #include "backend/cuda/CudaKernels.h"
+#include "backend/cuda/CudaLaunch.cuh"
 
 namespace strata::cuda {
 
 namespace {
-
-constexpr int kThreads = 256;
-constexpr int kWarp = 32;
-// Grid-stride loops: enough blocks to fill any current GPU many times over,
-// never more than the work needs.
-constexpr int64_t kMaxBlocks = 65535;
-unsigned blocks_for(int64_t n) {
-  return static_cast<unsigned>(std::clamp<int64_t>((n + kThreads - 1) / kThreads, 1, kMaxBlocks));
-}
 
 // Indices of the image kernels in 32 bits when every tensor involved is
 // small enough (integer division, which the index decoding is made of, is
@@ -81,10 +70,6 @@ void with_index_and_vector(bool narrow_index, bool vector, Fn&& fn) {
 }
 
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
-
-#define STRATA_GRID_STRIDE(I, i, n)                                                                            \
-  for (I i = static_cast<I>(blockIdx.x) * static_cast<I>(blockDim.x) + static_cast<I>(threadIdx.x); i < (n); \
-       i += static_cast<I>(gridDim.x) * static_cast<I>(blockDim.x))
 
 // Floor and ceiling of a / b for b > 0 and any sign of a (a window's first
 // row may lie above the image).
@@ -347,239 +332,6 @@ __global__ void avg_pool_backward_kernel(Win<I> w, const float* __restrict__ dy,
   }
 }
 
-// ---- per-channel reductions -------------------------------------------------------
-
-// Pass 1 runs blocks of (tile channels) x (groups row lanes), tile * groups =
-// kThreads: a warp reads whole 128-byte runs of a row when channels >= 32,
-// and several consecutive rows when fewer. Block (chunk, tile) reduces rows
-// [rows * chunk / chunks, rows * (chunk + 1) / chunks) of its channels into
-// one double per channel and quantity; pass 2 adds the chunks' partials.
-// The chunk count depends on (rows, channels) only, never on the GPU, so the
-// scratch size is known before the launch and the bits never change.
-struct ReducePlan {
-  int tile, groups;
-  int64_t tiles, chunks;
-};
-
-constexpr int64_t kReduceBlocks = 1024;  // pass-1 blocks to aim for: several per SM on any current GPU
-
-ReducePlan reduce_plan(int64_t rows, int64_t channels) {
-  ReducePlan p{};
-  p.tile = 1;
-  while (p.tile < kWarp && p.tile < channels) p.tile *= 2;
-  p.groups = kThreads / p.tile;
-  p.tiles = (channels + p.tile - 1) / p.tile;
-  // At least 8 rows per thread, so a block's loads outweigh its combining.
-  const int64_t min_rows = 8 * int64_t{p.groups};
-  const int64_t max_chunks = std::max<int64_t>(1, kReduceBlocks / std::max<int64_t>(1, p.tiles));
-  p.chunks = rows <= 0 ? 0 : std::clamp<int64_t>((rows + min_rows - 1) / min_rows, 1, max_chunks);
-  return p;
-}
-
-// What pass 1 reads per (row, channel): the plain sums of x and x^2, or
-// batch norm's sums of dy and dy * xhat. Accumulated in double like the CPU.
-struct SumsOp {
-  const float* x;
-  __device__ void prepare(int64_t) {}
-  __device__ void add(int64_t at, double& a, double& b) const {
-    const float v = x[at];
-    a += v;
-    b += static_cast<double>(v) * v;
-  }
-};
-
-struct BackwardOp {
-  const float *dy, *x, *mean, *inv_std;
-  float m, is;
-  __device__ void prepare(int64_t c) {
-    m = mean[c];
-    is = inv_std[c];
-  }
-  __device__ void add(int64_t at, double& a, double& b) const {
-    const double g = dy[at];
-    a += g;
-    // (x - mean) in float, the rest in double: the CPU's expression.
-    b += g * (x[at] - m) * is;
-  }
-};
-
-template <typename Op>
-__global__ void __launch_bounds__(kThreads)
-    reduce_partials_kernel(Op op, int64_t rows, int64_t channels, int64_t tiles, int64_t chunks, double* part_a,
-                           double* part_b) {
-  __shared__ double sa[kThreads], sb[kThreads];
-  const int tile = static_cast<int>(blockDim.x), groups = static_cast<int>(blockDim.y);
-  const int t = static_cast<int>(threadIdx.y) * tile + static_cast<int>(threadIdx.x);
-  const int64_t chunk = blockIdx.x;
-  const int64_t lo = rows * chunk / chunks, hi = rows * (chunk + 1) / chunks;
-  for (int64_t k = blockIdx.y; k < tiles; k += gridDim.y) {
-    const int64_t c = k * tile + threadIdx.x;
-    double a = 0.0, b = 0.0;
-    if (c < channels) {
-      Op o = op;
-      o.prepare(c);
-      // Unrolled so each thread has several independent loads in flight.
-#pragma unroll 4
-      for (int64_t r = lo + threadIdx.y; r < hi; r += groups) o.add(r * channels + c, a, b);
-    }
-    sa[t] = a;
-    sb[t] = b;
-    __syncthreads();
-    // Fixed tree over the row lanes (groups is a power of two): the same
-    // order on every run.
-    for (int h = groups / 2; h > 0; h /= 2) {
-      if (static_cast<int>(threadIdx.y) < h) {
-        sa[t] += sa[t + h * tile];
-        sb[t] += sb[t + h * tile];
-      }
-      __syncthreads();
-    }
-    if (threadIdx.y == 0 && c < channels) {
-      part_a[chunk * channels + c] = sa[t];
-      part_b[chunk * channels + c] = sb[t];
-    }
-    __syncthreads();  // the next tile reuses sa, sb
-  }
-}
-
-// Pass 2: one warp per channel. Lane l adds chunks l, l + 32, ... in order,
-// then a fixed shuffle tree adds the lanes: deterministic, and a channel's
-// up to kReduceBlocks partials take 32 loads per lane, not a serial chain.
-// With chunks == 0 (no rows) it writes zeros, as the CPU does.
-constexpr int kCombineWarps = kThreads / kWarp;
-
-__global__ void __launch_bounds__(kThreads)
-    reduce_combine_kernel(const double* part_a, const double* part_b, int64_t chunks, int64_t channels, float* out_a,
-                          float* out_b) {
-  using WarpReduce = cub::WarpReduce<double>;
-  __shared__ typename WarpReduce::TempStorage storage[kCombineWarps];
-  const int warp = static_cast<int>(threadIdx.x) / kWarp, lane = static_cast<int>(threadIdx.x) % kWarp;
-  // c is the same for the whole warp, so every lane takes part in the reduction.
-  for (int64_t c = blockIdx.x * int64_t{kCombineWarps} + warp; c < channels; c += gridDim.x * int64_t{kCombineWarps}) {
-    double a = 0.0, b = 0.0;
-    for (int64_t k = lane; k < chunks; k += kWarp) {
-      a += part_a[k * channels + c];
-      b += part_b[k * channels + c];
-    }
-    a = WarpReduce(storage[warp]).Sum(a);
-    __syncwarp();
-    b = WarpReduce(storage[warp]).Sum(b);
-    __syncwarp();
-    if (lane == 0) {
-      out_a[c] = static_cast<float>(a);
-      out_b[c] = static_cast<float>(b);
-    }
-  }
-}
-
-template <typename Op>
-void reduce_channels(cudaStream_t s, const Op& op, int64_t rows, int64_t channels, float* out_a, float* out_b,
-                     void* scratch) {
-  if (channels <= 0) return;
-  const ReducePlan p = reduce_plan(rows, channels);
-  auto* part_a = static_cast<double*>(scratch);
-  double* part_b = part_a ? part_a + p.chunks * channels : nullptr;
-  if (p.chunks > 0) {
-    const dim3 grid(static_cast<unsigned>(p.chunks), static_cast<unsigned>(std::min<int64_t>(p.tiles, kMaxBlocks)));
-    const dim3 block(static_cast<unsigned>(p.tile), static_cast<unsigned>(p.groups));
-    reduce_partials_kernel<<<grid, block, 0, s>>>(op, rows, channels, p.tiles, p.chunks, part_a, part_b);
-    STRATA_CUDA_LAUNCHED("channel_reduce_partials");
-  }
-  const auto blocks = static_cast<unsigned>(std::clamp<int64_t>((channels + kCombineWarps - 1) / kCombineWarps, 1,
-                                                                kMaxBlocks));
-  reduce_combine_kernel<<<blocks, kThreads, 0, s>>>(part_a, part_b, p.chunks, channels, out_a, out_b);
-  STRATA_CUDA_LAUNCHED("channel_reduce_combine");
-}
-
-// ---- batch normalisation ------------------------------------------------------------
-
-__global__ void batch_norm_stats_kernel(const float* sums, int64_t channels, float epsilon, float* mean,
-                                        float* inv_std) {
-  STRATA_GRID_STRIDE(int64_t, c, channels) {
-    const double count = sums[2 * channels];
-    const double m = count > 0 ? sums[c] / count : 0.0;
-    // std::max(0.0, v): a NaN variance becomes 0, like on the CPU.
-    const double v = count > 0 ? sums[channels + c] / count - m * m : 0.0;
-    const double var = 0.0 < v ? v : 0.0;
-    mean[c] = static_cast<float>(m);
-    inv_std[c] = static_cast<float>(1.0 / sqrt(var + epsilon));
-  }
-}
-
-__global__ void batch_norm_inference_stats_kernel(const float* moving_mean, const float* moving_var, int64_t channels,
-                                                  float epsilon, float* mean, float* inv_std) {
-  STRATA_GRID_STRIDE(int64_t, c, channels) {
-    mean[c] = moving_mean[c];
-    // Correctly rounded float sqrt and division, as std::sqrt and / on the CPU.
-    inv_std[c] = __fdiv_rn(1.0f, __fsqrt_rn(moving_var[c] + epsilon));
-  }
-}
-
-__global__ void batch_norm_moving_update_kernel(const float* mean, const float* inv_std, const float* count,
-                                                int64_t channels, float epsilon, float momentum, float* moving_mean,
-                                                float* moving_var) {
-  // count comes from device memory (a step's rows over all replicas): decided here, not on the host.
-  if (!(count[0] > 0.0f)) return;
-  STRATA_GRID_STRIDE(int64_t, c, channels) {
-    const float var = 1.0f / (inv_std[c] * inv_std[c]) - epsilon;
-    moving_mean[c] = moving_mean[c] * momentum + mean[c] * (1.0f - momentum);
-    moving_var[c] = moving_var[c] * momentum + var * (1.0f - momentum);
-  }
-}
-
-// The element-wise batch-norm kernels use the reductions' block shape: a
-// thread keeps one channel, so its per-channel factors are computed once and
-// no index is divided; rows stride over blockIdx.x, channel tiles over
-// blockIdx.y.
-struct ApplyPlan {
-  dim3 grid, block;
-};
-
-ApplyPlan apply_plan(int64_t rows, int64_t channels) {
-  const ReducePlan p = reduce_plan(rows, channels);
-  // About four rows per thread; the grid-stride loop takes the rest.
-  const int64_t row_blocks = std::clamp<int64_t>((rows + 4 * p.groups - 1) / (4 * p.groups), 1, kMaxBlocks);
-  return {dim3(static_cast<unsigned>(row_blocks), static_cast<unsigned>(std::min<int64_t>(p.tiles, kMaxBlocks))),
-          dim3(static_cast<unsigned>(p.tile), static_cast<unsigned>(p.groups))};
-}
-
-__global__ void batch_norm_apply_kernel(const float* __restrict__ x, int64_t rows, int64_t channels,
-                                        const float* __restrict__ mean, const float* __restrict__ inv_std,
-                                        const float* __restrict__ gamma, const float* __restrict__ beta,
-                                        float* __restrict__ y) {
-  for (int64_t k = blockIdx.y; k * blockDim.x < channels; k += gridDim.y) {
-    const int64_t c = k * blockDim.x + threadIdx.x;
-    if (c >= channels) continue;
-    const float scale = inv_std[c] * (gamma ? gamma[c] : 1.0f);
-    const float shift = (beta ? beta[c] : 0.0f) - mean[c] * scale;
-    for (int64_t r = blockIdx.x * static_cast<int64_t>(blockDim.y) + threadIdx.y; r < rows;
-         r += static_cast<int64_t>(gridDim.x) * blockDim.y)
-      y[r * channels + c] = x[r * channels + c] * scale + shift;
-  }
-}
-
-__global__ void batch_norm_backward_apply_kernel(const float* __restrict__ dy, const float* __restrict__ x,
-                                                 int64_t rows, int64_t channels, const float* __restrict__ mean,
-                                                 const float* __restrict__ inv_std, const float* __restrict__ gamma,
-                                                 const float* __restrict__ sum_dy,
-                                                 const float* __restrict__ sum_dy_xhat, const float* __restrict__ count,
-                                                 float* __restrict__ dx) {
-  // count is the rows over all replicas, read on the device like the CPU reads count[0].
-  const float inv_count = static_cast<float>(1.0 / static_cast<double>(count[0]));
-  for (int64_t k = blockIdx.y; k * blockDim.x < channels; k += gridDim.y) {
-    const int64_t c = k * blockDim.x + threadIdx.x;
-    if (c >= channels) continue;
-    const float m = mean[c], is = inv_std[c];
-    const float g = (gamma ? gamma[c] : 1.0f) * is;
-    const float sdy = sum_dy[c], sdx = sum_dy_xhat[c];
-    for (int64_t r = blockIdx.x * static_cast<int64_t>(blockDim.y) + threadIdx.y; r < rows;
-         r += static_cast<int64_t>(gridDim.x) * blockDim.y) {
-      const float xhat = (x[r * channels + c] - m) * is;
-      dx[r * channels + c] = g * (dy[r * channels + c] - inv_count * (sdy + xhat * sdx));
-    }
-  }
-}
-
 }  // namespace
 
 // ---- launchers ------------------------------------------------------------------
@@ -682,63 +434,6 @@ void avg_pool_backward(cudaStream_t s, const Window2D& w, const float* dy, float
     avg_pool_backward_kernel<I><<<blocks_for(n), kThreads, 0, s>>>(narrow<I>(w, 1), dy, dx, static_cast<I>(n));
   });
   STRATA_CUDA_LAUNCHED("avg_pool_backward");
-}
-
-size_t channel_reduce_scratch_bytes(int64_t rows, int64_t channels) {
-  if (channels <= 0) return 0;
-  // Two doubles (a and b) per chunk and channel.
-  return static_cast<size_t>(2 * reduce_plan(rows, channels).chunks * channels) * sizeof(double);
-}
-
-void channel_sums(cudaStream_t s, const float* x, int64_t rows, int64_t channels, float* sum, float* sumsq,
-                  void* scratch) {
-  reduce_channels(s, SumsOp{x}, rows, channels, sum, sumsq, scratch);
-}
-
-void batch_norm_backward_reduce(cudaStream_t s, const float* dy, const float* x, int64_t rows, int64_t channels,
-                                const float* mean, const float* inv_std, float* sum_dy, float* sum_dy_xhat,
-                                void* scratch) {
-  reduce_channels(s, BackwardOp{dy, x, mean, inv_std, 0.0f, 0.0f}, rows, channels, sum_dy, sum_dy_xhat, scratch);
-}
-
-void batch_norm_stats(cudaStream_t s, const float* sums, int64_t channels, float epsilon, float* mean, float* inv_std) {
-  if (channels <= 0) return;
-  batch_norm_stats_kernel<<<blocks_for(channels), kThreads, 0, s>>>(sums, channels, epsilon, mean, inv_std);
-  STRATA_CUDA_LAUNCHED("batch_norm_stats");
-}
-
-void batch_norm_inference_stats(cudaStream_t s, const float* moving_mean, const float* moving_var, int64_t channels,
-                                float epsilon, float* mean, float* inv_std) {
-  if (channels <= 0) return;
-  batch_norm_inference_stats_kernel<<<blocks_for(channels), kThreads, 0, s>>>(moving_mean, moving_var, channels,
-                                                                               epsilon, mean, inv_std);
-  STRATA_CUDA_LAUNCHED("batch_norm_inference_stats");
-}
-
-void batch_norm_moving_update(cudaStream_t s, const float* mean, const float* inv_std, const float* count,
-                              int64_t channels, float epsilon, float momentum, float* moving_mean, float* moving_var) {
-  if (channels <= 0) return;
-  batch_norm_moving_update_kernel<<<blocks_for(channels), kThreads, 0, s>>>(mean, inv_std, count, channels, epsilon,
-                                                                             momentum, moving_mean, moving_var);
-  STRATA_CUDA_LAUNCHED("batch_norm_moving_update");
-}
-
-void batch_norm_apply(cudaStream_t s, const float* x, int64_t rows, int64_t channels, const float* mean,
-                      const float* inv_std, const float* gamma, const float* beta, float* y) {
-  if (rows <= 0 || channels <= 0) return;
-  const ApplyPlan p = apply_plan(rows, channels);
-  batch_norm_apply_kernel<<<p.grid, p.block, 0, s>>>(x, rows, channels, mean, inv_std, gamma, beta, y);
-  STRATA_CUDA_LAUNCHED("batch_norm_apply");
-}
-
-void batch_norm_backward_apply(cudaStream_t s, const float* dy, const float* x, int64_t rows, int64_t channels,
-                               const float* mean, const float* inv_std, const float* gamma, const float* sum_dy,
-                               const float* sum_dy_xhat, const float* count, float* dx) {
-  if (rows <= 0 || channels <= 0) return;
-  const ApplyPlan p = apply_plan(rows, channels);
-  batch_norm_backward_apply_kernel<<<p.grid, p.block, 0, s>>>(dy, x, rows, channels, mean, inv_std, gamma, sum_dy,
-                                                              sum_dy_xhat, count, dx);
-  STRATA_CUDA_LAUNCHED("batch_norm_backward_apply");
 }
 
 }  // namespace strata::cuda

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "backend/cuda/CudaActivation.cuh"
 #include "backend/cuda/CudaCheck.h"
 #include "backend/cuda/CudaKernels.h"
 #include "core/Rng.h"
@@ -86,17 +87,6 @@ __global__ void transpose_kernel(const float* __restrict__ in, int64_t rows, int
     }
 }
 
-__device__ inline float activate(Activation act, float v) {
-  switch (act) {
-    // std::max(v, 0) like the CPU's Eigen max: a NaN (and -0) passes through,
-    // where fmaxf would turn a NaN into 0.
-    case Activation::Relu: return v < 0.0f ? 0.0f : v;
-    case Activation::Tanh: return tanhf(v);
-    case Activation::Sigmoid: return 1.0f / (1.0f + expf(-v));
-    default: return v;
-  }
-}
-
 __global__ void activation_forward_kernel(Activation act, const float* x, float* y, int64_t n) {
   STRATA_GRID_STRIDE(i, n) y[i] = activate(act, x[i]);
 }
@@ -120,15 +110,7 @@ __global__ void softmax_kernel(const float* x, float* y, int64_t rows, int64_t c
 }
 
 __global__ void activation_backward_kernel(Activation act, const float* y, const float* dy, float* dx, int64_t n) {
-  STRATA_GRID_STRIDE(i, n) {
-    const float v = y[i], g = dy[i];
-    switch (act) {
-      case Activation::Relu: dx[i] = v > 0.0f ? g : 0.0f; break;
-      case Activation::Tanh: dx[i] = g * (1.0f - v * v); break;
-      case Activation::Sigmoid: dx[i] = g * v * (1.0f - v); break;
-      default: dx[i] = g; break;
-    }
-  }
+  STRATA_GRID_STRIDE(i, n) dx[i] = activation_gradient(act, y[i], dy[i]);
 }
 
 __global__ void softmax_backward_kernel(const float* y, const float* dy, float* dx, int64_t rows, int64_t cols) {
@@ -143,27 +125,36 @@ __global__ void softmax_backward_kernel(const float* y, const float* dy, float* 
   }
 }
 
-__global__ void sparse_softmax_xent_kernel(const float* logits, const int32_t* labels, int64_t rows, int64_t cols,
-                                           float* loss, float* dlogits) {
-  const int lane = threadIdx.x % kWarp;
-  STRATA_WARP_ROWS(r, rows) {
-    const float* x = logits + r * cols;
-    const int32_t label = labels[r];
-    if (label < 0 || label >= cols) {
-      // Reported through check_labels' flag; never read outside the row.
-      if (lane == 0) loss[r] = 0.0f;
-      if (dlogits)
-        for (int64_t c = lane; c < cols; c += kWarp) dlogits[r * cols + c] = 0.0f;
-      continue;
-    }
-    const float mx = row_max(x, cols, lane);
-    float s = 0.0f;
-    for (int64_t c = lane; c < cols; c += kWarp) s += expf(x[c] - mx);
-    const float lse = mx + logf(warp_sum(s));
-    if (lane == 0) loss[r] = lse - x[label];
+// Row r's loss and, when dlogits is given, d loss_r / d logits_r, times
+// scale[0] when scale is given (rounded as a separate scale_rows would), by
+// one warp (lane: this thread's).
+__device__ void sparse_softmax_xent_row(const float* logits, const int32_t* labels, int64_t r, int64_t cols,
+                                        const float* scale, float* loss, float* dlogits, int lane) {
+  const float* x = logits + r * cols;
+  const int32_t label = labels[r];
+  if (label < 0 || label >= cols) {
+    // Reported through check_labels' flag; never read outside the row.
+    if (lane == 0) loss[r] = 0.0f;
     if (dlogits)
-      for (int64_t c = lane; c < cols; c += kWarp) dlogits[r * cols + c] = expf(x[c] - lse) - (c == label ? 1.0f : 0.0f);
+      for (int64_t c = lane; c < cols; c += kWarp) dlogits[r * cols + c] = 0.0f;
+    return;
   }
+  const float mx = row_max(x, cols, lane);
+  float s = 0.0f;
+  for (int64_t c = lane; c < cols; c += kWarp) s += expf(x[c] - mx);
+  const float lse = mx + logf(warp_sum(s));
+  if (lane == 0) loss[r] = lse - x[label];
+  if (!dlogits) return;
+  for (int64_t c = lane; c < cols; c += kWarp) {
+    const float d = expf(x[c] - lse) - (c == label ? 1.0f : 0.0f);
+    dlogits[r * cols + c] = scale ? d * scale[0] : d;
+  }
+}
+
+__global__ void sparse_softmax_xent_kernel(const float* logits, const int32_t* labels, int64_t rows, int64_t cols,
+                                           const float* scale, float* loss, float* dlogits) {
+  const int lane = threadIdx.x % kWarp;
+  STRATA_WARP_ROWS(r, rows) sparse_softmax_xent_row(logits, labels, r, cols, scale, loss, dlogits, lane);
 }
 
 __global__ void softmax_xent_kernel(const float* logits, const float* targets, int64_t rows, int64_t cols, float* loss,
@@ -285,13 +276,18 @@ constexpr int kReduceThreads = 1024;
 using DoubleReduce = cub::BlockReduce<double, kReduceThreads>;
 using IntReduce = cub::BlockReduce<long long, kReduceThreads>;
 
-__global__ void __launch_bounds__(kReduceThreads)
-scaled_sum_kernel(int64_t n, const float* x, const float* scale, float* out) {
-  __shared__ typename DoubleReduce::TempStorage temp;
+// out[0] = scale[0] * the sum of x, by the whole block (one block of kReduceThreads).
+__device__ void block_scaled_sum(int64_t n, const float* x, const float* scale, float* out, DoubleReduce::TempStorage& temp) {
   double s = 0.0;
   for (int64_t i = threadIdx.x; i < n; i += kReduceThreads) s += x[i];
   s = DoubleReduce(temp).Sum(s);
   if (threadIdx.x == 0) out[0] = static_cast<float>(s * scale[0]);
+}
+
+__global__ void __launch_bounds__(kReduceThreads)
+    scaled_sum_kernel(int64_t n, const float* x, const float* scale, float* out) {
+  __shared__ typename DoubleReduce::TempStorage temp;
+  block_scaled_sum(n, x, scale, out, temp);
 }
 
 __global__ void broadcast_scaled_kernel(int64_t n, const float* g, const float* scale, float* y) {
@@ -354,9 +350,9 @@ __global__ void __launch_bounds__(kReduceThreads)
   }
 }
 
-__global__ void __launch_bounds__(kReduceThreads)
-check_labels_kernel(const int32_t* labels, int64_t n, int64_t classes, float* error) {
-  __shared__ typename IntReduce::TempStorage temp;
+// Backend::check_labels by the whole block (one block of kReduceThreads).
+__device__ void block_check_labels(const int32_t* labels, int64_t n, int64_t classes, float* error,
+                                   IntReduce::TempStorage& temp) {
   __shared__ long long bad_total;
   long long bad = 0, first = n;
   for (int64_t i = threadIdx.x; i < n; i += kReduceThreads)
@@ -373,6 +369,38 @@ check_labels_kernel(const int32_t* labels, int64_t n, int64_t classes, float* er
     if (error[0] == 0.0f) error[1] = static_cast<float>(labels[first]);
     error[0] += static_cast<float>(bad_total);
   }
+}
+
+__global__ void __launch_bounds__(kReduceThreads)
+    check_labels_kernel(const int32_t* labels, int64_t n, int64_t classes, float* error) {
+  __shared__ typename IntReduce::TempStorage temp;
+  block_check_labels(labels, n, classes, error, temp);
+}
+
+// Backend::sparse_softmax_xent_average of a small batch in one block: the
+// labels checked, each row's loss and scaled gradient by a warp, then their
+// scaled sum, each part computed as its own kernel computes it (the same
+// bits). A warp takes its rows one after another, so this is for batches of
+// a few rows per warp (kFusedLossRows), where the step's time is its kernels'
+// count.
+constexpr int64_t kFusedLossRows = 256;
+
+__global__ void __launch_bounds__(kReduceThreads)
+    sparse_softmax_xent_average_kernel(const float* logits, const int32_t* labels, int64_t rows, int64_t cols,
+                                       const float* scale, float* error, float* loss, float* dlogits, float* total) {
+  __shared__ union {
+    IntReduce::TempStorage ints;
+    DoubleReduce::TempStorage doubles;
+  } temp;
+  if (error) {
+    block_check_labels(labels, rows, cols, error, temp.ints);
+    __syncthreads();  // temp is reused below
+  }
+  const int lane = static_cast<int>(threadIdx.x) % kWarp, warp = static_cast<int>(threadIdx.x) / kWarp;
+  for (int64_t r = warp; r < rows; r += kReduceThreads / kWarp)
+    sparse_softmax_xent_row(logits, labels, r, cols, scale, loss, dlogits, lane);
+  __syncthreads();  // every row's loss written (a block's global writes are visible to it after the barrier)
+  block_scaled_sum(rows, loss, scale, total, temp.doubles);
 }
 
 __global__ void sgd_kernel(int64_t n, float* w, const float* g, float* velocity, const float* lr_ptr, float momentum,
@@ -517,8 +545,23 @@ void activation_backward(cudaStream_t s, Activation act, const float* y, const f
 void sparse_softmax_xent(cudaStream_t s, const float* logits, const int32_t* labels, int64_t rows, int64_t cols,
                          float* loss, float* dlogits) {
   if (rows == 0) return;
-  sparse_softmax_xent_kernel<<<row_blocks(rows), kThreads, 0, s>>>(logits, labels, rows, cols, loss, dlogits);
+  sparse_softmax_xent_kernel<<<row_blocks(rows), kThreads, 0, s>>>(logits, labels, rows, cols, nullptr, loss, dlogits);
   STRATA_CUDA_LAUNCHED("sparse_softmax_xent");
+}
+
+void sparse_softmax_xent_average(cudaStream_t s, const float* logits, const int32_t* labels, int64_t rows, int64_t cols,
+                                 const float* scale, float* error, float* loss, float* dlogits, float* total) {
+  if (rows <= kFusedLossRows) {
+    sparse_softmax_xent_average_kernel<<<1, kReduceThreads, 0, s>>>(logits, labels, rows, cols, scale, error, loss, dlogits,
+                                                                    total);
+    STRATA_CUDA_LAUNCHED("sparse_softmax_xent_average");
+    return;
+  }
+  // Larger batches: three kernels, the scaling in the loss kernel's pass.
+  if (error) check_labels(s, labels, rows, cols, error);
+  sparse_softmax_xent_kernel<<<row_blocks(rows), kThreads, 0, s>>>(logits, labels, rows, cols, scale, loss, dlogits);
+  STRATA_CUDA_LAUNCHED("sparse_softmax_xent");
+  scaled_sum(s, rows, loss, scale, total);
 }
 
 void softmax_xent(cudaStream_t s, const float* logits, const float* targets, int64_t rows, int64_t cols, float* loss,

@@ -35,6 +35,10 @@ void activation_backward(cudaStream_t s, Activation act, const float* y, const f
                          int64_t cols);
 void sparse_softmax_xent(cudaStream_t s, const float* logits, const int32_t* labels, int64_t rows, int64_t cols,
                          float* loss, float* dlogits);
+// Backend::sparse_softmax_xent_average: one kernel for batches of up to 256
+// rows, three above.
+void sparse_softmax_xent_average(cudaStream_t s, const float* logits, const int32_t* labels, int64_t rows, int64_t cols,
+                                 const float* scale, float* error, float* loss, float* dlogits, float* total);
 void softmax_xent(cudaStream_t s, const float* logits, const float* targets, int64_t rows, int64_t cols, float* loss,
                   float* dlogits);
 void axpby(cudaStream_t s, int64_t n, float alpha, const float* x, float beta, float* y);
@@ -73,7 +77,7 @@ void spin(cudaStream_t s, int64_t microseconds);
 // matrices stored one after another.
 void transpose(cudaStream_t s, const float* in, int64_t rows, int64_t cols, float* out, int64_t batch = 1);
 
-// ---- images and batch normalisation (CudaImageKernels.cu) --------------------
+// ---- images (CudaImageKernels.cu) ----------------------------------------------
 void im2col(cudaStream_t s, const Window2D& w, const float* x, float* col);
 void col2im(cudaStream_t s, const Window2D& w, const float* col, float* dx);
 // bias optional; relu applied to each window's maximum.
@@ -81,15 +85,28 @@ void max_pool(cudaStream_t s, const Window2D& w, const float* x, const float* bi
 void max_pool_backward(cudaStream_t s, const Window2D& w, const float* dy, const int32_t* argmax, float* dx);
 void avg_pool(cudaStream_t s, const Window2D& w, const float* x, float* y);
 void avg_pool_backward(cudaStream_t s, const Window2D& w, const float* dy, float* dx);
-// The two per-channel reductions take a scratch area of at least
-// channel_reduce_scratch_bytes(rows, channels) bytes of device memory (the
-// partial sums of row blocks, combined in block order: the same bits on every run).
-size_t channel_reduce_scratch_bytes(int64_t rows, int64_t channels);
+// ---- per-channel kernels (CudaChannelKernels.cu) --------------------------------
+// The per-channel reductions take a scratch area of device memory: partial
+// sums of row blocks, combined in block order (the same bits on every run),
+// and tickets that say which block combines them. The tickets must be zero
+// before the first launch; each launch leaves them zero. One scratch per
+// stream: launches on two streams at once would share tickets.
+struct ReduceScratch {
+  void* partials = nullptr;
+  unsigned* tickets = nullptr;
+};
+struct ReduceScratchSize {
+  size_t partial_bytes = 0, ticket_bytes = 0;
+};
+ReduceScratchSize channel_reduce_scratch_size(int64_t rows, int64_t channels);
 void channel_sums(cudaStream_t s, const float* x, int64_t rows, int64_t channels, float* sum, float* sumsq,
-                  void* scratch);
+                  const ReduceScratch& scratch);
 void batch_norm_backward_reduce(cudaStream_t s, const float* dy, const float* x, int64_t rows, int64_t channels,
                                 const float* mean, const float* inv_std, float* sum_dy, float* sum_dy_xhat,
-                                void* scratch);
+                                const ReduceScratch& scratch);
+// dx = dy * act'(y) and dbias = its column sums, in one pass (not softmax).
+void bias_activation_backward(cudaStream_t s, Activation act, const float* y, const float* dy, float* dx, float* dbias,
+                              int64_t rows, int64_t cols, const ReduceScratch& scratch);
 void batch_norm_stats(cudaStream_t s, const float* sums, int64_t channels, float epsilon, float* mean, float* inv_std);
 void batch_norm_inference_stats(cudaStream_t s, const float* moving_mean, const float* moving_var, int64_t channels,
                                 float epsilon, float* mean, float* inv_std);
