@@ -24,11 +24,24 @@ import torch.nn.functional as F
 from pytorch_mlp import blas_info, load_fashion_mnist
 
 
-def make_model():
-    return torch.nn.Sequential(
-        torch.nn.Conv2d(1, 32, 5, padding=2), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
-        torch.nn.Conv2d(32, 64, 5, padding=2), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
-        torch.nn.Flatten(), torch.nn.Linear(7 * 7 * 64, 1024), torch.nn.ReLU(), torch.nn.Linear(1024, 10))
+def make_model(kind):
+    nn = torch.nn
+    if kind == "tutorial":
+        return nn.Sequential(
+            nn.Conv2d(1, 32, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Conv2d(32, 64, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Flatten(), nn.Linear(7 * 7 * 64, 1024), nn.ReLU(), nn.Linear(1024, 10))
+
+    # resources/examples/fashion-cnn-bn.strata: Keras' BatchNormalization
+    # defaults (momentum 0.99, epsilon 1e-3) in PyTorch's terms.
+    def conv_bn(cin, cout):
+        return [nn.Conv2d(cin, cout, 3, padding=1, bias=False), nn.BatchNorm2d(cout, eps=1e-3, momentum=0.01), nn.ReLU()]
+
+    return nn.Sequential(
+        *conv_bn(1, 32), *conv_bn(32, 32), nn.MaxPool2d(2), nn.Dropout(0.25),
+        *conv_bn(32, 64), *conv_bn(64, 64), nn.MaxPool2d(2), nn.Dropout(0.25),
+        nn.Flatten(), nn.Linear(7 * 7 * 64, 256, bias=False), nn.BatchNorm1d(256, eps=1e-3, momentum=0.01), nn.ReLU(),
+        nn.Dropout(0.5), nn.Linear(256, 10))
 
 
 def main():
@@ -38,6 +51,8 @@ def main():
     ap.add_argument("--steps", type=int, default=100)
     ap.add_argument("--warmup", type=int, default=10)
     ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--model", choices=["tutorial", "bn"], default="tutorial",
+                    help="tutorial: fashion-cnn.strata; bn: fashion-cnn-bn.strata")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     torch.set_flush_denormal(True)
@@ -48,7 +63,7 @@ def main():
     info.update({"bench": "pytorch_info", "torch": torch.__version__, "mkldnn": torch.backends.mkldnn.is_available()})
     print(json.dumps(info), flush=True)
     torch.manual_seed(0)
-    model = make_model()
+    model = make_model(args.model)
     # foreach: the multi-tensor Adam, PyTorch's fastest on CPU. Its CPU default
     # (PyTorch 1.13) is the per-parameter loop, ~3x slower on the MLP's step.
     opt = torch.optim.Adam(model.parameters(), lr=1e-3, foreach=True)
@@ -66,7 +81,7 @@ def main():
             float(loss)
             if step >= args.warmup:
                 elapsed += time.perf_counter() - t0
-        print(json.dumps({"bench": "pytorch_cnn", "threads": args.threads, "batch": args.batch, "rep": rep,
+        print(json.dumps({"bench": "pytorch_cnn", "model": args.model, "threads": args.threads, "batch": args.batch, "rep": rep,
                           "samples_per_sec": args.steps * args.batch / elapsed, "torch": torch.__version__}), flush=True)
 
 

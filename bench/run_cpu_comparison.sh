@@ -5,7 +5,7 @@
 #
 #   bench/run_cpu_comparison.sh BUILD_DIR [REPS]
 #
-# Environment: STEPS (400), WARMUP (50), BATCH (128), CNN_STEPS (60, batch 64),
+# Environment: STEPS (400), WARMUP (50), BATCH (128), CNN_STEPS (60, batch 64), CNN_BN_STEPS (30),
 # SKIP_FULL_RUN=1 to skip the 10-epoch strata-run (peak RSS, accuracy),
 # STRATA_STRATEGY_FULL to run that with another strategy (e.g. mirrored),
 # PEER_CORETYPE (OpenBLAS kernel set for PyTorch; default: the fastest that
@@ -36,6 +36,8 @@ BATCH=${BATCH:-128}
 PY=${TORCH_PYTHON:-/usr/bin/python3}
 CNN_STEPS=${CNN_STEPS:-60}
 CNN_PROJECT="$ROOT/resources/examples/fashion-cnn.strata"
+CNN_BN_PROJECT="$ROOT/resources/examples/fashion-cnn-bn.strata"
+CNN_BN_STEPS=${CNN_BN_STEPS:-30}
 unset OPENBLAS_CORETYPE
 BLAS_DIR=${OPENBLAS_LIB_DIR:-/usr/lib/x86_64-linux-gnu/openblas-openmp}
 BENCH_TRAIN="$BUILD/bench/bench_train"
@@ -71,6 +73,7 @@ if [[ -n "${PEER_CAPABILITY:-}" ]]; then
   echo "PyTorch peer: ATEN_CPU_CAPABILITY=$PEER_CAPABILITY" >&2
 fi
 cnn=(--batch 64 --steps "$CNN_STEPS" --warmup 10 --reps 1)
+cnn_bn=(--batch 64 --steps "$CNN_BN_STEPS" --warmup 5 --reps 1)
 common=(--batch "$BATCH" --steps "$STEPS" --warmup "$WARMUP" --reps 1)
 
 # Noise gauge: CPU time the whole machine spent busy during a repetition minus
@@ -112,6 +115,8 @@ for ((rep = 1; rep <= REPS; ++rep)); do
   for t in 1 2; do
     "$BENCH_TRAIN" --project "$CNN_PROJECT" "${cnn[@]}" --strategy one_device --threads $t | grep -v '"summary"' | sed "$tag" >>"$OUT"
     "${torch_env[@]}" "$PY" "$HERE/pytorch_cnn.py" --threads $t "${cnn[@]}" | sed "$tag" >>"$OUT"
+    "$BENCH_TRAIN" --project "$CNN_BN_PROJECT" "${cnn_bn[@]}" --strategy one_device --threads $t | grep -v '"summary"' | sed "$tag" >>"$OUT"
+    "${torch_env[@]}" "$PY" "$HERE/pytorch_cnn.py" --model bn --threads $t "${cnn_bn[@]}" | sed "$tag" >>"$OUT"
   done
   cpu_report "$rep"
 done
@@ -164,8 +169,11 @@ def table(reps, title):
         lambda r: r["bench"] == "train" and r["strategy"] == strat and r["replicas"] == nrep and r["threads"] == th
         and r.get("model", MLP) == model and r.get("sharded_update", False) == sharded, reps)
     P = lambda th: rates(lambda r: r["bench"] == "pytorch_mlp" and r["threads"] == th, reps)
-    C = lambda th: rates(lambda r: r["bench"] == "pytorch_cnn" and r["threads"] == th, reps)
-    SC = lambda th: rates(lambda r: r["bench"] == "train" and r.get("model", MLP) != MLP and r["threads"] == th, reps)
+    BN = "batch normalization"  # in the BN project's model name
+    C = lambda th, bn=False: rates(lambda r: r["bench"] == "pytorch_cnn" and r["threads"] == th
+                                   and (r.get("model", "tutorial") == "bn") == bn, reps)
+    SC = lambda th, bn=False: rates(lambda r: r["bench"] == "train" and r.get("model", MLP) != MLP
+                                    and (BN in r.get("model", "")) == bn and r["threads"] == th, reps)
     D = rates(lambda r: r["bench"] == "pytorch_ddp", reps)
     print(f"\n{title}: samples/s, median (min-max) over {len(reps)} repetitions {sorted(reps)}\n")
     print(f"{'workload':<34}{'Strata':>24}{'PyTorch':>24}  Strata/PyTorch")
@@ -174,7 +182,9 @@ def table(reps, title):
                        ("MLP mirrored 2x1 vs DDP gloo 2x1", S("mirrored", 2, 2, sharded=True), D),
                        ("  the same, full update per replica", S("mirrored", 2, 2), D),
                        ("TF-tutorial CNN b64, 1 thread", SC(1), C(1)),
-                       ("TF-tutorial CNN b64, 2 threads", SC(2), C(2))]:
+                       ("TF-tutorial CNN b64, 2 threads", SC(2), C(2)),
+                       ("CNN+BN b64, 1 thread", SC(1, True), C(1, True)),
+                       ("CNN+BN b64, 2 threads", SC(2, True), C(2, True))]:
         print(f"{name:<34}{cell(s)}{cell(p)}  {ratio(s, p):>14}")
     m1, m2 = S("mirrored", 1, 1), S("mirrored", 2, 2, sharded=True)
     print(f"Strata scaling, mirrored 2 replicas / 1 replica (1 thread each): "
