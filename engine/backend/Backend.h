@@ -234,10 +234,21 @@ public:
   // y = (x - mean) * inv_std * gamma + beta.
   virtual void batch_norm_apply(const float* x, int64_t rows, int64_t channels, const float* mean, const float* inv_std,
                                 const float* gamma, const float* beta, float* y) = 0;
+  // batch_norm_apply, then relu in place: a batch norm followed by a relu
+  // layer, in one pass where a backend fuses them (the default makes the
+  // two calls).
+  virtual void batch_norm_apply_relu(const float* x, int64_t rows, int64_t channels, const float* mean, const float* inv_std,
+                                     const float* gamma, const float* beta, float* y);
   // sum_dy[c] = sum_r dy, sum_dy_xhat[c] = sum_r dy * (x - mean) * inv_std.
   virtual void batch_norm_backward_reduce(const float* dy, const float* x, int64_t rows, int64_t channels,
                                           const float* mean, const float* inv_std, float* sum_dy,
                                           float* sum_dy_xhat) = 0;
+  // Through the relu after a batch norm and into its backward sums: dz =
+  // activation_backward(Relu, y, dy) (y the relu's output), then
+  // batch_norm_backward_reduce of dz, in one pass where a backend fuses them.
+  virtual void batch_norm_relu_backward_reduce(const float* dy, const float* y, const float* x, int64_t rows,
+                                               int64_t channels, const float* mean, const float* inv_std, float* dz,
+                                               float* sum_dz, float* sum_dz_xhat);
   // dx = gamma * inv_std / count * (count * dy - sum_dy - xhat * sum_dy_xhat), with
   // count[0] the number of rows over all replicas (synchronised statistics).
   virtual void batch_norm_backward_apply(const float* dy, const float* x, int64_t rows, int64_t channels,

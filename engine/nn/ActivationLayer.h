@@ -13,6 +13,7 @@ public:
   Json config() const override;
   Tensor call(const Tensor& x, bool training) override;
   std::optional<Tensor> call_with_next(const Layer& next, const Tensor& x, bool training) override;
+  Activation activation() const { return activation_; }
 
 private:
   Activation activation_;

@@ -6,6 +6,7 @@
 
 #include "backend/Backend.h"
 #include "core/Error.h"
+#include "nn/ActivationLayer.h"
 #include "nn/GradientTape.h"
 #include "nn/ReplicaSync.h"
 
@@ -30,7 +31,15 @@ void BatchNormalizationLayer::create_variables(const Shape& input) {
   moving_variance_ = add_variable("moving_variance", Tensor::full(Shape{c}, 1.0f), false);
 }
 
-Tensor BatchNormalizationLayer::call(const Tensor& x, bool training) {
+Tensor BatchNormalizationLayer::call(const Tensor& x, bool training) { return normalize(x, training, false); }
+
+std::optional<Tensor> BatchNormalizationLayer::call_with_next(const Layer& next, const Tensor& x, bool training) {
+  const auto* act = dynamic_cast<const ActivationLayer*>(&next);
+  if (!training || !act || act->activation() != Activation::Relu) return std::nullopt;
+  return normalize(x, true, true);
+}
+
+Tensor BatchNormalizationLayer::normalize(const Tensor& x, bool training, bool relu) {
   const int64_t channels = x.shape()[x.shape().rank() - 1];
   const int64_t rows = channels ? x.numel() / channels : 0;
   const Device dev = x.device();
@@ -85,7 +94,8 @@ Tensor BatchNormalizationLayer::call(const Tensor& x, bool training) {
   }
   const float* count = sums.ptr() + 2 * channels;
   be.batch_norm_stats(sums.ptr(), channels, epsilon_, mean.ptr(), inv_std.ptr());
-  be.batch_norm_apply(x.ptr(), rows, channels, mean.ptr(), inv_std.ptr(), g, b, y.ptr());
+  if (relu) be.batch_norm_apply_relu(x.ptr(), rows, channels, mean.ptr(), inv_std.ptr(), g, b, y.ptr());
+  else be.batch_norm_apply(x.ptr(), rows, channels, mean.ptr(), inv_std.ptr(), g, b, y.ptr());
 
   // Moving statistics. With one copy shared by this process's replicas
   // (CentralStorage; host replicas under the sharded update) only its
@@ -101,8 +111,16 @@ Tensor BatchNormalizationLayer::call(const Tensor& x, bool training) {
     // Local sums give d gamma and d beta (the optimizer all-reduces those);
     // d x needs the sums over every example that shared the statistics.
     Tensor local = Tensor::empty(Shape{2 * channels}, dy.device());
-    bk.batch_norm_backward_reduce(dy.ptr(), x.ptr(), rows, channels, mean.ptr(), inv_std.ptr(), local.ptr(),
-                                  local.ptr() + channels);
+    // With the relu after: dz, the gradient at the normalised values.
+    Tensor dz = dy;
+    if (relu) {
+      dz = Tensor::empty(x.shape(), dy.device());
+      bk.batch_norm_relu_backward_reduce(dy.ptr(), y.ptr(), x.ptr(), rows, channels, mean.ptr(), inv_std.ptr(), dz.ptr(),
+                                         local.ptr(), local.ptr() + channels);
+    } else {
+      bk.batch_norm_backward_reduce(dy.ptr(), x.ptr(), rows, channels, mean.ptr(), inv_std.ptr(), local.ptr(),
+                                    local.ptr() + channels);
+    }
     Tensor total = local;
     if (synced) {
       // Every replica reaches this collective: gradient() walks the same ops
@@ -115,7 +133,7 @@ Tensor BatchNormalizationLayer::call(const Tensor& x, bool training) {
     std::vector<Tensor> grads(1 + has_scale + has_center);
     if (need[0] || synced) {
       grads[0] = Tensor::empty(x.shape(), dy.device());
-      bk.batch_norm_backward_apply(dy.ptr(), x.ptr(), rows, channels, mean.ptr(), inv_std.ptr(),
+      bk.batch_norm_backward_apply(dz.ptr(), x.ptr(), rows, channels, mean.ptr(), inv_std.ptr(),
                                    has_scale ? gamma.ptr() : nullptr, total.ptr(), total.ptr() + channels,
                                    sums.ptr() + 2 * channels, grads[0].ptr());
     }

@@ -21,6 +21,10 @@ public:
   Shape output_shape(const Shape& input) const override { return input; }
   Json config() const override;
   Tensor call(const Tensor& x, bool training) override;
+  // Training, followed by a relu layer: the relu in the normalising pass and
+  // its gradient in the pass of the backward sums (Backend::
+  // batch_norm_apply_relu, batch_norm_relu_backward_reduce), the same bits.
+  std::optional<Tensor> call_with_next(const Layer& next, const Tensor& x, bool training) override;
   bool synchronized() const { return synchronized_; }
   Variable* moving_mean() { return moving_mean_; }
   Variable* moving_variance() { return moving_variance_; }
@@ -29,6 +33,7 @@ protected:
   void create_variables(const Shape& input) override;
 
 private:
+  Tensor normalize(const Tensor& x, bool training, bool relu);
   float momentum_, epsilon_;
   bool center_, scale_, synchronized_;
   Variable* gamma_ = nullptr;

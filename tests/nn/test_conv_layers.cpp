@@ -2,6 +2,7 @@
 // across replicas against plain batch norm on the whole global batch.
 #include <QtTest>
 
+#include <algorithm>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -191,6 +192,57 @@ private slots:
         QVERIFY2(std::abs(fused[i][j] - apart[i][j]) <= 1e-5f * std::max(1.0f, std::abs(apart[i][j])),
                  qPrintable(
                      QString("gradient %1 element %2: fused %3, apart %4").arg(i).arg(j).arg(fused[i][j]).arg(apart[i][j])));
+  }
+
+  void batch_norm_then_relu_fuses_to_the_same_bits_data() {
+    QTest::addColumn<bool>("images");
+    QTest::newRow("nhwc") << true;
+    QTest::newRow("dense") << false;
+  }
+  void batch_norm_then_relu_fuses_to_the_same_bits() {
+    // Sequential hands a relu layer to the batch norm before it when
+    // training (Layer::call_with_next): the relu in the normalising pass,
+    // its gradient in the backward sums' pass. Outputs, gradients and the
+    // moving statistics are the layer-by-layer ones to the bit.
+    QFETCH(bool, images);
+    auto make = [&] {
+      auto bn = std::make_shared<nn::BatchNormalizationLayer>();
+      nn::Sequential model({bn, nn::ReLU()});
+      const Shape in = images ? Shape{5, 5, 6} : Shape{6};
+      model.build(in);
+      bn->trainable_variables()[0]->assign(random_tensor(Shape{6}, 3, 1.0f));
+      bn->trainable_variables()[1]->assign(random_tensor(Shape{6}, 4, 1.0f));
+      return std::make_pair(bn, std::move(model));
+    };
+    const Tensor x = random_tensor(images ? Shape{3, 5, 5, 6} : Shape{7, 6}, 42, 2.0f);
+    auto run = [&](bool fused) {
+      auto [bn, model] = make();
+      std::vector<Tensor> sources{x};
+      for (auto* v : model.trainable_variables()) sources.push_back(v->value());
+      GradientTape tape;
+      Tensor y = x;
+      if (fused) {
+        y = model(x, true);
+      } else {
+        for (const auto& l : model.layers()) y = l->call(y, true);
+      }
+      const Tensor r = random_tensor(y.shape(), 43);
+      std::vector<std::vector<float>> out{y.values()};
+      for (auto& g : tape.gradient(weighted_sum(y, r), sources)) out.push_back(g.values());
+      out.push_back(bn->moving_mean()->value().values());
+      out.push_back(bn->moving_variance()->value().values());
+      return out;
+    };
+    const auto fused = run(true), apart = run(false);
+    QCOMPARE(fused.size(), apart.size());
+    for (size_t i = 0; i < fused.size(); ++i) QCOMPARE(fused[i], apart[i]);
+    // Some outputs were cut by the relu, so the fused gradient's mask mattered.
+    QVERIFY(std::count(fused[0].begin(), fused[0].end(), 0.0f) > 0);
+    // Fused only when training, and only with a relu after.
+    auto [bn, model] = make();
+    QVERIFY(bn->call_with_next(*model.layers()[1], x, true).has_value());
+    QVERIFY(!bn->call_with_next(*model.layers()[1], x, false).has_value());
+    QVERIFY(!bn->call_with_next(*nn::Tanh(), x, true).has_value());
   }
 
   void max_pool_values() {

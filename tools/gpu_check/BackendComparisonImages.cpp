@@ -278,18 +278,44 @@ void BackendComparison::batch_norm_layers() {
   // positive, so the long sums of dy * xhat do not cancel (Tolerances.h).
   for (const Layer& p : {Layer{50021, 32, true, true}, Layer{1000, 37, false, false}, Layer{77, 1, true, false}}) {
     const std::string shape = dims({p.rows, p.channels}) + (p.gamma ? " gamma" : " gamma=null") + (p.beta ? " beta" : " beta=null");
-    h_.check("batch_norm_apply", shape, [&](OpCase& c) {
+    // And with the relu after it, in the same pass: x then reaches below the
+    // mean, so about a third of the outputs are cut to 0.
+    for (bool relu : {false, true})
+      h_.check(relu ? "batch_norm_apply_relu" : "batch_norm_apply", shape, [&](OpCase& c) {
+        auto& x = c.input(Shape{p.rows, p.channels}, relu ? -2.0f : -0.5f, 1.0f);
+        auto& mean = c.input(Shape{p.channels}, -1.0f, -0.5f);
+        auto& inv_std = c.input(Shape{p.channels}, 0.5f, 2.0f);
+        Operand none;
+        auto& gamma = p.gamma ? c.input(Shape{p.channels}, 0.5f, 1.5f) : none;
+        auto& beta = p.beta ? c.input(Shape{p.channels}, -1.0f, 1.0f) : none;
+        auto& y = c.poisoned(Shape{p.rows, p.channels});
+        c.run([&](Backend& b, Side s) {
+          if (relu)
+            b.batch_norm_apply_relu(x.f(s), p.rows, p.channels, mean.f(s), inv_std.f(s), gamma.f(s), beta.f(s), y.f(s));
+          else b.batch_norm_apply(x.f(s), p.rows, p.channels, mean.f(s), inv_std.f(s), gamma.f(s), beta.f(s), y.f(s));
+        });
+        c.expect("", y, kElementwise);
+      });
+    // The relu's gradient (y: its output, exact zeros where it cut) and the
+    // backward sums of what passes, in one pass.
+    h_.check("batch_norm_relu_backward_reduce", dims({p.rows, p.channels}), [&](OpCase& c) {
+      std::vector<float> relu_out = c.uniform(p.rows * p.channels, -0.5f, 1.0f);
+      for (float& v : relu_out) v = std::max(v, 0.0f);
+      auto& y = c.values(Shape{p.rows, p.channels}, relu_out);
+      auto& dy = c.input(Shape{p.rows, p.channels}, -0.5f, 1.0f);
       auto& x = c.input(Shape{p.rows, p.channels}, -0.5f, 1.0f);
       auto& mean = c.input(Shape{p.channels}, -1.0f, -0.5f);
       auto& inv_std = c.input(Shape{p.channels}, 0.5f, 2.0f);
-      Operand none;
-      auto& gamma = p.gamma ? c.input(Shape{p.channels}, 0.5f, 1.5f) : none;
-      auto& beta = p.beta ? c.input(Shape{p.channels}, -1.0f, 1.0f) : none;
-      auto& y = c.poisoned(Shape{p.rows, p.channels});
+      auto& dz = c.poisoned(Shape{p.rows, p.channels});
+      auto& sum_dz = c.poisoned(Shape{p.channels});
+      auto& sum_dz_xhat = c.poisoned(Shape{p.channels});
       c.run([&](Backend& b, Side s) {
-        b.batch_norm_apply(x.f(s), p.rows, p.channels, mean.f(s), inv_std.f(s), gamma.f(s), beta.f(s), y.f(s));
+        b.batch_norm_relu_backward_reduce(dy.f(s), y.f(s), x.f(s), p.rows, p.channels, mean.f(s), inv_std.f(s), dz.f(s),
+                                          sum_dz.f(s), sum_dz_xhat.f(s));
       });
-      c.expect("", y, kElementwise);
+      c.expect("dz", dz, kExact);
+      c.expect("sum_dz", sum_dz, summed(p.rows));
+      c.expect("sum_dz_xhat", sum_dz_xhat, summed(p.rows));
     });
     h_.check("batch_norm_backward_reduce", dims({p.rows, p.channels}), [&](OpCase& c) {
       auto& dy = c.input(Shape{p.rows, p.channels}, -0.5f, 1.0f);

@@ -310,10 +310,22 @@ void CpuBackend::dropout(int64_t n, float rate, uint64_t seed, uint64_t stream, 
   const uint64_t key = hash_combine(seed, (uint64_t{static_cast<uint32_t>(call[0])} << 16) ^ stream);
   const float scale = rate < 1.0f ? 1.0f / (1.0f - rate) : 0.0f;
   pool_.parallel_for(n, kElementGrain, [&](int64_t lo, int64_t hi) {
-    for (int64_t i = lo; i < hi; ++i) {
-      const float m = uniform01(key, counter + static_cast<uint64_t>(i)) >= rate ? scale : 0.0f;
-      mask[i] = m;
-      y[i] = x[i] * m;
+    // The draws first, a block at a time into a local array: a loop of
+    // nothing but the hash, which the compiler vectorises (64-bit multiplies
+    // where the CPU has them), unlike one that also stores through two
+    // pointers that might alias x. The same numbers either way.
+    constexpr int64_t kBlock = 256;
+    alignas(64) float u[kBlock];
+    const uint64_t k = key;  // locals: the captured references might alias u
+    for (int64_t b = lo; b < hi; b += kBlock) {
+      const int64_t len = std::min(kBlock, hi - b);
+      const uint64_t first = counter + static_cast<uint64_t>(b);
+      for (int64_t i = 0; i < len; ++i) u[i] = uniform01(k, first + static_cast<uint64_t>(i));
+      for (int64_t i = 0; i < len; ++i) {
+        const float m = u[i] >= rate ? scale : 0.0f;
+        mask[b + i] = m;
+        y[b + i] = x[b + i] * m;
+      }
     }
   });
 }

@@ -1075,6 +1075,20 @@ void CudaBackend::batch_norm_apply(const float* x, int64_t rows, int64_t channel
   cuda::batch_norm_apply(enter(), x, rows, channels, mean, inv_std, gamma, beta, y);
 }
 
+void CudaBackend::batch_norm_apply_relu(const float* x, int64_t rows, int64_t channels, const float* mean,
+                                        const float* inv_std, const float* gamma, const float* beta, float* y) {
+  cuda::batch_norm_apply(enter(), x, rows, channels, mean, inv_std, gamma, beta, y, true);
+}
+
+void CudaBackend::batch_norm_relu_backward_reduce(const float* dy, const float* y, const float* x, int64_t rows,
+                                                  int64_t channels, const float* mean, const float* inv_std, float* dz,
+                                                  float* sum_dz, float* sum_dz_xhat) {
+  cudaStream_t s = enter();
+  std::lock_guard lock(scratch_mutex_);
+  cuda::batch_norm_relu_backward_reduce(s, dy, y, x, rows, channels, mean, inv_std, dz, sum_dz, sum_dz_xhat,
+                                        reduce_scratch(s, rows, channels));
+}
+
 void CudaBackend::batch_norm_backward_reduce(const float* dy, const float* x, int64_t rows, int64_t channels,
                                              const float* mean, const float* inv_std, float* sum_dy,
                                              float* sum_dy_xhat) {

@@ -153,6 +153,11 @@ public:
                                 float epsilon, float momentum, float* moving_mean, float* moving_var) override;
   void batch_norm_apply(const float* x, int64_t rows, int64_t channels, const float* mean, const float* inv_std,
                         const float* gamma, const float* beta, float* y) override;
+  void batch_norm_apply_relu(const float* x, int64_t rows, int64_t channels, const float* mean, const float* inv_std,
+                             const float* gamma, const float* beta, float* y) override;
+  void batch_norm_relu_backward_reduce(const float* dy, const float* y, const float* x, int64_t rows, int64_t channels,
+                                       const float* mean, const float* inv_std, float* dz, float* sum_dz,
+                                       float* sum_dz_xhat) override;
   void batch_norm_backward_reduce(const float* dy, const float* x, int64_t rows, int64_t channels, const float* mean,
                                   const float* inv_std, float* sum_dy, float* sum_dy_xhat) override;
   void batch_norm_backward_apply(const float* dy, const float* x, int64_t rows, int64_t channels, const float* mean,

@@ -79,6 +79,24 @@ struct BackwardOp {
   }
 };
 
+// BackwardOp's sums of dz = relu'(y) dy, dz written out (batch_norm_relu_backward_reduce).
+struct ReluBackwardOp {
+  const float *dy, *y, *x, *mean, *inv_std;
+  float* dz;
+  float m, is;
+  __device__ void prepare(int64_t c) {
+    m = mean[c];
+    is = inv_std[c];
+  }
+  __device__ void add(int64_t at, double& a, double& b) const {
+    const float z = activation_gradient(Activation::Relu, y[at], dy[at]);
+    dz[at] = z;
+    const double g = z;
+    a += g;
+    b += g * (x[at] - m) * is;
+  }
+};
+
 struct ActivationGradientOp {
   Activation act;
   const float *y, *dy;
@@ -228,6 +246,8 @@ ApplyPlan apply_plan(int64_t rows, int64_t channels) {
           dim3(static_cast<unsigned>(p.tile), static_cast<unsigned>(p.groups))};
 }
 
+// With kRelu, relu after (batch_norm_apply_relu), rounded as a separate pass would.
+template <bool kRelu>
 __global__ void batch_norm_apply_kernel(const float* __restrict__ x, int64_t rows, int64_t channels,
                                         const float* __restrict__ mean, const float* __restrict__ inv_std,
                                         const float* __restrict__ gamma, const float* __restrict__ beta,
@@ -238,8 +258,10 @@ __global__ void batch_norm_apply_kernel(const float* __restrict__ x, int64_t row
     const float scale = inv_std[c] * (gamma ? gamma[c] : 1.0f);
     const float shift = (beta ? beta[c] : 0.0f) - mean[c] * scale;
     for (int64_t r = blockIdx.x * static_cast<int64_t>(blockDim.y) + threadIdx.y; r < rows;
-         r += static_cast<int64_t>(gridDim.x) * blockDim.y)
-      y[r * channels + c] = x[r * channels + c] * scale + shift;
+         r += static_cast<int64_t>(gridDim.x) * blockDim.y) {
+      const float v = x[r * channels + c] * scale + shift;
+      y[r * channels + c] = kRelu ? activate(Activation::Relu, v) : v;
+    }
   }
 }
 
@@ -286,6 +308,12 @@ void batch_norm_backward_reduce(cudaStream_t s, const float* dy, const float* x,
   reduce_channels(s, BackwardOp{dy, x, mean, inv_std, 0.0f, 0.0f}, rows, channels, sum_dy, sum_dy_xhat, scratch);
 }
 
+void batch_norm_relu_backward_reduce(cudaStream_t s, const float* dy, const float* y, const float* x, int64_t rows,
+                                     int64_t channels, const float* mean, const float* inv_std, float* dz, float* sum_dz,
+                                     float* sum_dz_xhat, const ReduceScratch& scratch) {
+  reduce_channels(s, ReluBackwardOp{dy, y, x, mean, inv_std, dz, 0.0f, 0.0f}, rows, channels, sum_dz, sum_dz_xhat, scratch);
+}
+
 void bias_activation_backward(cudaStream_t s, Activation act, const float* y, const float* dy, float* dx, float* dbias,
                               int64_t rows, int64_t cols, const ReduceScratch& scratch) {
   reduce_channels(s, ActivationGradientOp{act, y, dy, dx}, rows, cols, dbias, nullptr, scratch);
@@ -314,10 +342,11 @@ void batch_norm_moving_update(cudaStream_t s, const float* mean, const float* in
 }
 
 void batch_norm_apply(cudaStream_t s, const float* x, int64_t rows, int64_t channels, const float* mean, const float* inv_std,
-                      const float* gamma, const float* beta, float* y) {
+                      const float* gamma, const float* beta, float* y, bool relu) {
   if (rows <= 0 || channels <= 0) return;
   const ApplyPlan p = apply_plan(rows, channels);
-  batch_norm_apply_kernel<<<p.grid, p.block, 0, s>>>(x, rows, channels, mean, inv_std, gamma, beta, y);
+  if (relu) batch_norm_apply_kernel<true><<<p.grid, p.block, 0, s>>>(x, rows, channels, mean, inv_std, gamma, beta, y);
+  else batch_norm_apply_kernel<false><<<p.grid, p.block, 0, s>>>(x, rows, channels, mean, inv_std, gamma, beta, y);
   STRATA_CUDA_LAUNCHED("batch_norm_apply");
 }
 

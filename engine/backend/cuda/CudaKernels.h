@@ -104,6 +104,10 @@ void channel_sums(cudaStream_t s, const float* x, int64_t rows, int64_t channels
 void batch_norm_backward_reduce(cudaStream_t s, const float* dy, const float* x, int64_t rows, int64_t channels,
                                 const float* mean, const float* inv_std, float* sum_dy, float* sum_dy_xhat,
                                 const ReduceScratch& scratch);
+// Backend::batch_norm_relu_backward_reduce in one pass.
+void batch_norm_relu_backward_reduce(cudaStream_t s, const float* dy, const float* y, const float* x, int64_t rows,
+                                     int64_t channels, const float* mean, const float* inv_std, float* dz, float* sum_dz,
+                                     float* sum_dz_xhat, const ReduceScratch& scratch);
 // dx = dy * act'(y) and dbias = its column sums, in one pass (not softmax).
 void bias_activation_backward(cudaStream_t s, Activation act, const float* y, const float* dy, float* dx, float* dbias,
                               int64_t rows, int64_t cols, const ReduceScratch& scratch);
@@ -112,8 +116,9 @@ void batch_norm_inference_stats(cudaStream_t s, const float* moving_mean, const 
                                 float epsilon, float* mean, float* inv_std);
 void batch_norm_moving_update(cudaStream_t s, const float* mean, const float* inv_std, const float* count,
                               int64_t channels, float epsilon, float momentum, float* moving_mean, float* moving_var);
-void batch_norm_apply(cudaStream_t s, const float* x, int64_t rows, int64_t channels, const float* mean,
-                      const float* inv_std, const float* gamma, const float* beta, float* y);
+// relu: relu after, in the same pass (batch_norm_apply_relu).
+void batch_norm_apply(cudaStream_t s, const float* x, int64_t rows, int64_t channels, const float* mean, const float* inv_std,
+                      const float* gamma, const float* beta, float* y, bool relu = false);
 void batch_norm_backward_apply(cudaStream_t s, const float* dy, const float* x, int64_t rows, int64_t channels,
                                const float* mean, const float* inv_std, const float* gamma, const float* sum_dy,
                                const float* sum_dy_xhat, const float* count, float* dx);
