@@ -543,12 +543,19 @@ private slots:
   // global batches, step by step (so the differential tests of batch
   // normalisation against PyTorch, tests/torch, cover it too). Unsynchronised,
   // each replica uses its own half and the runs differ.
+  // A relu after the batch norm takes the fused path (the relu in its passes).
+  void synchronized_batch_norm_equals_one_device_data() {
+    QTest::addColumn<QString>("activation");
+    QTest::newRow("tanh") << "tanh";
+    QTest::newRow("relu") << "relu";
+  }
   void synchronized_batch_norm_equals_one_device() {
-    auto run = [](const char* strategy, std::vector<std::string> devices, bool sync) {
+    QFETCH(QString, activation);
+    auto run = [&](const char* strategy, std::vector<std::string> devices, bool sync) {
       RunConfig c = synthetic_config(2);
       c.layers = {json{{"type", "dense"}, {"units", 16}, {"use_bias", false}},
                   json{{"type", "batch_normalization"}, {"synchronized", sync}, {"momentum", 0.9}},
-                  json{{"type", "tanh"}}, json{{"type", "dense"}, {"units", 4}}};
+                  json{{"type", activation.toStdString()}}, json{{"type", "dense"}, {"units", 4}}};
       c.strategy.name = strategy;
       c.strategy.devices = std::move(devices);
       RecordingSink sink;
