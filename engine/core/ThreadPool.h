@@ -1,4 +1,5 @@
 #pragma once
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -30,13 +31,16 @@ private:
 
   std::vector<std::thread> workers_;
   std::mutex submit_;  // held by the caller whose job the workers run
-  std::mutex mutex_;
+  std::mutex mutex_;   // guards job_ and ranges_; the condition variables' sleepers
   std::condition_variable start_cv_, done_cv_;
   const std::function<void(int64_t, int64_t)>* job_ = nullptr;
   std::vector<std::pair<int64_t, int64_t>> ranges_;
-  uint64_t generation_ = 0;
-  int pending_ = 0;
-  bool stop_ = false;
+  // Atomic so that workers and the caller can wait for them by spinning a
+  // few tens of microseconds before sleeping on the condition variables
+  // (written under mutex_ all the same, so a sleeper's predicate is exact).
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<int> pending_{0};
+  std::atomic<bool> stop_{false};
 };
 
 }  // namespace strata
