@@ -75,13 +75,9 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain, const std::function<void
   start_cv_.notify_all();
   fn(ranges[0].first, ranges[0].second);
   auto done = [&] { return pending_.load() == 0; };
-  std::unique_lock lock(mutex_, std::defer_lock);
-  if (!spin_until(done)) {
-    lock.lock();
-    done_cv_.wait(lock, done);
-  } else {
-    lock.lock();
-  }
+  const bool spun = spin_until(done);
+  std::unique_lock lock(mutex_);
+  if (!spun) done_cv_.wait(lock, done);
   job_ = nullptr;
 }
 

@@ -279,38 +279,41 @@ void CpuBackend::batch_norm_apply_relu(const float* x, int64_t rows, int64_t cha
   apply_batch_norm<true>(pool_, x, rows, channels, mean, inv_std, gamma, beta, y);
 }
 
-void CpuBackend::batch_norm_backward_reduce(const float* dy, const float* x, int64_t rows, int64_t channels,
-                                            const float* mean, const float* inv_std, float* sum_dy,
-                                            float* sum_dy_xhat) {
-  reduce_rows(pool_, rows, channels, sum_dy, sum_dy_xhat, [&](int64_t r, double* a, double* b) {
+namespace {
+// sum_dy[c] and sum_dy_xhat[c] over the rows, of dy or (kRelu) of dz = the
+// relu's gradient, written out first: batch_norm_backward_reduce and
+// batch_norm_relu_backward_reduce, the same sums. A row's dz is written, then
+// summed while it is in cache (two loops, each of which the compiler
+// vectorises; one loop storing dz beside the double sums it could not, and
+// took ten times as long).
+template <bool kRelu>
+void backward_sums(ThreadPool& pool, const float* dy, const float* y, const float* x, int64_t rows, int64_t channels,
+                   const float* mean, const float* inv_std, float* dz, float* sum_dy, float* sum_dy_xhat) {
+  reduce_rows(pool, rows, channels, sum_dy, sum_dy_xhat, [&](int64_t r, double* a, double* b) {
+    const float* g = dy + r * channels;
+    if constexpr (kRelu) {
+      float* zr = dz + r * channels;
+      for (int64_t c = 0; c < channels; ++c) zr[c] = y[r * channels + c] > 0.0f ? g[c] : 0.0f;
+      g = zr;
+    }
     for (int64_t c = 0; c < channels; ++c) {
-      const double g = dy[r * channels + c];
-      a[c] += g;
-      b[c] += g * (x[r * channels + c] - mean[c]) * inv_std[c];
+      const double v = g[c];
+      a[c] += v;
+      b[c] += v * (x[r * channels + c] - mean[c]) * inv_std[c];
     }
   });
+}
+}  // namespace
+
+void CpuBackend::batch_norm_backward_reduce(const float* dy, const float* x, int64_t rows, int64_t channels,
+                                            const float* mean, const float* inv_std, float* sum_dy, float* sum_dy_xhat) {
+  backward_sums<false>(pool_, dy, nullptr, x, rows, channels, mean, inv_std, nullptr, sum_dy, sum_dy_xhat);
 }
 
 void CpuBackend::batch_norm_relu_backward_reduce(const float* dy, const float* y, const float* x, int64_t rows,
                                                  int64_t channels, const float* mean, const float* inv_std, float* dz,
                                                  float* sum_dz, float* sum_dz_xhat) {
-  // activation_backward's relu (y > 0 passes the gradient) and
-  // batch_norm_backward_reduce's sums, in one pass over the rows: a row's dz
-  // is written, then summed while it is in cache (two loops, each of which
-  // the compiler vectorises; one loop storing dz beside the double sums it
-  // could not, and took ten times as long).
-  reduce_rows(pool_, rows, channels, sum_dz, sum_dz_xhat, [&](int64_t r, double* a, double* b) {
-    const float* yr = y + r * channels;
-    const float* gr = dy + r * channels;
-    const float* xr = x + r * channels;
-    float* zr = dz + r * channels;
-    for (int64_t c = 0; c < channels; ++c) zr[c] = yr[c] > 0.0f ? gr[c] : 0.0f;
-    for (int64_t c = 0; c < channels; ++c) {
-      const double g = zr[c];
-      a[c] += g;
-      b[c] += g * (xr[c] - mean[c]) * inv_std[c];
-    }
-  });
+  backward_sums<true>(pool_, dy, y, x, rows, channels, mean, inv_std, dz, sum_dz, sum_dz_xhat);
 }
 
 void CpuBackend::batch_norm_backward_apply(const float* dy, const float* x, int64_t rows, int64_t channels,
