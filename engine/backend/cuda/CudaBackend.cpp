@@ -670,16 +670,11 @@ void CudaBackend::add_bias_rows(float* y, const float* bias, int64_t rows, int64
 }
 
 void CudaBackend::sum_rows(const float* x, int64_t rows, int64_t cols, float* out, bool accumulate) {
-  // A matrix product with a row of ones: cuBLASLt's reduction is faster than
-  // any column-sum kernel we would write, and it is the bias gradient's hot path.
-  // The lock is held until the product is queued: another thread growing
-  // the buffer would free this one in stream order before our use.
+  // A column reduction in double, one launch (was a product with a row of
+  // ones: in TF32 mode that rounded the bias gradient's terms to TF32).
   cudaStream_t s = enter();
   std::lock_guard lock(scratch_mutex_);
-  const size_t before = ones_bytes_;
-  auto* ones = static_cast<float*>(scratch(ones_, ones_bytes_, static_cast<size_t>(std::max<int64_t>(rows, 1)) * 4));
-  if (ones_bytes_ != before) cuda::fill_ones(s, ones, static_cast<int64_t>(ones_bytes_ / 4));
-  gemm(false, false, 1, cols, rows, 1.0f, ones, x, accumulate ? 1.0f : 0.0f, out);
+  cuda::sum_rows(s, x, rows, cols, out, accumulate, reduce_scratch(s, rows, cols));
 }
 
 cuda::ReduceScratch CudaBackend::reduce_scratch(cudaStream_t s, int64_t rows, int64_t channels) {

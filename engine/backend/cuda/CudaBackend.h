@@ -189,8 +189,8 @@ private:
   cudaStream_t current_stream() const;
   // The cuBLASLt workspace for the calling thread's stream: the branch's, or null for the main one's.
   void* gemm_workspace() const;
-  // A device buffer of at least `bytes` kept between calls (ones for
-  // sum_rows, the channel reductions' partial sums); grows in stream order.
+  // A device buffer of at least `bytes` kept between calls (the channel
+  // reductions' partial sums and tickets); grows in stream order.
   // Under scratch_mutex_.
   void* scratch(void*& buffer, size_t& capacity, size_t bytes);
   std::string out_of_memory(size_t bytes) const;
@@ -237,8 +237,6 @@ private:
   cuda::PinnedStaging staging_;
   float* label_error_ = nullptr;
   std::mutex scratch_mutex_;
-  void* ones_ = nullptr;
-  size_t ones_bytes_ = 0;
   // The per-channel reductions' scratch of one stream (partial sums, and
   // tickets that must stay apart from another stream's): the main stream's
   // here, the side branch's in Branch.

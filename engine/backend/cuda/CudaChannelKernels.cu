@@ -97,6 +97,13 @@ struct ReluBackwardOp {
   }
 };
 
+// A column's plain sum (sum_rows: a layer's bias gradient without an activation).
+struct ColumnSumOp {
+  const float* x;
+  __device__ void prepare(int64_t) {}
+  __device__ void add(int64_t at, double& a, double&) const { a += x[at]; }
+};
+
 struct ActivationGradientOp {
   Activation act;
   const float *y, *dy;
@@ -125,11 +132,12 @@ __device__ void add_row_lanes(double* sa, double* sb, int t, int tile) {
 // ticket for its channel tile; the tile's last block (the ticket says it
 // is: every other chunk's partials are written and fenced) adds the chunks'
 // partials in chunk order and sets the ticket back to 0 for the next launch
-// (or the next replay of a captured step). part_b and out_b may be null.
+// (or the next replay of a captured step). part_b and out_b may be null;
+// accumulate adds the sums to out_a's values.
 template <typename Op>
 __global__ void __launch_bounds__(kThreads)
     reduce_channels_kernel(Op op, int64_t rows, int64_t channels, int64_t tiles, int64_t chunks, double* part_a,
-                           double* part_b, unsigned* tickets, float* out_a, float* out_b) {
+                           double* part_b, unsigned* tickets, float* out_a, float* out_b, bool accumulate) {
   __shared__ double sa[kThreads], sb[kThreads];
   __shared__ bool last;
   const int tile = static_cast<int>(blockDim.x), groups = static_cast<int>(blockDim.y);
@@ -173,7 +181,7 @@ __global__ void __launch_bounds__(kThreads)
       __syncthreads();
       add_row_lanes(sa, sb, t, tile);
       if (threadIdx.y == 0 && c < channels) {
-        out_a[c] = static_cast<float>(sa[t]);
+        out_a[c] = accumulate ? out_a[c] + static_cast<float>(sa[t]) : static_cast<float>(sa[t]);
         if (out_b) out_b[c] = static_cast<float>(sb[t]);
       }
       if (t == 0) tickets[k] = 0;
@@ -184,7 +192,7 @@ __global__ void __launch_bounds__(kThreads)
 
 template <typename Op>
 void reduce_channels(cudaStream_t s, const Op& op, int64_t rows, int64_t channels, float* out_a, float* out_b,
-                     const ReduceScratch& scratch) {
+                     const ReduceScratch& scratch, bool accumulate = false) {
   if (channels <= 0) return;
   const ReducePlan p = reduce_plan(rows, channels);
   auto* part_a = static_cast<double*>(scratch.partials);
@@ -192,7 +200,7 @@ void reduce_channels(cudaStream_t s, const Op& op, int64_t rows, int64_t channel
   const dim3 grid(static_cast<unsigned>(p.chunks), static_cast<unsigned>(std::min<int64_t>(p.tiles, kMaxBlocks)));
   const dim3 block(static_cast<unsigned>(p.tile), static_cast<unsigned>(p.groups));
   reduce_channels_kernel<<<grid, block, 0, s>>>(op, rows, channels, p.tiles, p.chunks, part_a, part_b, scratch.tickets, out_a,
-                                                out_b);
+                                                out_b, accumulate);
   STRATA_CUDA_LAUNCHED("reduce_channels");
 }
 
@@ -312,6 +320,11 @@ void batch_norm_relu_backward_reduce(cudaStream_t s, const float* dy, const floa
                                      int64_t channels, const float* mean, const float* inv_std, float* dz, float* sum_dz,
                                      float* sum_dz_xhat, const ReduceScratch& scratch) {
   reduce_channels(s, ReluBackwardOp{dy, y, x, mean, inv_std, dz, 0.0f, 0.0f}, rows, channels, sum_dz, sum_dz_xhat, scratch);
+}
+
+void sum_rows(cudaStream_t s, const float* x, int64_t rows, int64_t cols, float* out, bool accumulate,
+              const ReduceScratch& scratch) {
+  reduce_channels(s, ColumnSumOp{x}, rows, cols, out, nullptr, scratch, accumulate);
 }
 
 void bias_activation_backward(cudaStream_t s, Activation act, const float* y, const float* dy, float* dx, float* dbias,

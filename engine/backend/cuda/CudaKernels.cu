@@ -513,8 +513,6 @@ void transpose(cudaStream_t s, const float* in, int64_t rows, int64_t cols, floa
   STRATA_CUDA_LAUNCHED("transpose");
 }
 
-void fill_ones(cudaStream_t s, float* y, int64_t n) { fill32(s, reinterpret_cast<uint32_t*>(y), n, 0x3f800000u); }
-
 void activation_forward(cudaStream_t s, Activation act, const float* x, float* y, int64_t rows, int64_t cols) {
   if (rows * cols == 0) return;
   if (act == Activation::Softmax) {

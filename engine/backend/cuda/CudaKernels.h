@@ -27,7 +27,6 @@ cudaError_t kernel_image_status();
 
 // ---- dense, element-wise and per-row (CudaKernels.cu) -------------------------
 void add_bias_rows(cudaStream_t s, float* y, const float* bias, int64_t rows, int64_t cols);
-void fill_ones(cudaStream_t s, float* y, int64_t n);
 void activation_forward(cudaStream_t s, Activation act, const float* x, float* y, int64_t rows, int64_t cols);
 // y = act(y + bias) row-wise in one pass (not softmax).
 void bias_activation(cudaStream_t s, Activation act, float* y, const float* bias, int64_t rows, int64_t cols);
@@ -108,6 +107,10 @@ void batch_norm_backward_reduce(cudaStream_t s, const float* dy, const float* x,
 void batch_norm_relu_backward_reduce(cudaStream_t s, const float* dy, const float* y, const float* x, int64_t rows,
                                      int64_t channels, const float* mean, const float* inv_std, float* dz, float* sum_dz,
                                      float* sum_dz_xhat, const ReduceScratch& scratch);
+// out = the column sums of x (plus out's values when accumulating), in double
+// like the other reductions.
+void sum_rows(cudaStream_t s, const float* x, int64_t rows, int64_t cols, float* out, bool accumulate,
+              const ReduceScratch& scratch);
 // dx = dy * act'(y) and dbias = its column sums, in one pass (not softmax).
 void bias_activation_backward(cudaStream_t s, Activation act, const float* y, const float* dy, float* dx, float* dbias,
                               int64_t rows, int64_t cols, const ReduceScratch& scratch);
