@@ -71,29 +71,23 @@ struct BackwardOp {
     m = mean[c];
     is = inv_std[c];
   }
-  __device__ void add(int64_t at, double& a, double& b) const {
-    const double g = dy[at];
-    a += g;
-    // (x - mean) in float, the rest in double: the CPU's expression.
-    b += g * (x[at] - m) * is;
+  // (x - mean) in float, the rest in double: the CPU's expression.
+  __device__ void add_gradient(int64_t at, float g, double& a, double& b) const {
+    const double d = g;
+    a += d;
+    b += d * (x[at] - m) * is;
   }
+  __device__ void add(int64_t at, double& a, double& b) const { add_gradient(at, dy[at], a, b); }
 };
 
 // BackwardOp's sums of dz = relu'(y) dy, dz written out (batch_norm_relu_backward_reduce).
-struct ReluBackwardOp {
-  const float *dy, *y, *x, *mean, *inv_std;
+struct ReluBackwardOp : BackwardOp {
+  const float* y;
   float* dz;
-  float m, is;
-  __device__ void prepare(int64_t c) {
-    m = mean[c];
-    is = inv_std[c];
-  }
   __device__ void add(int64_t at, double& a, double& b) const {
     const float z = activation_gradient(Activation::Relu, y[at], dy[at]);
     dz[at] = z;
-    const double g = z;
-    a += g;
-    b += g * (x[at] - m) * is;
+    add_gradient(at, z, a, b);
   }
 };
 
@@ -319,7 +313,7 @@ void batch_norm_backward_reduce(cudaStream_t s, const float* dy, const float* x,
 void batch_norm_relu_backward_reduce(cudaStream_t s, const float* dy, const float* y, const float* x, int64_t rows,
                                      int64_t channels, const float* mean, const float* inv_std, float* dz, float* sum_dz,
                                      float* sum_dz_xhat, const ReduceScratch& scratch) {
-  reduce_channels(s, ReluBackwardOp{dy, y, x, mean, inv_std, dz, 0.0f, 0.0f}, rows, channels, sum_dz, sum_dz_xhat, scratch);
+  reduce_channels(s, ReluBackwardOp{{dy, x, mean, inv_std, 0.0f, 0.0f}, y, dz}, rows, channels, sum_dz, sum_dz_xhat, scratch);
 }
 
 void sum_rows(cudaStream_t s, const float* x, int64_t rows, int64_t cols, float* out, bool accumulate,
