@@ -703,6 +703,64 @@ private slots:
             compare(by_threads[1], to_double(by_threads[0]), 1e-5, 1e-5, "batch_norm_backward_apply 1 vs 2 threads"));
       }
   }
+
+  void batch_norm_channel_counts_change_no_bits() {
+    // The kernels have loops for 16, 32 and 64 channels with the count a
+    // compile-time constant, and one for any count. Every channel is its own
+    // computation (its rows in row order, each thread's block summed in
+    // double), so each channel of a 16-, 32- or 64-channel call must have the
+    // bits of that channel's column computed alone, by the general loop.
+    const int64_t rows = 3001;
+    for (int64_t C : {16, 32, 64})
+      for (int threads : {1, 2}) {
+        CpuBackend be(threads);
+        const size_t n = static_cast<size_t>(rows * C), nc = static_cast<size_t>(C);
+        const auto x = random_vector(n, -3.0f, 3.0f), dy = random_vector(n);
+        const auto mean = random_vector(nc), inv_std = random_vector(nc, 0.5f, 2.0f), gamma = random_vector(nc),
+                   beta = random_vector(nc);
+        const float count = static_cast<float>(rows);
+        // Every kernel's outputs, in a fixed order, for a (rows, channels) problem.
+        auto run = [&](int64_t channels, const float* px, const float* pdy, const float* pm, const float* pis,
+                       const float* pg, const float* pb) {
+          const size_t m = static_cast<size_t>(rows * channels), k = static_cast<size_t>(channels);
+          std::vector<std::vector<float>> out;
+          auto sum = nan_vector(k), sumsq = nan_vector(k);
+          be.channel_sums(px, rows, channels, sum.data(), sumsq.data());
+          auto y = nan_vector(m), y_relu = nan_vector(m);
+          be.batch_norm_apply(px, rows, channels, pm, pis, pg, pb, y.data());
+          be.batch_norm_apply_relu(px, rows, channels, pm, pis, pg, pb, y_relu.data());
+          auto sdy = nan_vector(k), sdxh = nan_vector(k), dz = nan_vector(m), sdz = nan_vector(k), sdzxh = nan_vector(k);
+          be.batch_norm_backward_reduce(pdy, px, rows, channels, pm, pis, sdy.data(), sdxh.data());
+          be.batch_norm_relu_backward_reduce(pdy, y_relu.data(), px, rows, channels, pm, pis, dz.data(), sdz.data(),
+                                             sdzxh.data());
+          auto dx = nan_vector(m);
+          be.batch_norm_backward_apply(dz.data(), px, rows, channels, pm, pis, pg, sdz.data(), sdzxh.data(), &count,
+                                       dx.data());
+          for (auto* v : {&sum, &sumsq, &y, &y_relu, &sdy, &sdxh, &dz, &sdz, &sdzxh, &dx}) out.push_back(std::move(*v));
+          return out;
+        };
+        const auto all = run(C, x.data(), dy.data(), mean.data(), inv_std.data(), gamma.data(), beta.data());
+        for (int64_t c = 0; c < C; ++c) {
+          std::vector<float> xc(static_cast<size_t>(rows)), dyc(static_cast<size_t>(rows));
+          for (int64_t r = 0; r < rows; ++r) {
+            xc[static_cast<size_t>(r)] = x[static_cast<size_t>(r * C + c)];
+            dyc[static_cast<size_t>(r)] = dy[static_cast<size_t>(r * C + c)];
+          }
+          const size_t i = static_cast<size_t>(c);
+          const auto one = run(1, xc.data(), dyc.data(), &mean[i], &inv_std[i], &gamma[i], &beta[i]);
+          for (size_t k = 0; k < all.size(); ++k) {
+            // Per-channel outputs hold one value, per-element ones a column.
+            const bool per_channel = all[k].size() == nc;
+            std::vector<float> column;
+            for (int64_t r = 0; r < (per_channel ? 1 : rows); ++r)
+              column.push_back(all[k][per_channel ? i : static_cast<size_t>(r * C + c)]);
+            STRATA_COMPARE_OK(identical(column, one[k],
+                                        "output " + std::to_string(k) + " of channel " + std::to_string(c) + " of " +
+                                            std::to_string(C) + ", threads=" + std::to_string(threads)));
+          }
+        }
+      }
+  }
 };
 
 QTEST_APPLESS_MAIN(TestImageKernels)
