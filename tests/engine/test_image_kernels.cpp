@@ -54,6 +54,9 @@ const WindowCase kWindows[] = {
     {"4x4 s2, explicit padding 1,1", 3, 20, 17, 3, 4, 4, 2, 2, WindowCase::Explicit, 1, 1},
     {"1x1 s2 valid", 3, 15, 13, 6, 1, 1, 2, 2, WindowCase::Valid},
     {"3x3 s2 valid", 2, 19, 21, 2, 3, 3, 2, 2, WindowCase::Valid},
+    // Windows that tile the image exactly: every pixel in exactly one window (the CNNs' pooling).
+    {"2x2 s2 valid, even size (the windows tile the image)", 3, 16, 12, 8, 2, 2, 2, 2, WindowCase::Valid},
+    {"3x2 kernel, strides 3x2, valid, tiling", 4, 18, 20, 5, 3, 2, 3, 2, WindowCase::Valid},
 };
 
 // TF's window arithmetic, written here independently of nn/Padding.cpp.
