@@ -174,9 +174,18 @@ rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 noise = {r["rep"]: r["other_cores"] for r in rows if r["bench"] == "noise"}
 QUIET = 0.2  # cores of other work tolerated in a "quiet" repetition
 
+def matching(pred, reps):
+    return [r for r in rows if "samples_per_sec" in r and r.get("cmp_rep") in reps and pred(r)]
+
 def rates(pred, reps):
-    return [r["samples_per_sec"] for r in rows
-            if "samples_per_sec" in r and r.get("cmp_rep") in reps and pred(r)]
+    return [r["samples_per_sec"] for r in matching(pred, reps)]
+
+def fastest_per_rep(pred, reps):
+    """rates() of a workload run under several peer configurations: each repetition's fastest."""
+    best = {}
+    for r in matching(pred, reps):
+        best[r["cmp_rep"]] = max(best.get(r["cmp_rep"], 0.0), r["samples_per_sec"])
+    return list(best.values())
 
 def cell(v):
     if not v:
@@ -196,14 +205,9 @@ def table(reps, title):
         and r.get("model", MLP) == model and r.get("sharded_update", False) == sharded, reps)
     P = lambda th: rates(lambda r: r["bench"] == "pytorch_mlp" and r["threads"] == th, reps)
     BN = "batch normalization"  # in the BN project's model name
-    # The CNN peers ran under one or more ATen kernel sets: each repetition's fastest.
-    def C(th, bn=False):
-        best = {}
-        for r in rows:
-            if (r["bench"] == "pytorch_cnn" and r.get("cmp_rep") in reps and r["threads"] == th
-                    and (r.get("model", "tutorial") == "bn") == bn and "samples_per_sec" in r):
-                best[r["cmp_rep"]] = max(best.get(r["cmp_rep"], 0.0), r["samples_per_sec"])
-        return list(best.values())
+    # The CNN peers ran under one or more ATen kernel sets.
+    C = lambda th, bn=False: fastest_per_rep(lambda r: r["bench"] == "pytorch_cnn" and r["threads"] == th
+                                             and (r.get("model", "tutorial") == "bn") == bn, reps)
     SC = lambda th, bn=False: rates(lambda r: r["bench"] == "train" and r.get("model", MLP) != MLP
                                     and (BN in r.get("model", "")) == bn and r["threads"] == th, reps)
     D = rates(lambda r: r["bench"] == "pytorch_ddp", reps)
