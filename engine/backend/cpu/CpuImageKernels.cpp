@@ -58,6 +58,18 @@ void with_channel_width(int64_t channels, Fn&& fn) {
   }
 }
 
+// Batch norm's element-wise passes: fn(r, width) for every row r of a
+// (rows, channels) view, the rows split across the pool, with_channel_width's
+// width (the row's loop bound).
+template <typename RowFn>
+void for_each_channel_row(ThreadPool& pool, int64_t rows, int64_t channels, RowFn fn) {
+  pool.parallel_for(rows, std::max<int64_t>(1, (1 << 15) / std::max<int64_t>(1, channels)), [&](int64_t lo, int64_t hi) {
+    with_channel_width(channels, [&](auto width) {
+      for (int64_t r = lo; r < hi; ++r) fn(r, width);
+    });
+  });
+}
+
 // Calls fn(k, offset) for every pixel of window (oy, ox) of image n that lies
 // inside the image (padding skipped): k is the pixel's index in the window
 // (ky * kernel_w + kx), offset where it starts in the NHWC input.
@@ -292,18 +304,14 @@ void apply_batch_norm(ThreadPool& pool, const float* x, int64_t rows, int64_t ch
     scale[static_cast<size_t>(c)] = inv_std[c] * (gamma ? gamma[c] : 1.0f);
     shift[static_cast<size_t>(c)] = (beta ? beta[c] : 0.0f) - mean[c] * scale[static_cast<size_t>(c)];
   }
-  pool.parallel_for(rows, std::max<int64_t>(1, (1 << 15) / std::max<int64_t>(1, channels)), [&](int64_t lo, int64_t hi) {
-    with_channel_width(channels, [&](auto width) {
-      for (int64_t r = lo; r < hi; ++r) {
-        const float* xr = x + r * channels;
-        float* yr = y + r * channels;
+  for_each_channel_row(pool, rows, channels, [&](int64_t r, auto width) {
+    const float* xr = x + r * channels;
+    float* yr = y + r * channels;
 #pragma omp simd
-        for (int64_t c = 0; c < width; ++c) {
-          const float v = xr[c] * scale[static_cast<size_t>(c)] + shift[static_cast<size_t>(c)];
-          yr[c] = kRelu && v < 0.0f ? 0.0f : v;
-        }
-      }
-    });
+    for (int64_t c = 0; c < width; ++c) {
+      const float v = xr[c] * scale[static_cast<size_t>(c)] + shift[static_cast<size_t>(c)];
+      yr[c] = kRelu && v < 0.0f ? 0.0f : v;
+    }
   });
 }
 }  // namespace
@@ -363,17 +371,13 @@ void CpuBackend::batch_norm_backward_apply(const float* dy, const float* x, int6
   const float inv_count = static_cast<float>(1.0 / static_cast<double>(count[0]));
   std::vector<float> k(static_cast<size_t>(channels));
   for (int64_t c = 0; c < channels; ++c) k[static_cast<size_t>(c)] = (gamma ? gamma[c] : 1.0f) * inv_std[c];
-  pool_.parallel_for(rows, std::max<int64_t>(1, (1 << 15) / std::max<int64_t>(1, channels)), [&](int64_t lo, int64_t hi) {
-    with_channel_width(channels, [&](auto width) {
-      for (int64_t r = lo; r < hi; ++r) {
-        const int64_t at = r * channels;
+  for_each_channel_row(pool_, rows, channels, [&](int64_t r, auto width) {
+    const int64_t at = r * channels;
 #pragma omp simd
-        for (int64_t c = 0; c < width; ++c) {
-          const float xhat = (x[at + c] - mean[c]) * inv_std[c];
-          dx[at + c] = k[static_cast<size_t>(c)] * (dy[at + c] - inv_count * (sum_dy[c] + xhat * sum_dy_xhat[c]));
-        }
-      }
-    });
+    for (int64_t c = 0; c < width; ++c) {
+      const float xhat = (x[at + c] - mean[c]) * inv_std[c];
+      dx[at + c] = k[static_cast<size_t>(c)] * (dy[at + c] - inv_count * (sum_dy[c] + xhat * sum_dy_xhat[c]));
+    }
   });
 }
 
