@@ -55,7 +55,7 @@ void ConvolutionWays::keep_in_file(const std::string& gpu_model, bool tf32) {
   std::string profile = gpu_model + (tf32 ? ":tf32" : ":fp32");
   for (char& c : profile)
     if (std::isspace(static_cast<unsigned char>(c))) c = '_';
-  // Lines of the profile, the twelve key numbers and a way's name, as save()
+  // Lines of the profile, the fourteen key numbers and a way's name, as save()
   // writes them; a line that is not (torn by a crash), or of another GPU
   // model or arithmetic, is passed over, and a name a shape no longer
   // offers is timed again (run()).
@@ -102,7 +102,8 @@ const ConvolutionWays::Way* named(std::span<const ConvolutionWays::Way> ways, co
 void ConvolutionWays::run(const Window2D& w, int64_t filters, Direction d, bool side, cudaStream_t stream,
                           const Device& device, std::span<const Way> ways) {
   const Key key{w.batch,    w.height,   w.width,   w.channels, w.kernel_h, w.kernel_w,
-                w.stride_h, w.stride_w, w.pad_top, w.pad_left, filters,    static_cast<int64_t>(d) + (side ? 3 : 0)};
+                w.stride_h, w.stride_w, w.pad_top, w.pad_left, filters,    static_cast<int64_t>(d) + (side ? 3 : 0),
+                w.out_h,    w.out_w};
   std::string forced;
   const Way* kept = nullptr;
   {

@@ -72,7 +72,7 @@ public:
   std::vector<ConvolutionChoice> choices() const;
 
 private:
-  using Key = std::array<int64_t, 12>;
+  using Key = std::array<int64_t, 14>;
   // Runs every way three times and answers the fastest's name, each way's
   // best time in `timed_ms`; the output is the fastest's (it runs once more
   // unless it ran last).

@@ -35,11 +35,12 @@ inline std::string describe_cudnn_convolution(const std::string& device, const W
          std::to_string(w.channels) + " in " + layout;
 }
 
-// A shape's key in the cuDNN ways' plan caches.
-using CudnnKey = std::array<int64_t, 11>;
+// A shape's key in the cuDNN ways' plan caches, its output size included:
+// "valid" and "same" windows (3x3 stride 2 on an even size) share pad_top 0.
+using CudnnKey = std::array<int64_t, 13>;
 inline CudnnKey cudnn_key(const Window2D& w, int64_t filters) {
-  return CudnnKey{w.batch,    w.height,   w.width,   w.channels, w.kernel_h, w.kernel_w,
-                  w.stride_h, w.stride_w, w.pad_top, w.pad_left, filters};
+  return CudnnKey{w.batch,    w.height,  w.width,    w.channels, w.kernel_h, w.kernel_w, w.stride_h,
+                  w.stride_w, w.pad_top, w.pad_left, filters,    w.out_h,    w.out_w};
 }
 
 }  // namespace strata::cuda

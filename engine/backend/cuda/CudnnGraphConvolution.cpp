@@ -134,8 +134,12 @@ bool CudnnGraphConvolution::takes(const Window2D& w, int64_t filters) {
     p = &planned(w, filters);
   } catch (const std::exception& e) {
     // A fault that broke the device while engines were timed is the step's
-    // error, not this shape's refusal.
-    if (const cudaError_t broken = cudaStreamQuery(stream_); broken != cudaSuccess && broken != cudaErrorNotReady) throw;
+    // error, not this shape's refusal. Never a query of a capturing stream:
+    // that is illegal and invalidates the capture.
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    cudaError_t broken = cudaStreamIsCapturing(stream_, &capture);
+    if (broken == cudaSuccess && capture == cudaStreamCaptureStatusNone) broken = cudaStreamQuery(stream_);
+    if (broken != cudaSuccess && broken != cudaErrorNotReady) throw;
     refused_.insert(key);
     std::fprintf(stderr, "%s; this shape takes the other ways (%s cuDNN graph does not)\n", e.what(), layout_name());
     return false;
@@ -356,8 +360,12 @@ CudnnDescriptor CudnnGraphConvolution::choose(Plans& p, const CudnnDescriptor& o
         // The GPU kept busy meanwhile, so the marks time its work, not the host's queueing.
         spin(stream_, 200);
         STRATA_CUDA(cudaEventRecord(marks.e[0], stream_));
-        execute(candidates[i].plan, x->p, k->p, y->p, workspace->p);
+        const cudnnStatus_t ran = execute(candidates[i].plan, x->p, k->p, y->p, workspace->p);
         STRATA_CUDA(cudaEventRecord(marks.e[1], stream_));
+        if (ran != CUDNN_STATUS_SUCCESS) {
+          ms[i] = std::numeric_limits<float>::infinity();
+          break;
+        }
         STRATA_CUDA(cudaEventSynchronize(marks.e[1]));
         float t = 0;
         STRATA_CUDA(cudaEventElapsedTime(&t, marks.e[0], marks.e[1]));
@@ -418,6 +426,7 @@ bool CudnnGraphConvolution::run(const Window2D& w, int64_t filters, Direction d,
   if (CUDNN_STATUS_CATEGORY(static_cast<int>(status)) != CUDNN_STATUS_NOT_SUPPORTED &&
       status != CUDNN_STATUS_BAD_PARAM_MISALIGNED_POINTER)
     lib().check(status, device_ + ": " + call + " (cuDNN's graph API; STRATA_CUDNN_GRAPH=0 leaves it out)");
+  if (status == CUDNN_STATUS_BAD_PARAM_MISALIGNED_POINTER) return false;  // this call's pointers, not the shape
   refused_.insert(cudnn_key(w, filters));
   std::fprintf(stderr, "%s: %s: %s; this shape takes the other ways from here on (%s cuDNN graph does not)\n",
                device_.c_str(), call, lib().cudnnGetErrorString(status), layout_name());
