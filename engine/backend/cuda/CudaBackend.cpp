@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <limits>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 #include "backend/cuda/CudaCheck.h"
@@ -613,6 +614,23 @@ GraphPtr CudaBackend::end_capture() {
 void CudaBackend::replay(const GraphPtr& graph) {
   auto* g = dynamic_cast<const CudaGraph*>(graph.get());
   if (!g || !g->owned_by(this)) throw runtime_error(device().str() + ": replay given a graph of another device");
+  // The graph's branch nodes use the side branch's reduction scratch and
+  // cuBLASLt workspace by address: another thread's branch (a second run on
+  // this device) is joined before the launch, and none forks until it is
+  // queued, so the two never run beside each other.
+  Branch* b = nullptr;
+  {
+    std::lock_guard lock(branch_mutex_);
+    b = branch_.get();
+  }
+  if (b)
+    while (b->busy.exchange(true)) std::this_thread::yield();
+  struct Release {
+    Branch* b;
+    ~Release() {
+      if (b) b->busy = false;
+    }
+  } release{b};
   cudaError_t e = cudaGraphLaunch(g->exec, enter());
   // A launch maps the graph's memory, apart from the pool's; op-by-op steps
   // since the last replay (a partial batch, evaluation) may have grown the
