@@ -81,9 +81,12 @@ class CudaGraph final : public DeviceGraph {
 public:
   // `held`: buffers released while the step was captured; the graph still
   // reads or writes them, so they return to the pool only with the graph.
-  CudaGraph(cudaGraph_t graph, cudaGraphExec_t exec, DeviceMemory& owner, std::vector<void*> held)
-      : graph(graph), exec(exec), owner_(owner), held_(std::move(held)) {}
+  CudaGraph(cudaGraph_t graph, cudaGraphExec_t exec, DeviceMemory& owner, int device, std::vector<void*> held)
+      : graph(graph), exec(exec), owner_(owner), device_(device), held_(std::move(held)) {}
   ~CudaGraph() override {
+    // On its own GPU: a thread that chose none (the dashboard's reaper)
+    // would otherwise open a context on device 0 for it.
+    if (CudaBackend::thread_device() != device_ && CudaBackend::set_thread_device(device_) != cudaSuccess) cudaGetLastError();
     cudaGraphExecDestroy(exec);
     cudaGraphDestroy(graph);
     for (void* p : held_) owner_.deallocate(p, 0);
@@ -94,6 +97,7 @@ public:
 
 private:
   DeviceMemory& owner_;
+  int device_;
   std::vector<void*> held_;
 };
 
@@ -235,8 +239,9 @@ void* CudaBackend::gemm_workspace() const { return in_branch() ? branch_->gemm_w
 void CudaBackend::allow_branches(bool allowed) { branch_allowances_ += allowed ? 1 : -1; }
 
 void CudaBackend::begin_branch() {
-  // Not here, or in a branch already (one level deep), or ended and not joined.
-  if (branch_allowances_ <= 0 || t_branch_of || t_unjoined_of == this) return;
+  // Not here, or in a branch already (one level deep), or one ended and not
+  // joined (on any device: the thread remembers one to join).
+  if (branch_allowances_ <= 0 || t_branch_of || t_unjoined_of) return;
   cudaStream_t main = enter();
   std::lock_guard lock(branch_mutex_);
   if (!branch_) {
@@ -259,6 +264,7 @@ void CudaBackend::begin_branch() {
       throw;
     }
     branch_ = std::move(b);
+    branch_stream_ = branch_->stream;
   }
   // Another thread's branch (replicas sharing the device, two runs at once):
   // this one's work stays on the main stream.
@@ -342,10 +348,13 @@ bool CudaBackend::release_cached_memory() {
   // replays would otherwise need both at once. Trimming waits for the work
   // queued so far; the next replay maps its memory again.
   uint64_t graphs = 0, pooled = 0;
+  // Not branch_ itself: another thread may be making it (under
+  // branch_mutex_, which this, reached from its allocation, cannot take).
+  const cudaStream_t side = branch_stream_.load();
   if (cudaDeviceGetGraphMemAttribute(index_, cudaGraphMemAttrReservedMemCurrent, &graphs) != cudaSuccess ||
       cudaMemPoolGetAttribute(pool_, cudaMemPoolAttrReservedMemCurrent, &pooled) != cudaSuccess || graphs + pooled == 0 ||
       cudaStreamSynchronize(stream_) != cudaSuccess ||
-      (branch_ && cudaStreamSynchronize(branch_->stream) != cudaSuccess) ||  // the side stream's frees too
+      (side && cudaStreamSynchronize(side) != cudaSuccess) ||  // the side stream's frees too
       cudaDeviceGraphMemTrim(index_) != cudaSuccess || cudaMemPoolTrimTo(pool_, 0) != cudaSuccess) {
     cudaGetLastError();
     return false;
@@ -608,7 +617,7 @@ GraphPtr CudaBackend::end_capture() {
   // fits op by op fits replayed too.
   if (cudaMemPoolTrimTo(pool_, 0) != cudaSuccess) cudaGetLastError();
   counters().graph_operations = graph_operations(graph);
-  return std::make_shared<CudaGraph>(graph, exec, *this, std::move(deferred));
+  return std::make_shared<CudaGraph>(graph, exec, *this, index_, std::move(deferred));
 }
 
 void CudaBackend::replay(const GraphPtr& graph) {

@@ -287,9 +287,10 @@ private:
     // main stream, so no thread joins or clears a branch it did not begin.
     std::atomic<bool> busy{false};
   };
-  std::atomic<int> branch_allowances_{0};  // allow_branches(true) less allow_branches(false)
-  std::mutex branch_mutex_;                // making branch_
-  std::unique_ptr<Branch> branch_;         // made by the first begin_branch() outside a capture
+  std::atomic<int> branch_allowances_{0};             // allow_branches(true) less allow_branches(false)
+  std::mutex branch_mutex_;                           // making branch_
+  std::unique_ptr<Branch> branch_;                    // made by the first begin_branch() outside a capture
+  std::atomic<cudaStream_t> branch_stream_{nullptr};  // branch_->stream once made, for release_cached_memory()
   cudaStream_t clock_stream_ = nullptr;
   cudaEvent_t clock_ref_[2] = {};
   double clock_ref_us_[2] = {-1, -1};

@@ -41,7 +41,8 @@ void SimBackend::run(std::function<void(CpuBackend&)> op) {
 }
 
 void SimBackend::begin_branch() {
-  if (branch_allowances_ <= 0 || t_sim_branch_of || t_sim_unjoined_of == this || stream_.capturing()) return;
+  // As on CUDA: none while one is open or ended and not joined, on any device.
+  if (branch_allowances_ <= 0 || t_sim_branch_of || t_sim_unjoined_of || stream_.capturing()) return;
   if (side_busy_.exchange(true)) return;
   try {
     side_.wait(stream_.record());
