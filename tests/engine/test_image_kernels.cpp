@@ -445,6 +445,44 @@ private slots:
     QVERIFY_THROWS_EXCEPTION(strata::Error, be.max_pool(one, &x, nullptr, Activation::Tanh, &y, &at));
   }
 
+  void max_pool_channel_vectors_nan_and_ties() {
+    // The kernel takes channels eight at a time, then one by one: 13 and 21
+    // channels have both parts. Inputs on a coarse grid tie often (the first
+    // maximum in window order wins), and some are NaN (a NaN at a window's
+    // first pixel is its result; a later one never replaces a maximum).
+    for (int64_t channels : {13, 21}) {
+      Window2D w{};
+      w.batch = 3;
+      w.height = 9;
+      w.width = 7;
+      w.channels = channels;
+      w.kernel_h = w.kernel_w = 2;
+      w.stride_h = w.stride_w = 2;
+      w.out_h = 5;  // "same": the last row and column of windows hang over the edge
+      w.out_w = 4;
+      auto x = random_vector(static_cast<size_t>(image_size(w)), -3.0f, 3.0f);
+      for (size_t i = 0; i < x.size(); ++i) x[i] = i % 17 == 3 ? std::nanf("") : std::round(x[i]);
+      const auto bias = random_vector(static_cast<size_t>(channels), -1.0f, 1.0f);
+      std::vector<float> shifted(x.size());
+      for (size_t i = 0; i < x.size(); ++i) shifted[i] = x[i] + bias[i % static_cast<size_t>(channels)];
+      for (const bool with_bias : {false, true}) {
+        std::vector<float> want;
+        std::vector<int32_t> where;
+        ref_max_pool(w, with_bias ? shifted : x, want, where);
+        if (with_bias)
+          for (auto& v : want) v = v < 0.0f ? 0.0f : v;
+        const std::string name = std::to_string(channels) + " channels" + (with_bias ? ", bias and relu" : "");
+        CpuBackend be(1);
+        auto y = nan_vector(want.size());
+        std::vector<int32_t> argmax(want.size(), -7);
+        be.max_pool(w, x.data(), with_bias ? bias.data() : nullptr, with_bias ? Activation::Relu : Activation::None, y.data(),
+                    argmax.data());
+        STRATA_COMPARE_OK(identical(y, want, "max_pool " + name));
+        QVERIFY2(argmax == where, qPrintable(QString::fromStdString("max_pool argmax " + name)));
+      }
+    }
+  }
+
   void max_pool_of_negative_inputs_is_not_zero() {
     // A window that sticks out into the padding takes the maximum of its
     // pixels inside the image, never a padded 0 (TF pads max pooling with -inf).

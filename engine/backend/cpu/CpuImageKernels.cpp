@@ -1,6 +1,7 @@
 // Image (NHWC) and batch-norm kernels of the CPU backend. Kept apart from
 // the dense kernels in CpuBackend.cpp to keep both files readable.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -106,48 +107,93 @@ void CpuBackend::col2im(const Window2D& w, const float* col, float* dx) {
   });
 }
 
+namespace {
+// The pixels of a pooling window that lie inside the image: rows [y0, y1),
+// columns [x0, x1) (empty where the window is all padding).
+struct WindowSpan {
+  int64_t y0, y1, x0, x1;
+};
+WindowSpan window_span(const Window2D& w, int64_t oy, int64_t ox) {
+  const int64_t top = oy * w.stride_h - w.pad_top, left = ox * w.stride_w - w.pad_left;
+  return {std::max<int64_t>(0, top), std::min<int64_t>(w.height, top + w.kernel_h), std::max<int64_t>(0, left),
+          std::min<int64_t>(w.width, left + w.kernel_w)};
+}
+
+// Eight channels in one vector (GCC's vector extensions: one AVX2 register;
+// plain SSE pairs or scalar code where the target has less).
+using Floats8 = float __attribute__((vector_size(32)));
+using Ints8 = int32_t __attribute__((vector_size(32)));
+
+template <typename V>
+V load(const void* p) {
+  V v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+// Max pooling of one window of image n for channels [c0, c0 + 8), or for
+// channel c0 alone (kOne): the maxima and their indices kept in registers
+// over the window and stored once. A select written straight into the output
+// compiled to masked stores, which AMD's cores run microcoded (3% of a CNN+BN
+// step on Zen 3); with the window's bounds known up front there is no
+// per-pixel branch either.
+// The window's first pixel starts every channel (NaN included); every pixel
+// then replaces it only where strictly greater (the first, compared again,
+// never does). With a bias the pixels compared are x + bias, rounded as a
+// separate bias pass would have rounded them.
+template <bool kOne, bool kBias>
+void max_pool_channels(const Window2D& w, int64_t n, const WindowSpan& s, int64_t c0, const float* x, const float* bias,
+                       bool relu, float* y, int32_t* argmax) {
+  using F = std::conditional_t<kOne, float, Floats8>;
+  using I = std::conditional_t<kOne, int32_t, Ints8>;
+  const I lanes = kOne ? I{} : load<I>(std::array<int32_t, 8>{0, 1, 2, 3, 4, 5, 6, 7}.data());
+  const F b = kBias ? load<F>(bias + c0) : F{};
+  auto at = [&](int64_t iy, int64_t ix) { return ((n * w.height + iy) * w.width + ix) * w.channels + c0; };
+  F best;
+  I where;
+  if (s.y0 >= s.y1 || s.x0 >= s.x1) {  // a window entirely in the padding
+    best = F{} - std::numeric_limits<float>::infinity();
+    where = I{} - 1;
+  } else {
+    const int64_t first = at(s.y0, s.x0);
+    best = kBias ? load<F>(x + first) + b : load<F>(x + first);
+    where = lanes + static_cast<int32_t>(first);
+    for (int64_t iy = s.y0; iy < s.y1; ++iy)
+      for (int64_t ix = s.x0; ix < s.x1; ++ix) {
+        const int64_t base = at(iy, ix);
+        const F u = kBias ? load<F>(x + base) + b : load<F>(x + base);
+        const auto greater = u > best;
+        best = greater ? u : best;
+        where = greater ? lanes + static_cast<int32_t>(base) : where;
+      }
+  }
+  // std::max(v, 0) as activation_forward's relu: a NaN passes through.
+  if (relu) best = best < F{} ? F{} : best;
+  std::memcpy(y + c0, &best, sizeof best);
+  std::memcpy(argmax + c0, &where, sizeof where);
+}
+
+// One output pixel's channels: eight at a time, then one by one.
+template <bool kBias>
+void max_pool_pixel(const Window2D& w, int64_t n, int64_t oy, int64_t ox, const float* x, const float* bias, bool relu,
+                    float* y, int32_t* argmax) {
+  const WindowSpan s = window_span(w, oy, ox);
+  const int64_t out = ((n * w.out_h + oy) * w.out_w + ox) * w.channels;
+  int64_t c = 0;
+  for (; c + 8 <= w.channels; c += 8) max_pool_channels<false, kBias>(w, n, s, c, x, bias, relu, y + out, argmax + out);
+  for (; c < w.channels; ++c) max_pool_channels<true, kBias>(w, n, s, c, x, bias, relu, y + out, argmax + out);
+}
+}  // namespace
+
 void CpuBackend::max_pool(const Window2D& w, const float* x, const float* bias, Activation act, float* y, int32_t* argmax) {
   require_pool_activation(act);
-  const int64_t C = w.channels;
   const bool relu = act == Activation::Relu;
   pool_.parallel_for(w.batch * w.out_h, 4, [&](int64_t lo, int64_t hi) {
     for (int64_t row = lo; row < hi; ++row) {
       const int64_t n = row / w.out_h, oy = row % w.out_h;
-      for (int64_t ox = 0; ox < w.out_w; ++ox) {
-        const int64_t out = ((n * w.out_h + oy) * w.out_w + ox) * C;
-        float* best = y + out;
-        int32_t* where = argmax + out;
-        // The window's first pixel starts every channel (NaN included), the
-        // others replace it only where strictly greater: a branch-free
-        // select the compiler vectorises over the channels.
-        // With a bias the pixels compared are x + bias, rounded as a
-        // separate bias pass would have rounded them.
-        bool first = true;
-        for_each_window_pixel(w, n, oy, ox, [&](int64_t, int64_t base) {
-          const float* v = x + base;
-          if (first) {
-            for (int64_t c = 0; c < C; ++c) {
-              best[c] = bias ? v[c] + bias[c] : v[c];
-              where[c] = static_cast<int32_t>(base + c);
-            }
-            first = false;
-            return;
-          }
-          for (int64_t c = 0; c < C; ++c) {
-            const float u = bias ? v[c] + bias[c] : v[c];
-            const bool greater = u > best[c];
-            best[c] = greater ? u : best[c];
-            where[c] = greater ? static_cast<int32_t>(base + c) : where[c];
-          }
-        });
-        if (first) {  // a window entirely in the padding
-          std::fill(best, best + C, -std::numeric_limits<float>::infinity());
-          std::fill(where, where + C, -1);
-        }
-        // std::max(v, 0) as activation_forward's relu: a NaN passes through.
-        if (relu)
-          for (int64_t c = 0; c < C; ++c) best[c] = best[c] < 0.0f ? 0.0f : best[c];
-      }
+      for (int64_t ox = 0; ox < w.out_w; ++ox)
+        if (bias) max_pool_pixel<true>(w, n, oy, ox, x, bias, relu, y, argmax);
+        else max_pool_pixel<false>(w, n, oy, ox, x, bias, relu, y, argmax);
     }
   });
 }
@@ -341,7 +387,11 @@ void backward_sums(ThreadPool& pool, const float* dy, const float* y, const floa
     const float* g = dy;
     if constexpr (kRelu) {
 #pragma omp simd
-      for (int64_t j = 0; j < width; ++j) dz[at + j] = y[at + j] > 0.0f ? dy[at + j] : 0.0f;
+      for (int64_t j = 0; j < width; ++j) {
+        // dy read whatever y is: a conditional read compiled to masked loads.
+        const float d = dy[at + j];
+        dz[at + j] = y[at + j] > 0.0f ? d : 0.0f;
+      }
       g = dz;
     }
 #pragma omp simd
