@@ -216,11 +216,8 @@ void CpuBackend::max_pool_backward(const Window2D& w, const float* dy, const int
 namespace {
 // Pixels of the window at (oy, ox) that lie inside the image.
 int64_t window_count(const Window2D& w, int64_t oy, int64_t ox) {
-  const int64_t y0 = std::max<int64_t>(0, oy * w.stride_h - w.pad_top);
-  const int64_t y1 = std::min<int64_t>(w.height, oy * w.stride_h - w.pad_top + w.kernel_h);
-  const int64_t x0 = std::max<int64_t>(0, ox * w.stride_w - w.pad_left);
-  const int64_t x1 = std::min<int64_t>(w.width, ox * w.stride_w - w.pad_left + w.kernel_w);
-  return std::max<int64_t>(0, y1 - y0) * std::max<int64_t>(0, x1 - x0);
+  const WindowSpan s = window_span(w, oy, ox);
+  return std::max<int64_t>(0, s.y1 - s.y0) * std::max<int64_t>(0, s.x1 - s.x0);
 }
 }  // namespace
 
