@@ -71,20 +71,31 @@ void for_each_channel_row(ThreadPool& pool, int64_t rows, int64_t channels, RowF
   });
 }
 
+// The window at (oy, ox): where it starts (top, left; negative in the
+// padding) and the part of it inside the image, rows [y0, y1) and columns
+// [x0, x1) (empty where the window is all padding).
+struct WindowSpan {
+  int64_t top, left, y0, y1, x0, x1;
+};
+WindowSpan window_span(const Window2D& w, int64_t oy, int64_t ox) {
+  const int64_t top = oy * w.stride_h - w.pad_top, left = ox * w.stride_w - w.pad_left;
+  return {top,
+          left,
+          std::max<int64_t>(0, top),
+          std::min<int64_t>(w.height, top + w.kernel_h),
+          std::max<int64_t>(0, left),
+          std::min<int64_t>(w.width, left + w.kernel_w)};
+}
+
 // Calls fn(k, offset) for every pixel of window (oy, ox) of image n that lies
 // inside the image (padding skipped): k is the pixel's index in the window
 // (ky * kernel_w + kx), offset where it starts in the NHWC input.
 template <typename Fn>
 void for_each_window_pixel(const Window2D& w, int64_t n, int64_t oy, int64_t ox, Fn fn) {
-  for (int64_t ky = 0; ky < w.kernel_h; ++ky) {
-    const int64_t iy = oy * w.stride_h - w.pad_top + ky;
-    if (iy < 0 || iy >= w.height) continue;
-    for (int64_t kx = 0; kx < w.kernel_w; ++kx) {
-      const int64_t ix = ox * w.stride_w - w.pad_left + kx;
-      if (ix < 0 || ix >= w.width) continue;
-      fn(ky * w.kernel_w + kx, ((n * w.height + iy) * w.width + ix) * w.channels);
-    }
-  }
+  const WindowSpan s = window_span(w, oy, ox);
+  for (int64_t iy = s.y0; iy < s.y1; ++iy)
+    for (int64_t ix = s.x0; ix < s.x1; ++ix)
+      fn((iy - s.top) * w.kernel_w + (ix - s.left), ((n * w.height + iy) * w.width + ix) * w.channels);
 }
 }  // namespace
 
@@ -108,17 +119,6 @@ void CpuBackend::col2im(const Window2D& w, const float* col, float* dx) {
 }
 
 namespace {
-// The pixels of a pooling window that lie inside the image: rows [y0, y1),
-// columns [x0, x1) (empty where the window is all padding).
-struct WindowSpan {
-  int64_t y0, y1, x0, x1;
-};
-WindowSpan window_span(const Window2D& w, int64_t oy, int64_t ox) {
-  const int64_t top = oy * w.stride_h - w.pad_top, left = ox * w.stride_w - w.pad_left;
-  return {std::max<int64_t>(0, top), std::min<int64_t>(w.height, top + w.kernel_h), std::max<int64_t>(0, left),
-          std::min<int64_t>(w.width, left + w.kernel_w)};
-}
-
 // Eight channels in one vector (GCC's vector extensions: one AVX2 register;
 // plain SSE pairs or scalar code where the target has less).
 using Floats8 = float __attribute__((vector_size(32)));
@@ -134,8 +134,8 @@ V load(const void* p) {
 // Max pooling of one window of image n for channels [c0, c0 + 8), or for
 // channel c0 alone (kOne): the maxima and their indices kept in registers
 // over the window and stored once. A select written straight into the output
-// compiled to masked stores, which AMD's cores run microcoded (3% of a CNN+BN
-// step on Zen 3); with the window's bounds known up front there is no
+// compiled to masked stores, which AMD's cores run microcoded (3% of a
+// one-thread CNN+BN run's samples on Zen 3); with the window's bounds known up front there is no
 // per-pixel branch either.
 // The window's first pixel starts every channel (NaN included); every pixel
 // then replaces it only where strictly greater (the first, compared again,
@@ -173,15 +173,21 @@ void max_pool_channels(const Window2D& w, int64_t n, const WindowSpan& s, int64_
   std::memcpy(argmax + c0, &where, sizeof where);
 }
 
-// One output pixel's channels: eight at a time, then one by one.
+// Output rows [lo, hi) of batch * out_h, each pixel's channels eight at a
+// time, then one by one.
 template <bool kBias>
-void max_pool_pixel(const Window2D& w, int64_t n, int64_t oy, int64_t ox, const float* x, const float* bias, bool relu,
-                    float* y, int32_t* argmax) {
-  const WindowSpan s = window_span(w, oy, ox);
-  const int64_t out = ((n * w.out_h + oy) * w.out_w + ox) * w.channels;
-  int64_t c = 0;
-  for (; c + 8 <= w.channels; c += 8) max_pool_channels<false, kBias>(w, n, s, c, x, bias, relu, y + out, argmax + out);
-  for (; c < w.channels; ++c) max_pool_channels<true, kBias>(w, n, s, c, x, bias, relu, y + out, argmax + out);
+void max_pool_rows(const Window2D& w, int64_t lo, int64_t hi, const float* x, const float* bias, bool relu, float* y,
+                   int32_t* argmax) {
+  for (int64_t row = lo; row < hi; ++row) {
+    const int64_t n = row / w.out_h, oy = row % w.out_h;
+    for (int64_t ox = 0; ox < w.out_w; ++ox) {
+      const WindowSpan s = window_span(w, oy, ox);
+      const int64_t out = ((n * w.out_h + oy) * w.out_w + ox) * w.channels;
+      int64_t c = 0;
+      for (; c + 8 <= w.channels; c += 8) max_pool_channels<false, kBias>(w, n, s, c, x, bias, relu, y + out, argmax + out);
+      for (; c < w.channels; ++c) max_pool_channels<true, kBias>(w, n, s, c, x, bias, relu, y + out, argmax + out);
+    }
+  }
 }
 }  // namespace
 
@@ -189,12 +195,8 @@ void CpuBackend::max_pool(const Window2D& w, const float* x, const float* bias, 
   require_pool_activation(act);
   const bool relu = act == Activation::Relu;
   pool_.parallel_for(w.batch * w.out_h, 4, [&](int64_t lo, int64_t hi) {
-    for (int64_t row = lo; row < hi; ++row) {
-      const int64_t n = row / w.out_h, oy = row % w.out_h;
-      for (int64_t ox = 0; ox < w.out_w; ++ox)
-        if (bias) max_pool_pixel<true>(w, n, oy, ox, x, bias, relu, y, argmax);
-        else max_pool_pixel<false>(w, n, oy, ox, x, bias, relu, y, argmax);
-    }
+    if (bias) max_pool_rows<true>(w, lo, hi, x, bias, relu, y, argmax);
+    else max_pool_rows<false>(w, lo, hi, x, bias, relu, y, argmax);
   });
 }
 
