@@ -71,11 +71,13 @@ private:
 // its transpose: y = x * k equals dx of the convolution that maps y's shape
 // to x's, with k's input and output channels swapped, its window flipped and
 // the padding K - 1 - p on each side. On AVX2, oneDNN 2.6's backward-data
-// kernel for NHWC images runs 12-18% faster than its forward kernel on the
-// same arithmetic (64->64 and 32->64 channels at 14x14, 16->16 at 28x28,
-// 128->128 at 7x7; no shape measured slower; bench/bench_dnnl_forward_ways),
-// so there the forward pass takes that way. Elsewhere (AVX-512 and beyond,
-// whose kernels were not measured against each other) it stays direct.
+// kernel for NHWC images runs 12-17% faster than its forward kernel on the
+// same arithmetic for 32->64 and 64->64 channels at 14x14 (3x3), ~8% for
+// the first layers' 1->32, within 3% either way for 32->32 at 28x28
+// (bench_dnnl_forward_ways), so there the forward pass takes that way.
+// Elsewhere (AVX-512 and beyond, whose kernels were not measured against
+// each other) it stays direct. The bits differ between the two ways; a
+// machine always takes the same one.
 bool forward_as_transposed(const Window2D& w) {
   static const bool avx2 = dnnl::get_effective_cpu_isa() == dnnl::cpu_isa::avx2;
   const auto fits = [](int64_t kernel, int64_t pad) { return pad <= kernel - 1; };
