@@ -72,9 +72,10 @@ private:
 // to x's, with k's input and output channels swapped, its window flipped and
 // the padding K - 1 - p on each side. On AVX2, oneDNN 2.6's backward-data
 // kernel for NHWC images runs 12-17% faster than its forward kernel on the
-// same arithmetic for 32->64 and 64->64 channels at 14x14 (3x3), ~8% for
-// the first layers' 1->32, within 3% either way for 32->32 at 28x28
-// (bench_dnnl_forward_ways), so there the forward pass takes that way.
+// same arithmetic for 32->64 and 64->64 channels at 14x14 (3x3), 6-10% for
+// the first layers' 1->32, and 3-5% slower for 32->32 at 28x28 only
+// (bench_dnnl_forward_ways; about 2 ms of the CNN with batch norm's 100 ms
+// step, net), so there the forward pass takes that way.
 // Elsewhere (AVX-512 and beyond, whose kernels were not measured against
 // each other) it stays direct. The bits differ between the two ways; a
 // machine always takes the same one.
