@@ -59,6 +59,7 @@ const WindowCase kWindows[] = {
     {"3x3 s1 valid", 3, 9, 11, 4, 3, 3, 1, 1, WindowCase::Valid},
     {"4x2 kernel s1 same (more padding after)", 2, 10, 9, 3, 4, 2, 1, 1, WindowCase::Same},
     {"2x2 s1, explicit padding 1", 2, 8, 9, 5, 2, 2, 1, 1, WindowCase::Explicit, 1, 1},
+    {"1x1 s1 (pointwise)", 3, 8, 9, 6, 1, 1, 1, 1, WindowCase::Valid},
     // Windows that tile the image exactly: every pixel in exactly one window (the CNNs' pooling).
     {"2x2 s2 valid, even size (the windows tile the image)", 3, 16, 12, 8, 2, 2, 2, 2, WindowCase::Valid},
     {"3x2 kernel, strides 3x2, valid, tiling", 4, 18, 20, 5, 3, 2, 3, 2, WindowCase::Valid},
