@@ -24,6 +24,8 @@
 #include <string>
 #include <vector>
 
+#include "BenchUtil.h"
+
 namespace {
 using dnnl::memory;
 using Tag = memory::format_tag;
@@ -31,11 +33,6 @@ constexpr auto f32 = memory::data_type::f32;
 
 double now_ms() {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
 }
 
 void fill(const memory& m) {
@@ -116,9 +113,9 @@ int main(int argc, char** argv) {
                         {"direct_impl", direct_pd.impl_info_str()},
                         {"transposed_impl", transposed_pd.impl_info_str()},
                         {"direct_best_ms", d_best},
-                        {"direct_median_ms", median(d_ms)},
+                        {"direct_median_ms", strata::bench::median(d_ms)},
                         {"transposed_best_ms", t_best},
-                        {"transposed_median_ms", median(t_ms)},
+                        {"transposed_median_ms", strata::bench::median(t_ms)},
                         {"direct_gflops", gflop / (d_best * 1e-3)},
                         {"transposed_gflops", gflop / (t_best * 1e-3)},
                         {"direct_over_transposed", d_best / t_best}};

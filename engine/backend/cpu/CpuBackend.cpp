@@ -9,6 +9,7 @@
 #include <immintrin.h>  // _mm_stream_ps: WeightStores::Streamed
 #endif
 
+#include "backend/cpu/ReluGradient.h"
 #include "core/Denormals.h"
 #include "core/Device.h"
 #include "core/Error.h"
@@ -233,24 +234,12 @@ void CpuBackend::activation_backward(Activation act, const float* y, const float
   }
   const int64_t n = rows * cols;
   pool_.parallel_for(n, kElementGrain, [&](int64_t lo, int64_t hi) {
-    if (act == Activation::Relu) {
-      // dy read whatever y is (Eigen's select of (y > 0, dy, 0) compiled to
-      // masked loads of dy), as batch norm's relu backward.
-      const float* __restrict yp = y + lo;
-      const float* __restrict gp = dy + lo;
-      float* __restrict dp = dx + lo;
-      for (int64_t i = 0; i < hi - lo; ++i) {
-        const float g = gp[i];
-        dp[i] = yp[i] > 0.0f ? g : 0.0f;
-      }
-      return;
-    }
     ConstArrMap Y(y + lo, hi - lo);
     ConstArrMap G(dy + lo, hi - lo);
     ArrMap D(dx + lo, hi - lo);
     switch (act) {
       case Activation::None: D = G; break;
-      case Activation::Relu: break;  // above
+      case Activation::Relu: relu_gradient(y + lo, dy + lo, dx + lo, hi - lo); break;
       case Activation::Tanh: D = G * (1.0f - Y.square()); break;
       case Activation::Sigmoid: D = G * Y * (1.0f - Y); break;
       case Activation::Softmax: break;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "backend/cpu/CpuBackend.h"
+#include "backend/cpu/ReluGradient.h"
 
 namespace strata {
 
@@ -385,12 +386,7 @@ void backward_sums(ThreadPool& pool, const float* dy, const float* y, const floa
     const int64_t at = r * channels;
     const float* g = dy;
     if constexpr (kRelu) {
-#pragma omp simd
-      for (int64_t j = 0; j < width; ++j) {
-        // dy read whatever y is: a conditional read compiled to masked loads.
-        const float d = dy[at + j];
-        dz[at + j] = y[at + j] > 0.0f ? d : 0.0f;
-      }
+      relu_gradient(y + at, dy + at, dz + at, width);
       g = dz;
     }
 #pragma omp simd
