@@ -57,9 +57,13 @@ struct Conv {
   const char* model;
   int64_t channels, size, filters, kernel;
 };
-// The example models' stride-1 "same" convolutions (28x28 Fashion-MNIST).
+// The example models' stride-1 "same" convolutions (28x28 Fashion-MNIST),
+// then first layers of few input channels (an RGB image's 3; 4, 8 and 16)
+// that locate where the ways cross on an ISA.
 const Conv kConvs[] = {{"cnn-bn", 1, 28, 32, 3},  {"cnn-bn", 32, 28, 32, 3}, {"cnn-bn", 32, 14, 64, 3},
-                       {"cnn-bn", 64, 14, 64, 3}, {"tf-cnn", 1, 28, 32, 5},  {"tf-cnn", 32, 14, 64, 5}};
+                       {"cnn-bn", 64, 14, 64, 3}, {"tf-cnn", 1, 28, 32, 5},  {"tf-cnn", 32, 14, 64, 5},
+                       {"rgb", 3, 32, 32, 3},     {"probe", 4, 28, 32, 3},   {"probe", 8, 28, 32, 3},
+                       {"probe", 16, 28, 32, 3}};
 }  // namespace
 
 int main(int argc, char** argv) {

@@ -70,20 +70,29 @@ private:
 // The forward pass of a stride-1 convolution is the backward-data pass of
 // its transpose: y = x * k equals dx of the convolution that maps y's shape
 // to x's, with k's input and output channels swapped, its window flipped and
-// the padding K - 1 - p on each side. On AVX2, oneDNN 2.6's backward-data
-// kernel for NHWC images runs 12-17% faster than its forward kernel on the
-// same arithmetic for 32->64 and 64->64 channels at 14x14 (3x3), 6-10% for
-// the first layers' 1->32, and 3-5% slower for 32->32 at 28x28 only
-// (bench_dnnl_forward_ways; about 2 ms of the CNN with batch norm's 100 ms
-// step, net), so there the forward pass takes that way.
-// Elsewhere (AVX-512 and beyond, whose kernels were not measured against
-// each other) it stays direct. The bits differ between the two ways; a
-// machine always takes the same one.
+// the padding K - 1 - p on each side. Which way is faster depends on the
+// ISA's kernels (bench_dnnl_forward_ways, one thread, batch 64, oneDNN 2.6):
+// - AVX2: backward-data runs 12-17% faster than forward for 32->64 and
+//   64->64 channels at 14x14 (3x3), 6-10% for the first layers' 1->32, and
+//   3-5% slower for 32->32 at 28x28 only (about 2 ms of the CNN with batch
+//   norm's 100 ms step, net), so every stride-1 forward pass takes it.
+// - AVX-512 (the avx512_core kernels, which the later ISAs run in float32):
+//   the direct kernel wins from 16 input channels up (4-16% faster at 16, 32
+//   and 64) and loses below (backward-data is 3-6% faster at 8 channels, 20%
+//   at 4, 8-20% at 1 with 3x3, 30-40% at 1 with 5x5), so only first layers
+//   of at most 8 channels take it.
+// Other ISAs' kernels were not measured: direct. The bits differ between the
+// two ways; a machine always takes the same one.
 bool forward_as_transposed(const Window2D& w) {
-  static const bool avx2 = dnnl::get_effective_cpu_isa() == dnnl::cpu_isa::avx2;
+  static const dnnl::cpu_isa isa = dnnl::get_effective_cpu_isa();
+  // avx2_vnni adds only integer instructions: its float32 kernels are AVX2's.
+  static const bool avx2 = isa == dnnl::cpu_isa::avx2 || isa == dnnl::cpu_isa::avx2_vnni;
+  static const bool avx512 = isa == dnnl::cpu_isa::avx512_core || isa == dnnl::cpu_isa::avx512_core_vnni ||
+                             isa == dnnl::cpu_isa::avx512_core_bf16 || isa == dnnl::cpu_isa::avx512_core_amx;
   const auto fits = [](int64_t kernel, int64_t pad) { return pad <= kernel - 1; };
-  return avx2 && w.stride_h == 1 && w.stride_w == 1 && fits(w.kernel_h, w.pad_top) && fits(w.kernel_h, pad_bottom(w)) &&
-         fits(w.kernel_w, w.pad_left) && fits(w.kernel_w, pad_right(w));
+  const bool stride_1 = w.stride_h == 1 && w.stride_w == 1 && fits(w.kernel_h, w.pad_top) &&
+                        fits(w.kernel_h, pad_bottom(w)) && fits(w.kernel_w, w.pad_left) && fits(w.kernel_w, pad_right(w));
+  return stride_1 && (avx2 || (avx512 && w.channels <= 8));
 }
 
 // The transposed convolution's window (its input is y's shape, its output x's).
