@@ -61,13 +61,6 @@ void Backend::batch_norm_apply_relu(const float* x, int64_t rows, int64_t channe
   activation_forward(Activation::Relu, y, y, rows, channels);
 }
 
-void Backend::batch_norm_relu_backward_reduce(const float* dy, const float* y, const float* x, int64_t rows, int64_t channels,
-                                              const float* mean, const float* inv_std, float* dz, float* sum_dz,
-                                              float* sum_dz_xhat) {
-  activation_backward(Activation::Relu, y, dy, dz, rows, channels);
-  batch_norm_backward_reduce(dz, x, rows, channels, mean, inv_std, sum_dz, sum_dz_xhat);
-}
-
 void Backend::gemm_bias(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a, const float* b,
                         const float* bias, float* c) {
   gemm(trans_a, trans_b, m, n, k, 1.0f, a, b, 0.0f, c);

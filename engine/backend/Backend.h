@@ -243,18 +243,28 @@ public:
   virtual void batch_norm_backward_reduce(const float* dy, const float* x, int64_t rows, int64_t channels,
                                           const float* mean, const float* inv_std, float* sum_dy,
                                           float* sum_dy_xhat) = 0;
-  // Through the relu after a batch norm and into its backward sums: dz =
-  // activation_backward(Relu, y, dy) (y the relu's output), then
-  // batch_norm_backward_reduce of dz, in one pass where a backend fuses them.
-  virtual void batch_norm_relu_backward_reduce(const float* dy, const float* y, const float* x, int64_t rows,
-                                               int64_t channels, const float* mean, const float* inv_std, float* dz,
-                                               float* sum_dz, float* sum_dz_xhat);
+  // Through the relu after a batch norm (batch_norm_apply_relu's y =
+  // relu(v), v = x * scale + shift, scale = gamma * inv_std, shift = beta -
+  // mean * scale) and into its backward sums: batch_norm_backward_reduce of
+  // dz = v > 0 ? dy : 0, the relu's gradient, with v computed again from x
+  // exactly as batch_norm_apply_relu computes it (the same bits: v > 0 where
+  // y > 0). dz is never stored: the pass reads dy and x only, and the apply
+  // below takes dz the same way (a third of the memory traffic of reading y
+  // and writing dz, on passes that are bound by it).
+  virtual void batch_norm_relu_backward_reduce(const float* dy, const float* x, int64_t rows, int64_t channels,
+                                               const float* mean, const float* inv_std, const float* gamma, const float* beta,
+                                               float* sum_dz, float* sum_dz_xhat) = 0;
   // dx = gamma * inv_std / count * (count * dy - sum_dy - xhat * sum_dy_xhat), with
   // count[0] the number of rows over all replicas (synchronised statistics).
   virtual void batch_norm_backward_apply(const float* dy, const float* x, int64_t rows, int64_t channels,
                                          const float* mean, const float* inv_std, const float* gamma,
                                          const float* sum_dy, const float* sum_dy_xhat, const float* count,
                                          float* dx) = 0;
+  // batch_norm_backward_apply of batch_norm_relu_backward_reduce's dz.
+  virtual void batch_norm_relu_backward_apply(const float* dy, const float* x, int64_t rows, int64_t channels,
+                                              const float* mean, const float* inv_std, const float* gamma, const float* beta,
+                                              const float* sum_dz, const float* sum_dz_xhat, const float* count,
+                                              float* dx) = 0;
 
   // Fused optimizer updates, one pass over the parameter. lr[0] is the
   // learning rate; Adam reads lr_step = [learning rate, 1-based step].

@@ -111,16 +111,18 @@ Tensor BatchNormalizationLayer::normalize(const Tensor& x, bool training, bool r
     // Local sums give d gamma and d beta (the optimizer all-reduces those);
     // d x needs the sums over every example that shared the statistics.
     Tensor local = Tensor::empty(Shape{2 * channels}, dy.device());
-    // With the relu after: dz, the gradient at the normalised values.
-    Tensor dz = dy;
-    if (relu) {
-      dz = Tensor::empty(x.shape(), dy.device());
-      bk.batch_norm_relu_backward_reduce(dy.ptr(), y.ptr(), x.ptr(), rows, channels, mean.ptr(), inv_std.ptr(), dz.ptr(),
+    // With the relu after: the sums of dz, the gradient at the normalised
+    // values, which the backend takes again from x, gamma and beta (as they
+    // were in the forward pass: a step updates them after its backward pass;
+    // read through the captured tensors, which keep their memory alive).
+    const float* gamma_at = has_scale ? gamma.ptr() : nullptr;
+    const float* beta_at = has_center ? beta.ptr() : nullptr;
+    if (relu)
+      bk.batch_norm_relu_backward_reduce(dy.ptr(), x.ptr(), rows, channels, mean.ptr(), inv_std.ptr(), gamma_at, beta_at,
                                          local.ptr(), local.ptr() + channels);
-    } else {
+    else
       bk.batch_norm_backward_reduce(dy.ptr(), x.ptr(), rows, channels, mean.ptr(), inv_std.ptr(), local.ptr(),
                                     local.ptr() + channels);
-    }
     Tensor total = local;
     if (synced) {
       // Every replica reaches this collective: gradient() walks the same ops
@@ -133,9 +135,13 @@ Tensor BatchNormalizationLayer::normalize(const Tensor& x, bool training, bool r
     std::vector<Tensor> grads(1 + has_scale + has_center);
     if (need[0] || synced) {
       grads[0] = Tensor::empty(x.shape(), dy.device());
-      bk.batch_norm_backward_apply(dz.ptr(), x.ptr(), rows, channels, mean.ptr(), inv_std.ptr(),
-                                   has_scale ? gamma.ptr() : nullptr, total.ptr(), total.ptr() + channels,
-                                   sums.ptr() + 2 * channels, grads[0].ptr());
+      const float* all_rows = sums.ptr() + 2 * channels;
+      if (relu)
+        bk.batch_norm_relu_backward_apply(dy.ptr(), x.ptr(), rows, channels, mean.ptr(), inv_std.ptr(), gamma_at, beta_at,
+                                          total.ptr(), total.ptr() + channels, all_rows, grads[0].ptr());
+      else
+        bk.batch_norm_backward_apply(dy.ptr(), x.ptr(), rows, channels, mean.ptr(), inv_std.ptr(), gamma_at, total.ptr(),
+                                     total.ptr() + channels, all_rows, grads[0].ptr());
     }
     size_t k = 1;
     if (has_scale) grads[k++] = local.slice_rows(channels, 2 * channels);

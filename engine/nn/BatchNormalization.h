@@ -22,8 +22,8 @@ public:
   Json config() const override;
   Tensor call(const Tensor& x, bool training) override;
   // Training, followed by a relu layer: the relu in the normalising pass and
-  // its gradient in the pass of the backward sums (Backend::
-  // batch_norm_apply_relu, batch_norm_relu_backward_reduce), the same bits.
+  // its gradient in the backward passes (Backend::batch_norm_apply_relu,
+  // batch_norm_relu_backward_reduce and _apply), the same bits.
   std::optional<Tensor> call_with_next(const Layer& next, const Tensor& x, bool training) override;
   bool synchronized() const { return synchronized_; }
   Variable* moving_mean() { return moving_mean_; }

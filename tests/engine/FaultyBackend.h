@@ -131,6 +131,16 @@ public:
                                  const float* count, float* dx) override {
     in_.batch_norm_backward_apply(dy, x, rows, channels, mean, inv_std, gamma, sum_dy, sum_dy_xhat, count, dx);
   }
+  void batch_norm_relu_backward_reduce(const float* dy, const float* x, int64_t rows, int64_t channels, const float* mean,
+                                       const float* inv_std, const float* gamma, const float* beta, float* sum_dz,
+                                       float* sum_dz_xhat) override {
+    in_.batch_norm_relu_backward_reduce(dy, x, rows, channels, mean, inv_std, gamma, beta, sum_dz, sum_dz_xhat);
+  }
+  void batch_norm_relu_backward_apply(const float* dy, const float* x, int64_t rows, int64_t channels, const float* mean,
+                                      const float* inv_std, const float* gamma, const float* beta, const float* sum_dz,
+                                      const float* sum_dz_xhat, const float* count, float* dx) override {
+    in_.batch_norm_relu_backward_apply(dy, x, rows, channels, mean, inv_std, gamma, beta, sum_dz, sum_dz_xhat, count, dx);
+  }
   void sgd_update(int64_t n, float* w, const float* g, float* velocity, const float* lr, float momentum, bool nesterov,
                   strata::WeightStores stores) override {
     in_.sgd_update(n, w, g, velocity, lr, momentum, has("sgd_ignores_nesterov") ? false : nesterov, stores);

@@ -751,6 +751,51 @@ private slots:
       }
   }
 
+  // The relu's backward passes take its gradient from x, gamma and beta
+  // (v = x * scale + shift > 0) rather than from the forward pass's output:
+  // they must give the bits of the plain passes fed dz = y > 0 ? dy : 0,
+  // with y what batch_norm_apply_relu wrote, for every element, those whose
+  // v rounds to about 0 included (x at the mean, beta 0), and for the
+  // gamma/beta-less layer.
+  void batch_norm_relu_backward_takes_the_relus_gradient() {
+    for (auto s : kBatchNormShapes)
+      for (bool affine : {false, true}) {
+        const size_t n = static_cast<size_t>(s.rows * s.channels), C = static_cast<size_t>(s.channels);
+        auto x = random_vector(n, -3.0f, 3.0f);
+        const auto dy = random_vector(n), mean = random_vector(C), inv_std = random_vector(C, 0.5f, 2.0f);
+        auto gamma = random_vector(C), beta = random_vector(C);
+        for (size_t i = 0; i < n; i += 7) x[i] = mean[i % C];
+        beta[0] = 0.0f;
+        const float* g = affine ? gamma.data() : nullptr;
+        const float* b = affine ? beta.data() : nullptr;
+        const float count = static_cast<float>(s.rows);
+        CpuBackend be(2);
+        auto y = nan_vector(n);
+        be.batch_norm_apply_relu(x.data(), s.rows, s.channels, mean.data(), inv_std.data(), g, b, y.data());
+        std::vector<float> dz(n);
+        size_t cut = 0;
+        for (size_t i = 0; i < n; ++i) {
+          dz[i] = y[i] > 0.0f ? dy[i] : 0.0f;
+          cut += !(y[i] > 0.0f);
+        }
+        if (n >= 1000) QVERIFY(cut > n / 10 && cut < n - n / 10);  // both sides of the relu are exercised
+        auto want_sum = nan_vector(C), want_xhat = nan_vector(C), got_sum = nan_vector(C), got_xhat = nan_vector(C);
+        be.batch_norm_backward_reduce(dz.data(), x.data(), s.rows, s.channels, mean.data(), inv_std.data(), want_sum.data(),
+                                      want_xhat.data());
+        be.batch_norm_relu_backward_reduce(dy.data(), x.data(), s.rows, s.channels, mean.data(), inv_std.data(), g, b,
+                                           got_sum.data(), got_xhat.data());
+        const std::string tag = " rows=" + std::to_string(s.rows) + " affine=" + std::to_string(affine);
+        STRATA_COMPARE_OK(identical(got_sum, want_sum, "batch_norm_relu_backward_reduce sum_dz" + tag));
+        STRATA_COMPARE_OK(identical(got_xhat, want_xhat, "batch_norm_relu_backward_reduce sum_dz_xhat" + tag));
+        auto want_dx = nan_vector(n), got_dx = nan_vector(n);
+        be.batch_norm_backward_apply(dz.data(), x.data(), s.rows, s.channels, mean.data(), inv_std.data(), g, want_sum.data(),
+                                     want_xhat.data(), &count, want_dx.data());
+        be.batch_norm_relu_backward_apply(dy.data(), x.data(), s.rows, s.channels, mean.data(), inv_std.data(), g, b,
+                                          want_sum.data(), want_xhat.data(), &count, got_dx.data());
+        STRATA_COMPARE_OK(identical(got_dx, want_dx, "batch_norm_relu_backward_apply" + tag));
+      }
+  }
+
   void batch_norm_channel_counts_change_no_bits() {
     // The kernels have loops for 16, 32 and 64 channels with the count a
     // compile-time constant, and one for any count. Every channel is its own
@@ -776,14 +821,14 @@ private slots:
           auto y = nan_vector(m), y_relu = nan_vector(m);
           be.batch_norm_apply(px, rows, channels, pm, pis, pg, pb, y.data());
           be.batch_norm_apply_relu(px, rows, channels, pm, pis, pg, pb, y_relu.data());
-          auto sdy = nan_vector(k), sdxh = nan_vector(k), dz = nan_vector(m), sdz = nan_vector(k), sdzxh = nan_vector(k);
+          auto sdy = nan_vector(k), sdxh = nan_vector(k), sdz = nan_vector(k), sdzxh = nan_vector(k);
           be.batch_norm_backward_reduce(pdy, px, rows, channels, pm, pis, sdy.data(), sdxh.data());
-          be.batch_norm_relu_backward_reduce(pdy, y_relu.data(), px, rows, channels, pm, pis, dz.data(), sdz.data(),
-                                             sdzxh.data());
-          auto dx = nan_vector(m);
-          be.batch_norm_backward_apply(dz.data(), px, rows, channels, pm, pis, pg, sdz.data(), sdzxh.data(), &count,
-                                       dx.data());
-          for (auto* v : {&sum, &sumsq, &y, &y_relu, &sdy, &sdxh, &dz, &sdz, &sdzxh, &dx}) out.push_back(std::move(*v));
+          be.batch_norm_relu_backward_reduce(pdy, px, rows, channels, pm, pis, pg, pb, sdz.data(), sdzxh.data());
+          auto dx = nan_vector(m), dx_relu = nan_vector(m);
+          be.batch_norm_backward_apply(pdy, px, rows, channels, pm, pis, pg, sdy.data(), sdxh.data(), &count, dx.data());
+          be.batch_norm_relu_backward_apply(pdy, px, rows, channels, pm, pis, pg, pb, sdz.data(), sdzxh.data(), &count,
+                                            dx_relu.data());
+          for (auto* v : {&sum, &sumsq, &y, &y_relu, &sdy, &sdxh, &sdz, &sdzxh, &dx, &dx_relu}) out.push_back(std::move(*v));
           return out;
         };
         const auto all = run(C, x.data(), dy.data(), mean.data(), inv_std.data(), gamma.data(), beta.data());

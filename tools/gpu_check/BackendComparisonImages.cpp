@@ -296,26 +296,44 @@ void BackendComparison::batch_norm_layers() {
         });
         c.expect("", y, kElementwise);
       });
-    // The relu's gradient (y: its output, exact zeros where it cut) and the
-    // backward sums of what passes, in one pass.
-    h_.check("batch_norm_relu_backward_reduce", dims({p.rows, p.channels}), [&](OpCase& c) {
-      std::vector<float> relu_out = c.uniform(p.rows * p.channels, -0.5f, 1.0f);
-      for (float& v : relu_out) v = std::max(v, 0.0f);
-      auto& y = c.values(Shape{p.rows, p.channels}, relu_out);
+    // Through the relu after it: its gradient taken from v = x * scale +
+    // shift > 0 (about a third cut, x reaching below the mean as above) and
+    // the backward sums of what passes, then dx of it.
+    h_.check("batch_norm_relu_backward_reduce", shape, [&](OpCase& c) {
       auto& dy = c.input(Shape{p.rows, p.channels}, -0.5f, 1.0f);
-      auto& x = c.input(Shape{p.rows, p.channels}, -0.5f, 1.0f);
+      auto& x = c.input(Shape{p.rows, p.channels}, -2.0f, 1.0f);
       auto& mean = c.input(Shape{p.channels}, -1.0f, -0.5f);
       auto& inv_std = c.input(Shape{p.channels}, 0.5f, 2.0f);
-      auto& dz = c.poisoned(Shape{p.rows, p.channels});
+      Operand none;
+      auto& gamma = p.gamma ? c.input(Shape{p.channels}, 0.5f, 1.5f) : none;
+      auto& beta = p.beta ? c.input(Shape{p.channels}, -1.0f, 1.0f) : none;
       auto& sum_dz = c.poisoned(Shape{p.channels});
       auto& sum_dz_xhat = c.poisoned(Shape{p.channels});
       c.run([&](Backend& b, Side s) {
-        b.batch_norm_relu_backward_reduce(dy.f(s), y.f(s), x.f(s), p.rows, p.channels, mean.f(s), inv_std.f(s), dz.f(s),
+        b.batch_norm_relu_backward_reduce(dy.f(s), x.f(s), p.rows, p.channels, mean.f(s), inv_std.f(s), gamma.f(s), beta.f(s),
                                           sum_dz.f(s), sum_dz_xhat.f(s));
       });
-      c.expect("dz", dz, kExact);
       c.expect("sum_dz", sum_dz, summed(p.rows));
       c.expect("sum_dz_xhat", sum_dz_xhat, summed(p.rows));
+    });
+    h_.check("batch_norm_relu_backward_apply", shape, [&](OpCase& c) {
+      auto& dy = c.input(Shape{p.rows, p.channels}, -1.0f, 1.0f);
+      auto& x = c.input(Shape{p.rows, p.channels}, -2.0f, 1.0f);
+      auto& mean = c.input(Shape{p.channels}, -1.0f, -0.5f);
+      auto& inv_std = c.input(Shape{p.channels}, 0.5f, 2.0f);
+      Operand none;
+      auto& gamma = p.gamma ? c.input(Shape{p.channels}, 0.5f, 1.5f) : none;
+      auto& beta = p.beta ? c.input(Shape{p.channels}, -1.0f, 1.0f) : none;
+      const float scale = static_cast<float>(p.rows) * 0.5f;
+      auto& sum_dz = c.input(Shape{p.channels}, -scale, scale);
+      auto& sum_dz_xhat = c.input(Shape{p.channels}, -scale, scale);
+      auto& count = c.values(Shape{1}, {static_cast<float>(p.rows)});
+      auto& dx = c.poisoned(Shape{p.rows, p.channels});
+      c.run([&](Backend& b, Side s) {
+        b.batch_norm_relu_backward_apply(dy.f(s), x.f(s), p.rows, p.channels, mean.f(s), inv_std.f(s), gamma.f(s), beta.f(s),
+                                         sum_dz.f(s), sum_dz_xhat.f(s), count.f(s), dx.f(s));
+      });
+      c.expect("", dx, kElementwise);
     });
     h_.check("batch_norm_backward_reduce", dims({p.rows, p.channels}), [&](OpCase& c) {
       auto& dy = c.input(Shape{p.rows, p.channels}, -0.5f, 1.0f);

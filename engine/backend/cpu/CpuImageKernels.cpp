@@ -2,6 +2,7 @@
 // the dense kernels in CpuBackend.cpp to keep both files readable.
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -9,7 +10,6 @@
 #include <vector>
 
 #include "backend/cpu/CpuBackend.h"
-#include "backend/cpu/ReluGradient.h"
 
 namespace strata {
 
@@ -339,23 +339,44 @@ void CpuBackend::batch_norm_moving_update(const float* mean, const float* inv_st
 }
 
 namespace {
-// y = x * scale + shift per channel, then relu where asked (as
-// activation_forward's: a NaN passes through): batch_norm_apply and
-// batch_norm_apply_relu, the same arithmetic.
+// Batch norm's per-channel affine map, v = affine(x, scale, shift), the one
+// expression that batch_norm_apply(_relu) and the relu's backward passes
+// all compute (the backward passes take the relu's gradient from v > 0, and
+// must see the forward pass's bits: GCC fuses the multiply-add in each).
+struct BatchNormAffine {
+  std::vector<float> scale, shift;
+  BatchNormAffine(int64_t channels, const float* mean, const float* inv_std, const float* gamma, const float* beta)
+      : scale(static_cast<size_t>(channels)), shift(static_cast<size_t>(channels)) {
+    for (int64_t c = 0; c < channels; ++c) {
+      const auto i = static_cast<size_t>(c);
+      scale[i] = inv_std[c] * (gamma ? gamma[c] : 1.0f);
+      shift[i] = (beta ? beta[c] : 0.0f) - mean[c] * scale[i];
+    }
+  }
+};
+inline float affine(float x, float scale, float shift) { return x * scale + shift; }
+
+// d where v > 0, else 0 (a NaN v gives 0): the gradient d through a relu
+// whose input is v. As an and with the comparison's mask, because GCC left
+// the backward sums' loop scalar with this as a select (a conditional read
+// of d it compiled to masked loads).
+inline float relu_pass(float v, float d) {
+  const uint32_t keep = 0u - static_cast<uint32_t>(v > 0.0f);
+  return std::bit_cast<float>(std::bit_cast<uint32_t>(d) & keep);
+}
+
+// y = v, then relu where asked (as activation_forward's: a NaN passes
+// through): batch_norm_apply and batch_norm_apply_relu, the same arithmetic.
 template <bool kRelu>
 void apply_batch_norm(ThreadPool& pool, const float* x, int64_t rows, int64_t channels, const float* mean,
                       const float* inv_std, const float* gamma, const float* beta, float* y) {
-  std::vector<float> scale(static_cast<size_t>(channels)), shift(static_cast<size_t>(channels));
-  for (int64_t c = 0; c < channels; ++c) {
-    scale[static_cast<size_t>(c)] = inv_std[c] * (gamma ? gamma[c] : 1.0f);
-    shift[static_cast<size_t>(c)] = (beta ? beta[c] : 0.0f) - mean[c] * scale[static_cast<size_t>(c)];
-  }
+  const BatchNormAffine f(channels, mean, inv_std, gamma, beta);
   for_each_channel_row(pool, rows, channels, [&](int64_t r, auto width) {
     const float* xr = x + r * channels;
     float* yr = y + r * channels;
 #pragma omp simd
     for (int64_t c = 0; c < width; ++c) {
-      const float v = xr[c] * scale[static_cast<size_t>(c)] + shift[static_cast<size_t>(c)];
+      const float v = affine(xr[c], f.scale[static_cast<size_t>(c)], f.shift[static_cast<size_t>(c)]);
       yr[c] = kRelu && v < 0.0f ? 0.0f : v;
     }
   });
@@ -373,57 +394,81 @@ void CpuBackend::batch_norm_apply_relu(const float* x, int64_t rows, int64_t cha
 }
 
 namespace {
-// sum_dy[c] and sum_dy_xhat[c] over the rows, of dy or (kRelu) of dz = the
-// relu's gradient, written out first: batch_norm_backward_reduce and
-// batch_norm_relu_backward_reduce, the same sums. A row's dz is written, then
-// summed while it is in cache (two loops, each of which the compiler
-// vectorises; one loop storing dz beside the double sums it could not, and
-// took ten times as long).
-template <bool kRelu>
-void backward_sums(ThreadPool& pool, const float* dy, const float* y, const float* x, int64_t rows, int64_t channels,
-                   const float* mean, const float* inv_std, float* dz, float* sum_dy, float* sum_dy_xhat) {
-  reduce_rows(pool, rows, channels, sum_dy, sum_dy_xhat, [&](int64_t r, auto width, double* a, double* b) {
-    const int64_t at = r * channels;
-    const float* g = dy;
-    if constexpr (kRelu) {
-      relu_gradient(y + at, dy + at, dz + at, width);
-      g = dz;
-    }
+// sum_dy[c] and sum_dy_xhat[c] over the rows, of dy or (`relu` given) of dz
+// = relu_pass(v, dy): batch_norm_backward_reduce and
+// batch_norm_relu_backward_reduce, the same sums.
+void backward_sums(ThreadPool& pool, const float* dy, const float* x, int64_t rows, int64_t channels, const float* mean,
+                   const float* inv_std, const BatchNormAffine* relu, float* sum_dy, float* sum_dy_xhat) {
+  const auto sums = [&](auto kRelu) {
+    const float* scale = kRelu ? relu->scale.data() : nullptr;
+    const float* shift = kRelu ? relu->shift.data() : nullptr;
+    reduce_rows(pool, rows, channels, sum_dy, sum_dy_xhat, [&](int64_t r, auto width, double* a, double* b) {
+      const float* xr = x + r * channels;
+      const float* dyr = dy + r * channels;
 #pragma omp simd
-    for (int64_t j = 0; j < width; ++j) {
-      const double v = g[at + j];
-      a[j] += v;
-      b[j] += v * (x[at + j] - mean[j]) * inv_std[j];
-    }
-  });
+      for (int64_t j = 0; j < width; ++j) {
+        float g = dyr[j];
+        if constexpr (kRelu) g = relu_pass(affine(xr[j], scale[j], shift[j]), g);
+        const double v = g;
+        a[j] += v;
+        b[j] += v * (xr[j] - mean[j]) * inv_std[j];
+      }
+    });
+  };
+  if (relu) sums(std::true_type{});
+  else sums(std::false_type{});
+}
+
+// dx from dy or (`relu` given) dz, as backward_sums takes them.
+void backward_apply(ThreadPool& pool, const float* dy, const float* x, int64_t rows, int64_t channels, const float* mean,
+                    const float* inv_std, const float* gamma, const BatchNormAffine* relu, const float* sum_dy,
+                    const float* sum_dy_xhat, const float* count, float* dx) {
+  const float inv_count = static_cast<float>(1.0 / static_cast<double>(count[0]));
+  std::vector<float> k(static_cast<size_t>(channels));
+  for (int64_t c = 0; c < channels; ++c) k[static_cast<size_t>(c)] = (gamma ? gamma[c] : 1.0f) * inv_std[c];
+  const auto apply = [&](auto kRelu) {
+    const float* scale = kRelu ? relu->scale.data() : nullptr;
+    const float* shift = kRelu ? relu->shift.data() : nullptr;
+    for_each_channel_row(pool, rows, channels, [&](int64_t r, auto width) {
+      const int64_t at = r * channels;
+#pragma omp simd
+      for (int64_t c = 0; c < width; ++c) {
+        float g = dy[at + c];
+        if constexpr (kRelu) g = relu_pass(affine(x[at + c], scale[c], shift[c]), g);
+        const float xhat = (x[at + c] - mean[c]) * inv_std[c];
+        dx[at + c] = k[static_cast<size_t>(c)] * (g - inv_count * (sum_dy[c] + xhat * sum_dy_xhat[c]));
+      }
+    });
+  };
+  if (relu) apply(std::true_type{});
+  else apply(std::false_type{});
 }
 }  // namespace
 
 void CpuBackend::batch_norm_backward_reduce(const float* dy, const float* x, int64_t rows, int64_t channels,
                                             const float* mean, const float* inv_std, float* sum_dy, float* sum_dy_xhat) {
-  backward_sums<false>(pool_, dy, nullptr, x, rows, channels, mean, inv_std, nullptr, sum_dy, sum_dy_xhat);
+  backward_sums(pool_, dy, x, rows, channels, mean, inv_std, nullptr, sum_dy, sum_dy_xhat);
 }
 
-void CpuBackend::batch_norm_relu_backward_reduce(const float* dy, const float* y, const float* x, int64_t rows,
-                                                 int64_t channels, const float* mean, const float* inv_std, float* dz,
-                                                 float* sum_dz, float* sum_dz_xhat) {
-  backward_sums<true>(pool_, dy, y, x, rows, channels, mean, inv_std, dz, sum_dz, sum_dz_xhat);
+void CpuBackend::batch_norm_relu_backward_reduce(const float* dy, const float* x, int64_t rows, int64_t channels,
+                                                 const float* mean, const float* inv_std, const float* gamma,
+                                                 const float* beta, float* sum_dz, float* sum_dz_xhat) {
+  const BatchNormAffine relu(channels, mean, inv_std, gamma, beta);
+  backward_sums(pool_, dy, x, rows, channels, mean, inv_std, &relu, sum_dz, sum_dz_xhat);
 }
 
 void CpuBackend::batch_norm_backward_apply(const float* dy, const float* x, int64_t rows, int64_t channels,
                                            const float* mean, const float* inv_std, const float* gamma,
                                            const float* sum_dy, const float* sum_dy_xhat, const float* count, float* dx) {
-  const float inv_count = static_cast<float>(1.0 / static_cast<double>(count[0]));
-  std::vector<float> k(static_cast<size_t>(channels));
-  for (int64_t c = 0; c < channels; ++c) k[static_cast<size_t>(c)] = (gamma ? gamma[c] : 1.0f) * inv_std[c];
-  for_each_channel_row(pool_, rows, channels, [&](int64_t r, auto width) {
-    const int64_t at = r * channels;
-#pragma omp simd
-    for (int64_t c = 0; c < width; ++c) {
-      const float xhat = (x[at + c] - mean[c]) * inv_std[c];
-      dx[at + c] = k[static_cast<size_t>(c)] * (dy[at + c] - inv_count * (sum_dy[c] + xhat * sum_dy_xhat[c]));
-    }
-  });
+  backward_apply(pool_, dy, x, rows, channels, mean, inv_std, gamma, nullptr, sum_dy, sum_dy_xhat, count, dx);
+}
+
+void CpuBackend::batch_norm_relu_backward_apply(const float* dy, const float* x, int64_t rows, int64_t channels,
+                                                const float* mean, const float* inv_std, const float* gamma,
+                                                const float* beta, const float* sum_dz, const float* sum_dz_xhat,
+                                                const float* count, float* dx) {
+  const BatchNormAffine relu(channels, mean, inv_std, gamma, beta);
+  backward_apply(pool_, dy, x, rows, channels, mean, inv_std, gamma, &relu, sum_dz, sum_dz_xhat, count, dx);
 }
 
 }  // namespace strata

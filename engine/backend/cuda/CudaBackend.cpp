@@ -1102,12 +1102,12 @@ void CudaBackend::batch_norm_apply_relu(const float* x, int64_t rows, int64_t ch
   cuda::batch_norm_apply(enter(), x, rows, channels, mean, inv_std, gamma, beta, y, true);
 }
 
-void CudaBackend::batch_norm_relu_backward_reduce(const float* dy, const float* y, const float* x, int64_t rows,
-                                                  int64_t channels, const float* mean, const float* inv_std, float* dz,
-                                                  float* sum_dz, float* sum_dz_xhat) {
+void CudaBackend::batch_norm_relu_backward_reduce(const float* dy, const float* x, int64_t rows, int64_t channels,
+                                                  const float* mean, const float* inv_std, const float* gamma,
+                                                  const float* beta, float* sum_dz, float* sum_dz_xhat) {
   cudaStream_t s = enter();
   std::lock_guard lock(scratch_mutex_);
-  cuda::batch_norm_relu_backward_reduce(s, dy, y, x, rows, channels, mean, inv_std, dz, sum_dz, sum_dz_xhat,
+  cuda::batch_norm_relu_backward_reduce(s, dy, x, rows, channels, mean, inv_std, gamma, beta, sum_dz, sum_dz_xhat,
                                         reduce_scratch(s, rows, channels));
 }
 
@@ -1124,8 +1124,16 @@ void CudaBackend::batch_norm_backward_apply(const float* dy, const float* x, int
                                             const float* mean, const float* inv_std, const float* gamma,
                                             const float* sum_dy, const float* sum_dy_xhat, const float* count,
                                             float* dx) {
-  cuda::batch_norm_backward_apply(enter(), dy, x, rows, channels, mean, inv_std, gamma, sum_dy, sum_dy_xhat, count,
+  cuda::batch_norm_backward_apply(enter(), dy, x, rows, channels, mean, inv_std, gamma, nullptr, sum_dy, sum_dy_xhat, count,
                                   dx);
+}
+
+void CudaBackend::batch_norm_relu_backward_apply(const float* dy, const float* x, int64_t rows, int64_t channels,
+                                                 const float* mean, const float* inv_std, const float* gamma,
+                                                 const float* beta, const float* sum_dz, const float* sum_dz_xhat,
+                                                 const float* count, float* dx) {
+  cuda::batch_norm_backward_apply(enter(), dy, x, rows, channels, mean, inv_std, gamma, beta, sum_dz, sum_dz_xhat, count, dx,
+                                  true);
 }
 
 }  // namespace strata

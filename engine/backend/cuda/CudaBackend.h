@@ -155,14 +155,17 @@ public:
                         const float* gamma, const float* beta, float* y) override;
   void batch_norm_apply_relu(const float* x, int64_t rows, int64_t channels, const float* mean, const float* inv_std,
                              const float* gamma, const float* beta, float* y) override;
-  void batch_norm_relu_backward_reduce(const float* dy, const float* y, const float* x, int64_t rows, int64_t channels,
-                                       const float* mean, const float* inv_std, float* dz, float* sum_dz,
+  void batch_norm_relu_backward_reduce(const float* dy, const float* x, int64_t rows, int64_t channels, const float* mean,
+                                       const float* inv_std, const float* gamma, const float* beta, float* sum_dz,
                                        float* sum_dz_xhat) override;
   void batch_norm_backward_reduce(const float* dy, const float* x, int64_t rows, int64_t channels, const float* mean,
                                   const float* inv_std, float* sum_dy, float* sum_dy_xhat) override;
   void batch_norm_backward_apply(const float* dy, const float* x, int64_t rows, int64_t channels, const float* mean,
                                  const float* inv_std, const float* gamma, const float* sum_dy,
                                  const float* sum_dy_xhat, const float* count, float* dx) override;
+  void batch_norm_relu_backward_apply(const float* dy, const float* x, int64_t rows, int64_t channels, const float* mean,
+                                      const float* inv_std, const float* gamma, const float* beta, const float* sum_dz,
+                                      const float* sum_dz_xhat, const float* count, float* dx) override;
   void sgd_update(int64_t n, float* w, const float* g, float* velocity, const float* lr, float momentum, bool nesterov,
                   WeightStores stores) override;
   void adam_update(int64_t n, float* w, const float* g, float* m, float* v, const AdamParams& p, const float* lr_step,

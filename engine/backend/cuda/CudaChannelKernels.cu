@@ -22,6 +22,17 @@ namespace strata::cuda {
 
 namespace {
 
+// Batch norm's per-channel affine map v = x * scale + shift, in the one
+// expression that batch_norm_apply and the relu's backward passes compute
+// (the latter take the relu's gradient from v > 0 and must see the same
+// bits: nvcc fuses the multiply-add in each alike).
+__device__ __forceinline__ void channel_affine(int64_t c, const float* mean, const float* inv_std, const float* gamma,
+                                               const float* beta, float& scale, float& shift) {
+  scale = inv_std[c] * (gamma ? gamma[c] : 1.0f);
+  shift = (beta ? beta[c] : 0.0f) - mean[c] * scale;
+}
+__device__ __forceinline__ float affine(float x, float scale, float shift) { return x * scale + shift; }
+
 // ---- per-channel reductions -------------------------------------------------------
 
 // Blocks of (tile channels) x (groups row lanes), tile * groups = kThreads:
@@ -80,14 +91,19 @@ struct BackwardOp {
   __device__ void add(int64_t at, double& a, double& b) const { add_gradient(at, dy[at], a, b); }
 };
 
-// BackwardOp's sums of dz = relu'(y) dy, dz written out (batch_norm_relu_backward_reduce).
+// BackwardOp's sums of dz = v > 0 ? dy : 0, the gradient of the relu after
+// batch_norm_apply, v taken again from x as that kernel computes it
+// (batch_norm_relu_backward_reduce; dz is not stored).
 struct ReluBackwardOp : BackwardOp {
-  const float* y;
-  float* dz;
+  const float *gamma, *beta;
+  float scale, shift;
+  __device__ void prepare(int64_t c) {
+    BackwardOp::prepare(c);
+    channel_affine(c, mean, inv_std, gamma, beta, scale, shift);
+  }
   __device__ void add(int64_t at, double& a, double& b) const {
-    const float z = activation_gradient(Activation::Relu, y[at], dy[at]);
-    dz[at] = z;
-    add_gradient(at, z, a, b);
+    const float g = dy[at];
+    add_gradient(at, affine(x[at], scale, shift) > 0.0f ? g : 0.0f, a, b);
   }
 };
 
@@ -257,21 +273,25 @@ __global__ void batch_norm_apply_kernel(const float* __restrict__ x, int64_t row
   for (int64_t k = blockIdx.y; k * blockDim.x < channels; k += gridDim.y) {
     const int64_t c = k * blockDim.x + threadIdx.x;
     if (c >= channels) continue;
-    const float scale = inv_std[c] * (gamma ? gamma[c] : 1.0f);
-    const float shift = (beta ? beta[c] : 0.0f) - mean[c] * scale;
+    float scale, shift;
+    channel_affine(c, mean, inv_std, gamma, beta, scale, shift);
     for (int64_t r = blockIdx.x * static_cast<int64_t>(blockDim.y) + threadIdx.y; r < rows;
          r += static_cast<int64_t>(gridDim.x) * blockDim.y) {
-      const float v = x[r * channels + c] * scale + shift;
+      const float v = affine(x[r * channels + c], scale, shift);
       y[r * channels + c] = kRelu ? activate(Activation::Relu, v) : v;
     }
   }
 }
 
+// With kRelu, of dz = v > 0 ? dy : 0 (batch_norm_relu_backward_apply; beta
+// is read then).
+template <bool kRelu>
 __global__ void batch_norm_backward_apply_kernel(const float* __restrict__ dy, const float* __restrict__ x, int64_t rows,
                                                  int64_t channels, const float* __restrict__ mean,
                                                  const float* __restrict__ inv_std, const float* __restrict__ gamma,
-                                                 const float* __restrict__ sum_dy, const float* __restrict__ sum_dy_xhat,
-                                                 const float* __restrict__ count, float* __restrict__ dx) {
+                                                 const float* __restrict__ beta, const float* __restrict__ sum_dy,
+                                                 const float* __restrict__ sum_dy_xhat, const float* __restrict__ count,
+                                                 float* __restrict__ dx) {
   // count is the rows over all replicas, read on the device like the CPU reads count[0].
   const float inv_count = static_cast<float>(1.0 / static_cast<double>(count[0]));
   for (int64_t k = blockIdx.y; k * blockDim.x < channels; k += gridDim.y) {
@@ -280,10 +300,15 @@ __global__ void batch_norm_backward_apply_kernel(const float* __restrict__ dy, c
     const float m = mean[c], is = inv_std[c];
     const float g = (gamma ? gamma[c] : 1.0f) * is;
     const float sdy = sum_dy[c], sdx = sum_dy_xhat[c];
+    float scale = 0.0f, shift = 0.0f;
+    if (kRelu) channel_affine(c, mean, inv_std, gamma, beta, scale, shift);
     for (int64_t r = blockIdx.x * static_cast<int64_t>(blockDim.y) + threadIdx.y; r < rows;
          r += static_cast<int64_t>(gridDim.x) * blockDim.y) {
-      const float xhat = (x[r * channels + c] - m) * is;
-      dx[r * channels + c] = g * (dy[r * channels + c] - inv_count * (sdy + xhat * sdx));
+      const float xv = x[r * channels + c];
+      float d = dy[r * channels + c];
+      if (kRelu && !(affine(xv, scale, shift) > 0.0f)) d = 0.0f;
+      const float xhat = (xv - m) * is;
+      dx[r * channels + c] = g * (d - inv_count * (sdy + xhat * sdx));
     }
   }
 }
@@ -310,10 +335,11 @@ void batch_norm_backward_reduce(cudaStream_t s, const float* dy, const float* x,
   reduce_channels(s, BackwardOp{dy, x, mean, inv_std, 0.0f, 0.0f}, rows, channels, sum_dy, sum_dy_xhat, scratch);
 }
 
-void batch_norm_relu_backward_reduce(cudaStream_t s, const float* dy, const float* y, const float* x, int64_t rows,
-                                     int64_t channels, const float* mean, const float* inv_std, float* dz, float* sum_dz,
-                                     float* sum_dz_xhat, const ReduceScratch& scratch) {
-  reduce_channels(s, ReluBackwardOp{{dy, x, mean, inv_std, 0.0f, 0.0f}, y, dz}, rows, channels, sum_dz, sum_dz_xhat, scratch);
+void batch_norm_relu_backward_reduce(cudaStream_t s, const float* dy, const float* x, int64_t rows, int64_t channels,
+                                     const float* mean, const float* inv_std, const float* gamma, const float* beta,
+                                     float* sum_dz, float* sum_dz_xhat, const ReduceScratch& scratch) {
+  reduce_channels(s, ReluBackwardOp{{dy, x, mean, inv_std, 0.0f, 0.0f}, gamma, beta, 0.0f, 0.0f}, rows, channels, sum_dz,
+                  sum_dz_xhat, scratch);
 }
 
 void sum_rows(cudaStream_t s, const float* x, int64_t rows, int64_t cols, float* out, bool accumulate,
@@ -358,12 +384,16 @@ void batch_norm_apply(cudaStream_t s, const float* x, int64_t rows, int64_t chan
 }
 
 void batch_norm_backward_apply(cudaStream_t s, const float* dy, const float* x, int64_t rows, int64_t channels,
-                               const float* mean, const float* inv_std, const float* gamma, const float* sum_dy,
-                               const float* sum_dy_xhat, const float* count, float* dx) {
+                               const float* mean, const float* inv_std, const float* gamma, const float* beta,
+                               const float* sum_dy, const float* sum_dy_xhat, const float* count, float* dx, bool relu) {
   if (rows <= 0 || channels <= 0) return;
   const ApplyPlan p = apply_plan(rows, channels);
-  batch_norm_backward_apply_kernel<<<p.grid, p.block, 0, s>>>(dy, x, rows, channels, mean, inv_std, gamma, sum_dy,
-                                                              sum_dy_xhat, count, dx);
+  if (relu)
+    batch_norm_backward_apply_kernel<true>
+        <<<p.grid, p.block, 0, s>>>(dy, x, rows, channels, mean, inv_std, gamma, beta, sum_dy, sum_dy_xhat, count, dx);
+  else
+    batch_norm_backward_apply_kernel<false>
+        <<<p.grid, p.block, 0, s>>>(dy, x, rows, channels, mean, inv_std, gamma, beta, sum_dy, sum_dy_xhat, count, dx);
   STRATA_CUDA_LAUNCHED("batch_norm_backward_apply");
 }
 

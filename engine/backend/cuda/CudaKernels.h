@@ -104,9 +104,9 @@ void batch_norm_backward_reduce(cudaStream_t s, const float* dy, const float* x,
                                 const float* mean, const float* inv_std, float* sum_dy, float* sum_dy_xhat,
                                 const ReduceScratch& scratch);
 // Backend::batch_norm_relu_backward_reduce in one pass.
-void batch_norm_relu_backward_reduce(cudaStream_t s, const float* dy, const float* y, const float* x, int64_t rows,
-                                     int64_t channels, const float* mean, const float* inv_std, float* dz, float* sum_dz,
-                                     float* sum_dz_xhat, const ReduceScratch& scratch);
+void batch_norm_relu_backward_reduce(cudaStream_t s, const float* dy, const float* x, int64_t rows, int64_t channels,
+                                     const float* mean, const float* inv_std, const float* gamma, const float* beta,
+                                     float* sum_dz, float* sum_dz_xhat, const ReduceScratch& scratch);
 // out = the column sums of x (plus out's values when accumulating), in double
 // like the other reductions.
 void sum_rows(cudaStream_t s, const float* x, int64_t rows, int64_t cols, float* out, bool accumulate,
@@ -122,8 +122,11 @@ void batch_norm_moving_update(cudaStream_t s, const float* mean, const float* in
 // relu: relu after, in the same pass (batch_norm_apply_relu).
 void batch_norm_apply(cudaStream_t s, const float* x, int64_t rows, int64_t channels, const float* mean, const float* inv_std,
                       const float* gamma, const float* beta, float* y, bool relu = false);
+// relu: of the relu's gradient as batch_norm_relu_backward_reduce takes it
+// (batch_norm_relu_backward_apply; beta is read only then).
 void batch_norm_backward_apply(cudaStream_t s, const float* dy, const float* x, int64_t rows, int64_t channels,
-                               const float* mean, const float* inv_std, const float* gamma, const float* sum_dy,
-                               const float* sum_dy_xhat, const float* count, float* dx);
+                               const float* mean, const float* inv_std, const float* gamma, const float* beta,
+                               const float* sum_dy, const float* sum_dy_xhat, const float* count, float* dx,
+                               bool relu = false);
 
 }  // namespace strata::cuda

@@ -540,6 +540,27 @@ void SimBackend::batch_norm_backward_apply(const float* dy, const float* x, int6
   run([=](CpuBackend& cpu) { cpu.batch_norm_backward_apply(DY, X, rows, channels, M, I, G, S, SX, C, DX); });
 }
 
+void SimBackend::batch_norm_relu_backward_reduce(const float* dy, const float* x, int64_t rows, int64_t channels,
+                                                 const float* mean, const float* inv_std, const float* gamma,
+                                                 const float* beta, float* sum_dz, float* sum_dz_xhat) {
+  const char* op = "batch_norm_relu_backward_reduce";
+  auto DY = view(dy, op), X = view(x, op), M = view(mean, op), I = view(inv_std, op);
+  auto G = view(gamma, op), B = view(beta, op);
+  auto S = view(sum_dz, op), SX = view(sum_dz_xhat, op);
+  run([=](CpuBackend& cpu) { cpu.batch_norm_relu_backward_reduce(DY, X, rows, channels, M, I, G, B, S, SX); });
+}
+
+void SimBackend::batch_norm_relu_backward_apply(const float* dy, const float* x, int64_t rows, int64_t channels,
+                                                const float* mean, const float* inv_std, const float* gamma,
+                                                const float* beta, const float* sum_dz, const float* sum_dz_xhat,
+                                                const float* count, float* dx) {
+  const char* op = "batch_norm_relu_backward_apply";
+  auto DY = view(dy, op), X = view(x, op), M = view(mean, op), I = view(inv_std, op);
+  auto G = view(gamma, op), B = view(beta, op), S = view(sum_dz, op), SX = view(sum_dz_xhat, op), C = view(count, op);
+  auto DX = view(dx, op);
+  run([=](CpuBackend& cpu) { cpu.batch_norm_relu_backward_apply(DY, X, rows, channels, M, I, G, B, S, SX, C, DX); });
+}
+
 void SimBackend::sgd_update(int64_t n, float* w, const float* g, float* velocity, const float* lr, float momentum,
                             bool nesterov, WeightStores stores) {
   auto W = view(w, "sgd_update"), V = view(velocity, "sgd_update");
