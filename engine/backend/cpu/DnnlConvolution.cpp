@@ -78,8 +78,8 @@ private:
 //   norm's 100 ms step, net), so every stride-1 forward pass takes it.
 // - AVX-512 (the avx512_core kernels, which the later ISAs run in float32):
 //   the direct kernel wins from 16 input channels up (4-16% faster at 16, 32
-//   and 64) and loses below (backward-data is 3-6% faster at 8 channels, 20%
-//   at 4, 8-20% at 1 with 3x3, 30-40% at 1 with 5x5), so only first layers
+//   and 64) and loses below (backward-data is 3-6% faster at 8 channels, 22%
+//   at 4, 8-20% at 1 with 3x3, 31-43% at 1 with 5x5), so only first layers
 //   of at most 8 channels take it.
 // Other ISAs' kernels were not measured: direct. The bits differ between the
 // two ways; a machine always takes the same one.
