@@ -298,40 +298,43 @@ void BackendComparison::batch_norm_layers() {
       });
     // Through the relu after it: its gradient taken from v = x * scale +
     // shift > 0 (about a third cut, x reaching below the mean as above) and
-    // the backward sums of what passes, then dx of it.
+    // the backward sums of what passes, then dx of it. Both take these
+    // inputs; the default Operand is a null gamma or beta.
+    struct ReluBackward {
+      Operand &dy, &x, &mean, &inv_std, &gamma, &beta;
+    };
+    Operand none;
+    const auto relu_backward = [&](OpCase& c) {
+      // Braced: drawn in this order.
+      return ReluBackward{c.input(Shape{p.rows, p.channels}, -0.5f, 1.0f),
+                          c.input(Shape{p.rows, p.channels}, -2.0f, 1.0f),
+                          c.input(Shape{p.channels}, -1.0f, -0.5f),
+                          c.input(Shape{p.channels}, 0.5f, 2.0f),
+                          p.gamma ? c.input(Shape{p.channels}, 0.5f, 1.5f) : none,
+                          p.beta ? c.input(Shape{p.channels}, -1.0f, 1.0f) : none};
+    };
     h_.check("batch_norm_relu_backward_reduce", shape, [&](OpCase& c) {
-      auto& dy = c.input(Shape{p.rows, p.channels}, -0.5f, 1.0f);
-      auto& x = c.input(Shape{p.rows, p.channels}, -2.0f, 1.0f);
-      auto& mean = c.input(Shape{p.channels}, -1.0f, -0.5f);
-      auto& inv_std = c.input(Shape{p.channels}, 0.5f, 2.0f);
-      Operand none;
-      auto& gamma = p.gamma ? c.input(Shape{p.channels}, 0.5f, 1.5f) : none;
-      auto& beta = p.beta ? c.input(Shape{p.channels}, -1.0f, 1.0f) : none;
+      const ReluBackward in = relu_backward(c);
       auto& sum_dz = c.poisoned(Shape{p.channels});
       auto& sum_dz_xhat = c.poisoned(Shape{p.channels});
       c.run([&](Backend& b, Side s) {
-        b.batch_norm_relu_backward_reduce(dy.f(s), x.f(s), p.rows, p.channels, mean.f(s), inv_std.f(s), gamma.f(s), beta.f(s),
-                                          sum_dz.f(s), sum_dz_xhat.f(s));
+        b.batch_norm_relu_backward_reduce(in.dy.f(s), in.x.f(s), p.rows, p.channels, in.mean.f(s), in.inv_std.f(s),
+                                          in.gamma.f(s), in.beta.f(s), sum_dz.f(s), sum_dz_xhat.f(s));
       });
       c.expect("sum_dz", sum_dz, summed(p.rows));
       c.expect("sum_dz_xhat", sum_dz_xhat, summed(p.rows));
     });
     h_.check("batch_norm_relu_backward_apply", shape, [&](OpCase& c) {
-      auto& dy = c.input(Shape{p.rows, p.channels}, -1.0f, 1.0f);
-      auto& x = c.input(Shape{p.rows, p.channels}, -2.0f, 1.0f);
-      auto& mean = c.input(Shape{p.channels}, -1.0f, -0.5f);
-      auto& inv_std = c.input(Shape{p.channels}, 0.5f, 2.0f);
-      Operand none;
-      auto& gamma = p.gamma ? c.input(Shape{p.channels}, 0.5f, 1.5f) : none;
-      auto& beta = p.beta ? c.input(Shape{p.channels}, -1.0f, 1.0f) : none;
+      const ReluBackward in = relu_backward(c);
+      // Sums of the size a batch of this many rows gives, so dx is O(1).
       const float scale = static_cast<float>(p.rows) * 0.5f;
       auto& sum_dz = c.input(Shape{p.channels}, -scale, scale);
       auto& sum_dz_xhat = c.input(Shape{p.channels}, -scale, scale);
       auto& count = c.values(Shape{1}, {static_cast<float>(p.rows)});
       auto& dx = c.poisoned(Shape{p.rows, p.channels});
       c.run([&](Backend& b, Side s) {
-        b.batch_norm_relu_backward_apply(dy.f(s), x.f(s), p.rows, p.channels, mean.f(s), inv_std.f(s), gamma.f(s), beta.f(s),
-                                         sum_dz.f(s), sum_dz_xhat.f(s), count.f(s), dx.f(s));
+        b.batch_norm_relu_backward_apply(in.dy.f(s), in.x.f(s), p.rows, p.channels, in.mean.f(s), in.inv_std.f(s),
+                                         in.gamma.f(s), in.beta.f(s), sum_dz.f(s), sum_dz_xhat.f(s), count.f(s), dx.f(s));
       });
       c.expect("", dx, kElementwise);
     });
