@@ -9,6 +9,7 @@
 #include <immintrin.h>  // _mm_stream_ps: WeightStores::Streamed
 #endif
 
+#include "backend/cpu/ReluPass.h"
 #include "core/Denormals.h"
 #include "core/Device.h"
 #include "core/Error.h"
@@ -24,18 +25,6 @@
 namespace strata {
 
 namespace {
-// dx[i] = y[i] > 0 ? dy[i] : 0, with y the relu's output (a NaN y gives 0).
-// dy is read whatever y is: written as a conditional read (or Eigen's select
-// of (y > 0, dy, 0)) GCC compiled it to masked loads of dy. dx may be dy
-// itself: every element is read before it is written.
-void relu_gradient(const float* y, const float* dy, float* dx, int64_t n) {
-#pragma omp simd
-  for (int64_t i = 0; i < n; ++i) {
-    const float g = dy[i];
-    dx[i] = y[i] > 0.0f ? g : 0.0f;
-  }
-}
-
 using RowMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 using ConstMap = Eigen::Map<const RowMat>;
 using Map = Eigen::Map<RowMat>;
@@ -250,7 +239,11 @@ void CpuBackend::activation_backward(Activation act, const float* y, const float
     ArrMap D(dx + lo, hi - lo);
     switch (act) {
       case Activation::None: D = G; break;
-      case Activation::Relu: relu_gradient(y + lo, dy + lo, dx + lo, hi - lo); break;
+      case Activation::Relu:
+        // y the relu's output; dx may be dy itself (each element read before it is written).
+#pragma omp simd
+        for (int64_t i = lo; i < hi; ++i) dx[i] = relu_pass(y[i], dy[i]);
+        break;
       case Activation::Tanh: D = G * (1.0f - Y.square()); break;
       case Activation::Sigmoid: D = G * Y * (1.0f - Y); break;
       case Activation::Softmax: break;

@@ -2,7 +2,6 @@
 // the dense kernels in CpuBackend.cpp to keep both files readable.
 #include <algorithm>
 #include <array>
-#include <bit>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -10,6 +9,7 @@
 #include <vector>
 
 #include "backend/cpu/CpuBackend.h"
+#include "backend/cpu/ReluPass.h"
 
 namespace strata {
 
@@ -356,15 +356,6 @@ struct BatchNormAffine {
 };
 inline float affine(float x, float scale, float shift) { return x * scale + shift; }
 
-// d where v > 0, else 0 (a NaN v gives 0): the gradient d through a relu
-// whose input is v. As an and with the comparison's mask, because GCC left
-// the backward sums' loop scalar with this as a select (a conditional read
-// of d it compiled to masked loads).
-inline float relu_pass(float v, float d) {
-  const uint32_t keep = 0u - static_cast<uint32_t>(v > 0.0f);
-  return std::bit_cast<float>(std::bit_cast<uint32_t>(d) & keep);
-}
-
 // y = v, then relu where asked (as activation_forward's: a NaN passes
 // through): batch_norm_apply and batch_norm_apply_relu, the same arithmetic.
 template <bool kRelu>
@@ -394,81 +385,74 @@ void CpuBackend::batch_norm_apply_relu(const float* x, int64_t rows, int64_t cha
 }
 
 namespace {
-// sum_dy[c] and sum_dy_xhat[c] over the rows, of dy or (`relu` given) of dz
-// = relu_pass(v, dy): batch_norm_backward_reduce and
+// sum_dy[c] and sum_dy_xhat[c] over the rows, of dy or (kRelu) of dz =
+// relu_pass(v, dy): batch_norm_backward_reduce and
 // batch_norm_relu_backward_reduce, the same sums.
+template <bool kRelu>
 void backward_sums(ThreadPool& pool, const float* dy, const float* x, int64_t rows, int64_t channels, const float* mean,
-                   const float* inv_std, const BatchNormAffine* relu, float* sum_dy, float* sum_dy_xhat) {
-  const auto sums = [&](auto kRelu) {
-    const float* scale = kRelu ? relu->scale.data() : nullptr;
-    const float* shift = kRelu ? relu->shift.data() : nullptr;
-    reduce_rows(pool, rows, channels, sum_dy, sum_dy_xhat, [&](int64_t r, auto width, double* a, double* b) {
-      const float* xr = x + r * channels;
-      const float* dyr = dy + r * channels;
+                   const float* inv_std, const float* gamma, const float* beta, float* sum_dy, float* sum_dy_xhat) {
+  const BatchNormAffine f(kRelu ? channels : 0, mean, inv_std, gamma, beta);  // without the relu: unused
+  const float* scale = f.scale.data();
+  const float* shift = f.shift.data();
+  reduce_rows(pool, rows, channels, sum_dy, sum_dy_xhat, [&](int64_t r, auto width, double* a, double* b) {
+    const float* xr = x + r * channels;
+    const float* dyr = dy + r * channels;
 #pragma omp simd
-      for (int64_t j = 0; j < width; ++j) {
-        float g = dyr[j];
-        if constexpr (kRelu) g = relu_pass(affine(xr[j], scale[j], shift[j]), g);
-        const double v = g;
-        a[j] += v;
-        b[j] += v * (xr[j] - mean[j]) * inv_std[j];
-      }
-    });
-  };
-  if (relu) sums(std::true_type{});
-  else sums(std::false_type{});
+    for (int64_t j = 0; j < width; ++j) {
+      float g = dyr[j];
+      if constexpr (kRelu) g = relu_pass(affine(xr[j], scale[j], shift[j]), g);
+      const double v = g;
+      a[j] += v;
+      b[j] += v * (xr[j] - mean[j]) * inv_std[j];
+    }
+  });
 }
 
-// dx from dy or (`relu` given) dz, as backward_sums takes them.
+// dx from dy or (kRelu) dz, as backward_sums takes them; its factor gamma *
+// inv_std is the affine map's scale.
+template <bool kRelu>
 void backward_apply(ThreadPool& pool, const float* dy, const float* x, int64_t rows, int64_t channels, const float* mean,
-                    const float* inv_std, const float* gamma, const BatchNormAffine* relu, const float* sum_dy,
+                    const float* inv_std, const float* gamma, const float* beta, const float* sum_dy,
                     const float* sum_dy_xhat, const float* count, float* dx) {
   const float inv_count = static_cast<float>(1.0 / static_cast<double>(count[0]));
-  std::vector<float> k(static_cast<size_t>(channels));
-  for (int64_t c = 0; c < channels; ++c) k[static_cast<size_t>(c)] = (gamma ? gamma[c] : 1.0f) * inv_std[c];
-  const auto apply = [&](auto kRelu) {
-    const float* scale = kRelu ? relu->scale.data() : nullptr;
-    const float* shift = kRelu ? relu->shift.data() : nullptr;
-    for_each_channel_row(pool, rows, channels, [&](int64_t r, auto width) {
-      const int64_t at = r * channels;
+  const BatchNormAffine f(channels, mean, inv_std, gamma, beta);
+  const float* scale = f.scale.data();
+  const float* shift = f.shift.data();
+  for_each_channel_row(pool, rows, channels, [&](int64_t r, auto width) {
+    const int64_t at = r * channels;
 #pragma omp simd
-      for (int64_t c = 0; c < width; ++c) {
-        float g = dy[at + c];
-        if constexpr (kRelu) g = relu_pass(affine(x[at + c], scale[c], shift[c]), g);
-        const float xhat = (x[at + c] - mean[c]) * inv_std[c];
-        dx[at + c] = k[static_cast<size_t>(c)] * (g - inv_count * (sum_dy[c] + xhat * sum_dy_xhat[c]));
-      }
-    });
-  };
-  if (relu) apply(std::true_type{});
-  else apply(std::false_type{});
+    for (int64_t c = 0; c < width; ++c) {
+      float g = dy[at + c];
+      if constexpr (kRelu) g = relu_pass(affine(x[at + c], scale[c], shift[c]), g);
+      const float xhat = (x[at + c] - mean[c]) * inv_std[c];
+      dx[at + c] = scale[c] * (g - inv_count * (sum_dy[c] + xhat * sum_dy_xhat[c]));
+    }
+  });
 }
 }  // namespace
 
 void CpuBackend::batch_norm_backward_reduce(const float* dy, const float* x, int64_t rows, int64_t channels,
                                             const float* mean, const float* inv_std, float* sum_dy, float* sum_dy_xhat) {
-  backward_sums(pool_, dy, x, rows, channels, mean, inv_std, nullptr, sum_dy, sum_dy_xhat);
+  backward_sums<false>(pool_, dy, x, rows, channels, mean, inv_std, nullptr, nullptr, sum_dy, sum_dy_xhat);
 }
 
 void CpuBackend::batch_norm_relu_backward_reduce(const float* dy, const float* x, int64_t rows, int64_t channels,
                                                  const float* mean, const float* inv_std, const float* gamma,
                                                  const float* beta, float* sum_dz, float* sum_dz_xhat) {
-  const BatchNormAffine relu(channels, mean, inv_std, gamma, beta);
-  backward_sums(pool_, dy, x, rows, channels, mean, inv_std, &relu, sum_dz, sum_dz_xhat);
+  backward_sums<true>(pool_, dy, x, rows, channels, mean, inv_std, gamma, beta, sum_dz, sum_dz_xhat);
 }
 
 void CpuBackend::batch_norm_backward_apply(const float* dy, const float* x, int64_t rows, int64_t channels,
                                            const float* mean, const float* inv_std, const float* gamma,
                                            const float* sum_dy, const float* sum_dy_xhat, const float* count, float* dx) {
-  backward_apply(pool_, dy, x, rows, channels, mean, inv_std, gamma, nullptr, sum_dy, sum_dy_xhat, count, dx);
+  backward_apply<false>(pool_, dy, x, rows, channels, mean, inv_std, gamma, nullptr, sum_dy, sum_dy_xhat, count, dx);
 }
 
 void CpuBackend::batch_norm_relu_backward_apply(const float* dy, const float* x, int64_t rows, int64_t channels,
                                                 const float* mean, const float* inv_std, const float* gamma,
                                                 const float* beta, const float* sum_dz, const float* sum_dz_xhat,
                                                 const float* count, float* dx) {
-  const BatchNormAffine relu(channels, mean, inv_std, gamma, beta);
-  backward_apply(pool_, dy, x, rows, channels, mean, inv_std, gamma, &relu, sum_dz, sum_dz_xhat, count, dx);
+  backward_apply<true>(pool_, dy, x, rows, channels, mean, inv_std, gamma, beta, sum_dz, sum_dz_xhat, count, dx);
 }
 
 }  // namespace strata

@@ -298,17 +298,17 @@ __global__ void batch_norm_backward_apply_kernel(const float* __restrict__ dy, c
     const int64_t c = k * blockDim.x + threadIdx.x;
     if (c >= channels) continue;
     const float m = mean[c], is = inv_std[c];
-    const float g = (gamma ? gamma[c] : 1.0f) * is;
     const float sdy = sum_dy[c], sdx = sum_dy_xhat[c];
-    float scale = 0.0f, shift = 0.0f;
-    if (kRelu) channel_affine(c, mean, inv_std, gamma, beta, scale, shift);
+    // scale is dx's factor gamma * inv_std too.
+    float scale, shift;
+    channel_affine(c, mean, inv_std, gamma, kRelu ? beta : nullptr, scale, shift);
     for (int64_t r = blockIdx.x * static_cast<int64_t>(blockDim.y) + threadIdx.y; r < rows;
          r += static_cast<int64_t>(gridDim.x) * blockDim.y) {
       const float xv = x[r * channels + c];
       float d = dy[r * channels + c];
       if (kRelu && !(affine(xv, scale, shift) > 0.0f)) d = 0.0f;
       const float xhat = (xv - m) * is;
-      dx[r * channels + c] = g * (d - inv_count * (sdy + xhat * sdx));
+      dx[r * channels + c] = scale * (d - inv_count * (sdy + xhat * sdx));
     }
   }
 }
