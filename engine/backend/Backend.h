@@ -217,6 +217,9 @@ public:
   // forced for every shape ("": each shape's fastest), for checking each way.
   virtual std::vector<std::string> convolution_ways(const Window2D& /*w*/, int64_t /*filters*/) { return {"im2col"}; }
   virtual void force_convolution_way(const std::string& /*way*/) {}
+  // Calls so far whose forced way was not offered or refused, so that the
+  // last way ran instead (a check forcing a way learns it did not check it).
+  virtual int64_t forced_convolution_refusals() const { return 0; }
   // The choices made so far in this process, in the order made.
   virtual std::vector<ConvolutionChoice> convolution_choices() const { return {}; }
 

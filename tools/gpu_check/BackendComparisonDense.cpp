@@ -281,16 +281,18 @@ void BackendComparison::losses() {
     });
   }
   // A replica's share of the mean loss with its gradient (a GPU's one kernel
-  // up to 256 rows, three above): the MLP's and CNN's batches, both sides of
-  // the one-kernel limit, a bad label (the error flag, already holding an
-  // earlier report in one case), no flag, no rows.
+  // up to 256 rows of at most 32768 elements, three otherwise): the MLP's and
+  // CNN's batches, both sides of the one-kernel limits, a bad label (the
+  // error flag, already holding an earlier report in one case), no flag, no
+  // rows.
   struct Average {
     int64_t rows, cols;
     bool bad_label, flag, flag_set;
   };
   for (const Average& p :
        {Average{64, 10, false, true, false}, Average{128, 10, true, true, false}, Average{256, 10, true, true, true},
-        Average{257, 10, true, true, false}, Average{1000, 300, false, false, false}, Average{0, 10, false, true, false}}) {
+        Average{257, 10, true, true, false}, Average{1000, 300, false, false, false}, Average{0, 10, false, true, false},
+        Average{64, 1000, false, false, false}}) {
     const std::string shape = dims({p.rows, p.cols}) + (p.bad_label ? " label C at row 7" : "") +
                               (!p.flag      ? " no flag"
                                : p.flag_set ? " flag already set"

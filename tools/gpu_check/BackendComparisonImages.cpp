@@ -82,26 +82,35 @@ void BackendComparison::convolution() {
     for (const std::string& way : device.convolution_ways(w, f)) {
       device.force_convolution_way(way);
       const std::string shape = describe(w) + " filters " + std::to_string(f) + " via " + way;
+      // The case's calls on both sides, and whether the forced way ran them:
+      // one that refuses a call hands it to im2col, whose output passes too,
+      // so without this the way would pass unchecked.
+      const auto run_forced = [&](OpCase& c, const OpCase::Kernel& kernel) {
+        const int64_t before = device.forced_convolution_refusals();
+        c.run(kernel);
+        c.expect_words("calls the forced way refused", {static_cast<uint32_t>(device.forced_convolution_refusals() - before)},
+                       {0u});
+      };
       // Inputs with a nonzero mean, so the long sums do not cancel (Tolerances.h).
       h_.check("conv2d", shape, [&](OpCase& c) {
         auto& x = c.input(input_shape(w), -0.5f, 1.0f);
         auto& k = c.input(Shape{patch, f}, -0.5f, 1.0f);
         auto& y = c.poisoned(Shape{rows, f});
-        c.run([&](Backend& b, Side s) { b.conv2d(w, f, x.f(s), k.f(s), y.f(s)); });
+        run_forced(c, [&](Backend& b, Side s) { b.conv2d(w, f, x.f(s), k.f(s), y.f(s)); });
         c.expect("", y, summed(patch));
       });
       h_.check("conv2d_backward_data", shape, [&](OpCase& c) {
         auto& dy = c.input(Shape{rows, f}, -0.5f, 1.0f);
         auto& k = c.input(Shape{patch, f}, -0.5f, 1.0f);
         auto& dx = c.poisoned(input_shape(w));
-        c.run([&](Backend& b, Side s) { b.conv2d_backward_data(w, f, dy.f(s), k.f(s), dx.f(s)); });
+        run_forced(c, [&](Backend& b, Side s) { b.conv2d_backward_data(w, f, dy.f(s), k.f(s), dx.f(s)); });
         c.expect("", dx, summed(w.kernel_h * w.kernel_w * f));
       });
       h_.check("conv2d_backward_filter", shape, [&](OpCase& c) {
         auto& x = c.input(input_shape(w), -0.5f, 1.0f);
         auto& dy = c.input(Shape{rows, f}, -0.5f, 1.0f);
         auto& dk = c.poisoned(Shape{patch, f});
-        c.run([&](Backend& b, Side s) { b.conv2d_backward_filter(w, f, x.f(s), dy.f(s), dk.f(s)); });
+        run_forced(c, [&](Backend& b, Side s) { b.conv2d_backward_filter(w, f, x.f(s), dy.f(s), dk.f(s)); });
         c.expect("", dk, summed(rows));
       });
       // The forward pass handing its patch matrix to the kernel gradient
@@ -114,7 +123,7 @@ void BackendComparison::convolution() {
         auto& y = c.poisoned(Shape{rows, f});
         auto& dk = c.poisoned(Shape{patch, f});
         uint32_t kept_on_device = 2;
-        c.run([&](Backend& b, Side s) {
+        run_forced(c, [&](Backend& b, Side s) {
           if (s == Side::Cpu) {
             b.conv2d(w, f, x.f(s), k.f(s), y.f(s));
             return b.conv2d_backward_filter(w, f, x.f(s), dy.f(s), dk.f(s));
@@ -207,7 +216,10 @@ void BackendComparison::batch_norm_statistics() {
     int64_t rows, channels;
     float lo;
   };
-  for (const Sums& p : {Sums{50021, 32, -0.5f}, Sums{1000, 37, -1.0f}, Sums{1000, 1, -0.5f}}) {
+  // 3 and 16 channels: narrow tiles, several rows per warp; no rows: a
+  // replica without examples in synchronised batch norm (sums of 0).
+  for (const Sums& p : {Sums{50021, 32, -0.5f}, Sums{1000, 37, -1.0f}, Sums{1000, 1, -0.5f}, Sums{4099, 3, -0.5f},
+                        Sums{2049, 16, -0.5f}, Sums{0, 32, -0.5f}}) {
     h_.check("channel_sums", dims({p.rows, p.channels}), [&](OpCase& c) {
       auto& x = c.input(Shape{p.rows, p.channels}, p.lo, 1.0f);
       auto& sum = c.poisoned(Shape{p.channels});
@@ -276,7 +288,8 @@ void BackendComparison::batch_norm_layers() {
   };
   // Means below the data ([-1, -0.5) against x in [-0.5, 1)) make every xhat
   // positive, so the long sums of dy * xhat do not cancel (Tolerances.h).
-  for (const Layer& p : {Layer{50021, 32, true, true}, Layer{1000, 37, false, false}, Layer{77, 1, true, false}}) {
+  for (const Layer& p : {Layer{50021, 32, true, true}, Layer{1000, 37, false, false}, Layer{77, 1, true, false},
+                         Layer{4099, 3, true, true}, Layer{2049, 16, false, true}}) {
     const std::string shape = dims({p.rows, p.channels}) + (p.gamma ? " gamma" : " gamma=null") + (p.beta ? " beta" : " beta=null");
     // And with the relu after it, in the same pass: x then reaches below the
     // mean, so about a third of the outputs are cut to 0.
@@ -357,7 +370,6 @@ void BackendComparison::batch_norm_layers() {
       auto& x = c.input(Shape{p.rows, p.channels}, -0.5f, 1.0f);
       auto& mean = c.input(Shape{p.channels}, -1.0f, -0.5f);
       auto& inv_std = c.input(Shape{p.channels}, 0.5f, 2.0f);
-      Operand none;
       auto& gamma = p.gamma ? c.input(Shape{p.channels}, 0.5f, 1.5f) : none;
       // Sums of the size a batch of this many rows gives, so dx is O(1).
       const float scale = static_cast<float>(p.rows) * 0.5f;

@@ -163,7 +163,18 @@ std::vector<CheckRecord> check_graph_replay(const Device& device, int steps) {
 std::vector<CheckRecord> check_gradient_branches(const Device& device, int steps) {
   return guarded("gradient_branches", [&] {
     std::vector<CheckRecord> out;
-    std::atomic<int64_t>& branches = backend_for(device).counters().branches;
+    Backend& backend = backend_for(device);
+    std::atomic<int64_t>& branches = backend.counters().branches;
+    // The side stream's kernel gradients take no cuDNN way: both runs take
+    // im2col everywhere, so that their bits must agree (in order, a race
+    // could give a kernel gradient to cuDNN, whose sums are ordered otherwise).
+    struct Forced {
+      Backend& b;
+      explicit Forced(Backend& backend) : b(backend) { b.force_convolution_way("im2col"); }
+      ~Forced() { b.force_convolution_way(""); }
+      Forced(const Forced&) = delete;
+      Forced& operator=(const Forced&) = delete;
+    } forced(backend);
     for (const bool graphs : {false, true}) {
       RunConfig c = example("fashion-cnn", device, steps);
       c.training.batch_size = 32;

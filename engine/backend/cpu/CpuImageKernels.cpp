@@ -350,7 +350,9 @@ struct BatchNormAffine {
     for (int64_t c = 0; c < channels; ++c) {
       const auto i = static_cast<size_t>(c);
       scale[i] = inv_std[c] * (gamma ? gamma[c] : 1.0f);
-      shift[i] = (beta ? beta[c] : 0.0f) - mean[c] * scale[i];
+      // One rounding, as the GPU's channel_affine (__fmaf_rn): without it the
+      // two backends' relu masks may differ where v is near 0.
+      shift[i] = std::fma(-mean[c], scale[i], beta ? beta[c] : 0.0f);
     }
   }
 };

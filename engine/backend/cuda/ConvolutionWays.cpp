@@ -13,6 +13,7 @@
 
 #include "backend/cuda/CudaCheck.h"
 #include "backend/cuda/CudaKernels.h"
+#include "backend/cuda/TimingEvents.h"
 #include "core/Error.h"
 
 namespace strata::cuda {
@@ -116,6 +117,7 @@ void ConvolutionWays::run(const Window2D& w, int64_t filters, Direction d, bool 
     // the checks and profiles that force ways are told, once.
     const Way* way = named(ways, forced);
     if (!way || !way->run()) {
+      ++forced_refusals_;
       static std::once_flag told;
       std::call_once(told, [&] {
         std::fprintf(stderr, "%s: convolution way %s (STRATA_CONV_WAY or forced) %s a shape; %s ran instead\n",
@@ -159,11 +161,9 @@ void ConvolutionWays::run(const Window2D& w, int64_t filters, Direction d, bool 
   if (!kept->run()) ways.back().run();
 }
 
-namespace {
-bool out_of_memory(const std::exception& e) {
+bool out_of_device_memory(const std::exception& e) {
   return std::string(e.what()).find("out of device memory") != std::string::npos;
 }
-}  // namespace
 
 std::vector<ConvolutionChoice> ConvolutionWays::choices() const {
   std::lock_guard lock(mutex_);
@@ -173,16 +173,7 @@ std::vector<ConvolutionChoice> ConvolutionWays::choices() const {
 std::string ConvolutionWays::race(const Window2D& w, int64_t filters, Direction d, cudaStream_t stream, const Device& device,
                                   std::span<const Way> ways, std::vector<std::pair<std::string, double>>& timed_ms) {
   // Two marks around each way.
-  struct Marks {
-    std::vector<cudaEvent_t> e;
-    explicit Marks(size_t n) : e(n) {
-      for (cudaEvent_t& m : e) STRATA_CUDA(cudaEventCreate(&m));
-    }
-    ~Marks() {
-      for (cudaEvent_t m : e)
-        if (m) cudaEventDestroy(m);
-    }
-  } marks(2 * ways.size());
+  const TimingEvents marks(2 * ways.size());
   std::vector<float> ms(ways.size(), std::numeric_limits<float>::infinity());
   std::vector<bool> out(ways.size(), false);
   std::exception_ptr failure;
@@ -201,20 +192,20 @@ std::string ConvolutionWays::race(const Window2D& w, int64_t filters, Direction 
     for (size_t i = 0; i < ways.size(); ++i) {
       if (out[i]) continue;
       spin(stream, kLeadMicroseconds);
-      STRATA_CUDA(cudaEventRecord(marks.e[2 * i], stream));
+      STRATA_CUDA(cudaEventRecord(marks[2 * i], stream));
       try {
         out[i] = !ways[i].run();
       } catch (const std::exception& e) {
         // A patch matrix may not fit (it holds kh * kw copies of the input)
         // where cuDNN needs little: the others run. Any other failure is the
         // step's.
-        if (!out_of_memory(e)) throw;
+        if (!out_of_device_memory(e)) throw;
         if (convolution_log())
           std::fprintf(stderr, "%s: convolution way %s not taken: %s\n", device.str().c_str(), ways[i].name, e.what());
         failure = std::current_exception();
         out[i] = true;
       }
-      STRATA_CUDA(cudaEventRecord(marks.e[2 * i + 1], stream));
+      STRATA_CUDA(cudaEventRecord(marks[2 * i + 1], stream));
       if (!out[i]) last_run = i;
     }
     if (last_run == ways.size()) {
@@ -223,12 +214,12 @@ std::string ConvolutionWays::race(const Window2D& w, int64_t filters, Direction 
       if (failure) std::rethrow_exception(failure);
       throw runtime_error(device.str() + ": no way of computing this convolution ran");
     }
-    STRATA_CUDA(cudaEventSynchronize(marks.e[2 * last_run + 1]));
+    STRATA_CUDA(cudaEventSynchronize(marks[2 * last_run + 1]));
     if (round == 0) continue;
     for (size_t i = 0; i < ways.size(); ++i) {
       if (out[i]) continue;
       float t = 0;
-      STRATA_CUDA(cudaEventElapsedTime(&t, marks.e[2 * i], marks.e[2 * i + 1]));
+      STRATA_CUDA(cudaEventElapsedTime(&t, marks[2 * i], marks[2 * i + 1]));
       ms[i] = std::min(ms[i], t);
     }
   }

@@ -2,7 +2,9 @@
 #include <cuda_runtime_api.h>
 
 #include <array>
+#include <atomic>
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -20,6 +22,9 @@ namespace strata::cuda {
 // on the same, heuristic, choices.
 bool convolution_autotune();
 bool convolution_log();
+// Whether `e` is the device pool's "out of device memory" (a way that does
+// not fit drops out; another way may).
+bool out_of_device_memory(const std::exception& e);
 
 // For each convolution shape and direction, which of several deterministic
 // ways runs it: cuDNN's best deterministic algorithm in the NHWC layout the
@@ -68,6 +73,8 @@ public:
            std::span<const Way> ways);
   // The way every shape runs from now on; "" chooses by timing again.
   void force(std::string name);
+  // Calls whose forced way the shape did not offer or that refused them.
+  int64_t forced_refusals() const { return forced_refusals_.load(); }
   // Every choice made in this process (not those read from the file), in order.
   std::vector<ConvolutionChoice> choices() const;
 
@@ -84,6 +91,7 @@ private:
   std::map<Key, std::string> kept_;
   std::vector<ConvolutionChoice> choices_;
   std::string forced_;
+  std::atomic<int64_t> forced_refusals_{0};
   std::string file_;                                   // STRATA_CONV_WAYS_FILE
   std::string profile_;                                // its lines' first field here: model and arithmetic
   void save(const Key& key, const std::string& name);  // under mutex_

@@ -257,10 +257,13 @@ void CudaBackend::begin_branch() {
       STRATA_CUDA(cudaEventCreateWithFlags(&b->fork, cudaEventDisableTiming));
       STRATA_CUDA(cudaEventCreateWithFlags(&b->join, cudaEventDisableTiming));
       b->gemm_workspace = allocate(kGemmWorkspaceBytes);  // on the main stream: the branch forks after it
-    } catch (...) {
+    } catch (const std::exception& e) {
       if (b->join) cudaEventDestroy(b->join);
       if (b->fork) cudaEventDestroy(b->fork);
       if (b->stream) cudaStreamDestroy(b->stream);
+      // A branch only overlaps work: without memory for its workspace the
+      // work stays on the main stream (a later step may find room).
+      if (cuda::out_of_device_memory(e)) return;
       throw;
     }
     branch_ = std::move(b);

@@ -135,6 +135,7 @@ public:
   std::vector<std::string> convolution_ways(const Window2D& w, int64_t filters) override;
   void force_convolution_way(const std::string& way) override;
   std::vector<ConvolutionChoice> convolution_choices() const override { return conv_ways_.choices(); }
+  int64_t forced_convolution_refusals() const override { return conv_ways_.forced_refusals(); }
   void conv2d(const Window2D& w, int64_t filters, const float* x, const float* kernel, float* y) override;
   Tensor conv2d_keeping_patches(const Window2D& w, int64_t filters, const float* x, const float* kernel, float* y) override;
   void conv2d_backward_data(const Window2D& w, int64_t filters, const float* dy, const float* kernel,

@@ -25,13 +25,17 @@ namespace {
 // Batch norm's per-channel affine map v = x * scale + shift, in the one
 // expression that batch_norm_apply and the relu's backward passes compute
 // (the latter take the relu's gradient from v > 0 and must see the same
-// bits: nvcc fuses the multiply-add in each alike).
+// bits). Both multiply-adds are explicit fused ones (__fmaf_rn): a plain
+// a * b + c leaves fusing to ptxas, kernel by kernel, and one unfused
+// rounding flips the relu's mask where v is near 0. They are also what the
+// CPU computes (CpuImageKernels.cpp: std::fma for the shift, and GCC fuses
+// x * scale + shift under -march=native).
 __device__ __forceinline__ void channel_affine(int64_t c, const float* mean, const float* inv_std, const float* gamma,
                                                const float* beta, float& scale, float& shift) {
   scale = inv_std[c] * (gamma ? gamma[c] : 1.0f);
-  shift = (beta ? beta[c] : 0.0f) - mean[c] * scale;
+  shift = __fmaf_rn(-mean[c], scale, beta ? beta[c] : 0.0f);
 }
-__device__ __forceinline__ float affine(float x, float scale, float shift) { return x * scale + shift; }
+__device__ __forceinline__ float affine(float x, float scale, float shift) { return __fmaf_rn(x, scale, shift); }
 
 // ---- per-channel reductions -------------------------------------------------------
 
@@ -171,10 +175,15 @@ __global__ void __launch_bounds__(kThreads)
     if (threadIdx.y == 0 && c < channels) {
       part_a[chunk * channels + c] = sa[t];
       if (part_b) part_b[chunk * channels + c] = sb[t];
-      __threadfence();  // the partials reach every SM before the ticket says so
     }
     __syncthreads();
-    if (t == 0) last = atomicAdd(&tickets[k], 1u) == static_cast<unsigned>(chunks - 1);
+    // The ticket's thread fences after the barrier, so the release covers the
+    // partials every lane of the block wrote (the barrier made them its own):
+    // they reach every SM before the ticket says so.
+    if (t == 0) {
+      __threadfence();
+      last = atomicAdd(&tickets[k], 1u) == static_cast<unsigned>(chunks - 1);
+    }
     __syncthreads();
     if (last) {
       __threadfence();

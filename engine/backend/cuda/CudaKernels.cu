@@ -381,9 +381,10 @@ __global__ void __launch_bounds__(kReduceThreads)
 // labels checked, each row's loss and scaled gradient by a warp, then their
 // scaled sum, each part computed as its own kernel computes it (the same
 // bits). A warp takes its rows one after another, so this is for batches of
-// a few rows per warp (kFusedLossRows), where the step's time is its kernels'
-// count.
-constexpr int64_t kFusedLossRows = 256;
+// a few rows per warp (kFusedLossRows) of few classes (kFusedLossElements:
+// one SM reads them all, three times), where the step's time is its
+// kernels' count; a wide output spreads over the GPU's blocks instead.
+constexpr int64_t kFusedLossRows = 256, kFusedLossElements = 32768;
 
 __global__ void __launch_bounds__(kReduceThreads)
     sparse_softmax_xent_average_kernel(const float* logits, const int32_t* labels, int64_t rows, int64_t cols,
@@ -549,7 +550,7 @@ void sparse_softmax_xent(cudaStream_t s, const float* logits, const int32_t* lab
 
 void sparse_softmax_xent_average(cudaStream_t s, const float* logits, const int32_t* labels, int64_t rows, int64_t cols,
                                  const float* scale, float* error, float* loss, float* dlogits, float* total) {
-  if (rows <= kFusedLossRows) {
+  if (rows <= kFusedLossRows && rows * cols <= kFusedLossElements) {
     sparse_softmax_xent_average_kernel<<<1, kReduceThreads, 0, s>>>(logits, labels, rows, cols, scale, error, loss, dlogits,
                                                                     total);
     STRATA_CUDA_LAUNCHED("sparse_softmax_xent_average");

@@ -138,11 +138,9 @@ bool CudnnConvolution::takes(const Window2D& w, int64_t filters) {
     std::fprintf(stderr, "%s; this shape takes the other ways (%s cuDNN does not)\n", e.what(), layout_name());
     return false;
   }
-  // Not a refusal: out of memory for the workspace (im2col's patches would
-  // need more), or a shape first seen while a step is captured, is the
-  // caller's error, and the shape may use cuDNN later.
-  workspace_.reserve(p->workspace);
-  return true;
+  // Not a refusal: no memory for the workspace now (a later call may fit),
+  // or a shape first seen while a step is captured (the caller's error).
+  return workspace_.try_reserve(p->workspace);
 }
 
 bool CudnnConvolution::fits(const Window2D& w, int64_t filters) {

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <exception>
 #include <limits>
 #include <optional>
 #include <string>
@@ -13,6 +14,7 @@
 #include "backend/cuda/CudaCheck.h"
 #include "backend/cuda/CudaKernels.h"
 #include "backend/cuda/CudnnLibrary.h"
+#include "backend/cuda/TimingEvents.h"
 #include "core/Error.h"
 
 namespace strata::cuda {
@@ -96,6 +98,16 @@ bool allowed(const CudnnDescriptor& engine, bool tf32, bool transforms) {
   return true;
 }
 
+// Whether a fault broke the device while engines were planned or timed
+// (then the failure is the step's error, not the shape's refusal). Never a
+// query of a capturing stream: that is illegal and invalidates the capture.
+bool broken(cudaStream_t stream) {
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  cudaError_t e = cudaStreamIsCapturing(stream, &capture);
+  if (e == cudaSuccess && capture == cudaStreamCaptureStatusNone) e = cudaStreamQuery(stream);
+  return e != cudaSuccess && e != cudaErrorNotReady;
+}
+
 int64_t engine_index(const CudnnDescriptor& engine) {
   int64_t index = -1, n = 0;
   lib().cudnnBackendGetAttribute(engine.get(), CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &n, &index);
@@ -133,21 +145,14 @@ bool CudnnGraphConvolution::takes(const Window2D& w, int64_t filters) {
   try {
     p = &planned(w, filters);
   } catch (const std::exception& e) {
-    // A fault that broke the device while engines were timed is the step's
-    // error, not this shape's refusal. Never a query of a capturing stream:
-    // that is illegal and invalidates the capture.
-    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-    cudaError_t broken = cudaStreamIsCapturing(stream_, &capture);
-    if (broken == cudaSuccess && capture == cudaStreamCaptureStatusNone) broken = cudaStreamQuery(stream_);
-    if (broken != cudaSuccess && broken != cudaErrorNotReady) throw;
+    if (broken(stream_)) throw;
     refused_.insert(key);
     std::fprintf(stderr, "%s; this shape takes the other ways (%s cuDNN graph does not)\n", e.what(), layout_name());
     return false;
   }
-  // Not a refusal: out of memory for the workspace, or a shape first seen
-  // while a step is captured, is the caller's error.
-  workspace_.reserve(p->workspace);
-  return true;
+  // Not a refusal: no memory for the workspace now (a later call may fit),
+  // or a shape first seen while a step is captured (the caller's error).
+  return workspace_.try_reserve(p->workspace);
 }
 
 CudnnGraphConvolution::Plans& CudnnGraphConvolution::planned(const Window2D& w, int64_t filters) {
@@ -210,6 +215,8 @@ void CudnnGraphConvolution::make_plans(Plans& p, const Window2D& w, int64_t filt
   p.parts.push_back(std::move(conv));
   const CudnnDescriptor& convolution = p.parts.back();
   const float one = 1.0f, zero = 0.0f;
+  std::exception_ptr unplanned;  // the first direction's failure
+  std::string failures;
   for (int d = 0; d < 3; ++d) {
     const Op& o = ops[d];
     const std::string named = what + " (" + ConvolutionWays::direction_name(static_cast<Direction>(d)) + ")";
@@ -221,9 +228,22 @@ void CudnnGraphConvolution::make_plans(Plans& p, const Window2D& w, int64_t filt
     op.set(o.alpha, CUDNN_TYPE_FLOAT, 1, &one);
     op.set(o.beta, CUDNN_TYPE_FLOAT, 1, &zero);
     op.finalized();
-    p.plan[d].emplace(choose(p, op, w, filters, tf32_ || static_cast<Direction>(d) != Direction::BackwardFilter, named));
+    // A direction no engine qualifies for (a float32 kernel gradient without
+    // FFT and Winograd, say) takes the other ways; the shape's others keep
+    // theirs. None planned: the shape is refused.
+    try {
+      p.plan[d].emplace(choose(p, op, w, filters, tf32_ || static_cast<Direction>(d) != Direction::BackwardFilter, named));
+    } catch (const std::exception& e) {
+      if (broken(stream_)) throw;
+      if (!unplanned) unplanned = std::current_exception();
+      failures += std::string(failures.empty() ? "" : "\n") + e.what();
+    }
     p.parts.push_back(std::move(op));
   }
+  if (!p.plan[0] && !p.plan[1] && !p.plan[2]) std::rethrow_exception(unplanned);
+  if (unplanned)
+    std::fprintf(stderr, "%s; that direction takes the other ways (%s cuDNN graph does not)\n", failures.c_str(),
+                 layout_name());
 }
 
 CudnnDescriptor CudnnGraphConvolution::choose(Plans& p, const CudnnDescriptor& op, const Window2D& w, int64_t filters,
@@ -244,8 +264,10 @@ CudnnDescriptor CudnnGraphConvolution::choose(Plans& p, const CudnnDescriptor& o
     int64_t engine;
     size_t config;  // in `configs`
   };
+  // The configurations before the plans made from them, so they outlive
+  // the plans on the way out too.
+  std::vector<CudnnDescriptor> configs;
   std::vector<Candidate> candidates;
-  std::vector<CudnnDescriptor> configs;  // alive while their plans are made
   for (cudnnBackendHeurMode_t mode : {CUDNN_HEUR_MODE_INSTANT, CUDNN_HEUR_MODE_FALLBACK}) {
     CudnnDescriptor heuristics(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, what);
     heuristics.set(CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, graph);
@@ -335,49 +357,48 @@ CudnnDescriptor CudnnGraphConvolution::choose(Plans& p, const CudnnDescriptor& o
     } catch (const Error&) {
       x.reset(), k.reset(), y.reset();
     }
-    struct Marks {
-      cudaEvent_t e[2] = {};
-      Marks() {
-        STRATA_CUDA(cudaEventCreate(&e[0]));
-        STRATA_CUDA(cudaEventCreate(&e[1]));
-      }
-      ~Marks() {
-        for (cudaEvent_t m : e)
-          if (m) cudaEventDestroy(m);
-      }
-      Marks(const Marks&) = delete;
-      Marks& operator=(const Marks&) = delete;
-    } marks;
+    const TimingEvents marks(2);
+    size_t unfit = candidates.size();  // the first one without memory for its workspace
     for (size_t i = 0; y && i < candidates.size(); ++i) {
       std::optional<Scratch> workspace;
       try {
         workspace.emplace(memory_, static_cast<size_t>(candidates[i].workspace), stream_);
       } catch (const Error&) {
+        unfit = std::min(unfit, i);
         continue;  // no memory for this one's workspace beside the pool's: the others are timed
       }
-      if (execute(candidates[i].plan, x->p, k->p, y->p, workspace->p) != CUDNN_STATUS_SUCCESS) continue;
+      if (execute(candidates[i].plan, x->p, k->p, y->p, workspace->p) != CUDNN_STATUS_SUCCESS) {
+        cudaGetLastError();  // or the next launch's check reports cuDNN's failure as its own
+        continue;
+      }
       for (int round = 0; round < 2; ++round) {
         // The GPU kept busy meanwhile, so the marks time its work, not the host's queueing.
         spin(stream_, 200);
-        STRATA_CUDA(cudaEventRecord(marks.e[0], stream_));
+        STRATA_CUDA(cudaEventRecord(marks[0], stream_));
         const cudnnStatus_t ran = execute(candidates[i].plan, x->p, k->p, y->p, workspace->p);
-        STRATA_CUDA(cudaEventRecord(marks.e[1], stream_));
+        STRATA_CUDA(cudaEventRecord(marks[1], stream_));
         if (ran != CUDNN_STATUS_SUCCESS) {
+          cudaGetLastError();
           ms[i] = std::numeric_limits<float>::infinity();
           break;
         }
-        STRATA_CUDA(cudaEventSynchronize(marks.e[1]));
+        STRATA_CUDA(cudaEventSynchronize(marks[1]));
         float t = 0;
-        STRATA_CUDA(cudaEventElapsedTime(&t, marks.e[0], marks.e[1]));
+        STRATA_CUDA(cudaEventElapsedTime(&t, marks[0], marks[1]));
         ms[i] = std::min(ms[i], t);
       }
       if (ms[i] < ms[best]) best = i;
     }
     STRATA_CUDA(cudaStreamSynchronize(stream_));
     cudaGetLastError();
-    if (y && !std::isfinite(ms[best]))
-      throw runtime_error(what + ": none of the " + std::to_string(candidates.size()) +
-                          " cuDNN engine configurations offered for this convolution ran");
+    // None ran for want of memory beside the pool: the heuristics' order
+    // decides among those, as without timing (not a refusal of the shape).
+    if (y && !std::isfinite(ms[best])) {
+      if (unfit == candidates.size())
+        throw runtime_error(what + ": none of the " + std::to_string(candidates.size()) +
+                            " cuDNN engine configurations offered for this convolution ran");
+      best = unfit;
+    }
   }
   if (convolution_log()) {
     std::string times;
@@ -416,9 +437,12 @@ bool CudnnGraphConvolution::run(const Window2D& w, int64_t filters, Direction d,
   std::lock_guard lock(mutex_);
   if (refused_.contains(cudnn_key(w, filters))) return false;
   Plans& p = planned(w, filters);
+  const auto& plan = p.plan[static_cast<size_t>(d)];
+  if (!plan) return false;  // no engine qualified for this direction (make_plans)
   workspace_.reserve(p.workspace);
-  const cudnnStatus_t status = execute(*p.plan[static_cast<size_t>(d)], x, kernel, y, workspace_.get());
+  const cudnnStatus_t status = execute(*plan, x, kernel, y, workspace_.get());
   if (status == CUDNN_STATUS_SUCCESS) return true;
+  cudaGetLastError();  // or the next launch's check reports cuDNN's failure as its own
   // A plan cuDNN made and finalized for this shape refuses only when it
   // does not support a call (or its pointers' alignment); any other bad
   // parameter is a mistake in the descriptors made here, which a silent

@@ -59,10 +59,10 @@ private:
   // for the descriptors that name them).
   struct Plans {
     std::deque<CudnnDescriptor> parts;
-    std::array<std::optional<CudnnDescriptor>, 3> plan;
-    size_t workspace = 0;  // the largest of the three plans' needs
+    std::array<std::optional<CudnnDescriptor>, 3> plan;  // none for a direction no engine qualifies for
+    size_t workspace = 0;                                // the largest of the three plans' needs
   };
-  // The shape's plans, made the first time (throws when cuDNN cannot plan a
+  // The shape's plans, made the first time (throws when cuDNN can plan no
   // direction); the caller reserves their workspace.
   Plans& planned(const Window2D& w, int64_t filters);
   void make_plans(Plans& p, const Window2D& w, int64_t filters);

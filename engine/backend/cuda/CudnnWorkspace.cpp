@@ -1,5 +1,8 @@
 #include "backend/cuda/CudnnWorkspace.h"
 
+#include <cstdio>
+
+#include "backend/cuda/ConvolutionWays.h"
 #include "core/Error.h"
 
 namespace strata::cuda {
@@ -25,6 +28,17 @@ void CudnnWorkspace::reserve(size_t bytes) {
   bytes_ = 0;
   buffer_ = memory_.allocate(bytes);
   bytes_ = bytes;
+}
+
+bool CudnnWorkspace::try_reserve(size_t bytes) {
+  try {
+    reserve(bytes);
+    return true;
+  } catch (const Error& e) {
+    if (!out_of_device_memory(e)) throw;
+    if (convolution_log()) std::fprintf(stderr, "%s; cuDNN is not offered for this call\n", e.what());
+    return false;
+  }
 }
 
 }  // namespace strata::cuda

@@ -25,6 +25,10 @@ public:
   // At least `bytes`; throws naming the device when that needs growth
   // inside a capture or the device has no memory for it.
   void reserve(size_t bytes);
+  // reserve(), answering false where the device has no memory for it: a
+  // shape's first call then takes the other ways (im2col over slices needs
+  // far less), rather than failing the step; a later call may fit.
+  bool try_reserve(size_t bytes);
   void* get() const { return buffer_; }
   size_t bytes() const { return bytes_; }
 
