@@ -78,11 +78,17 @@ void DeviceSpans::drain(TraceRecorder& recorder, int64_t replayed_step, int grap
     return true;
   });
   if (replayed_step < 0) return;
+  // Read once, after the replay: one that cannot be read now never will be
+  // for this step (the next replay records over it), so it is counted lost.
+  int64_t lost = 0;
   for (const auto& p : graphs_[graph & 1])
     if (resolve(*p, s)) {
       s.step = replayed_step;
       recorder.record(s);
+    } else {
+      ++lost;
     }
+  if (lost > 0) recorder.count_lost(lost);
 }
 
 bool DeviceSpans::empty() const {

@@ -27,6 +27,9 @@ public:
   // ordered by start time.
   std::vector<Span> drain();
   int64_t dropped() const { return dropped_.load(std::memory_order_relaxed); }
+  // Spans lost before they reached the recorder (a replayed graph's device
+  // marks that could not be read), counted with the dropped ones.
+  void count_lost(int64_t n) { dropped_.fetch_add(n, std::memory_order_relaxed); }
 
   // Now, in the spans' unit (microseconds on the monotonic clock).
   static double now_us();

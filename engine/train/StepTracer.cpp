@@ -138,7 +138,7 @@ void StepTracer::close(double time) {
   if (recorder_.dropped() > 0)
     sink_.emit(LogEvent{"warning",
                         "the step timeline lost " + std::to_string(recorder_.dropped()) +
-                            " spans (recorded faster than they were collected)",
+                            " spans (recorded faster than they were collected, or device marks that could not be read)",
                         time});
   stop_file();
 }

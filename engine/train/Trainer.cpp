@@ -27,6 +27,11 @@ Trainer::~Trainer() {
   // communicators from being destroyed (ncclCommDestroy waits for it), and
   // the strategy, which owns them, is otherwise destroyed before it.
   step_graph_.reset();
+  // Then the step still in flight (a run that failed while one was queued):
+  // its queue waits for it, so its graph's timing marks have been recorded
+  // before device_spans_, declared after the queue and so destroyed first,
+  // hands their events back to the device for another run to take.
+  stats_queue_.reset();
   try {
     if (strategy_) allow_branches(false);
   } catch (...) {

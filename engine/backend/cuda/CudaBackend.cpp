@@ -7,6 +7,7 @@
 #include <limits>
 #include <mutex>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "backend/cuda/CudaCheck.h"
@@ -211,6 +212,7 @@ CudaBackend::~CudaBackend() {
   cudnn_graph_nchw_.reset();
   for (cudaEvent_t ref : clock_ref_)
     if (ref) cudaEventDestroy(ref);
+  if (clock_probe_) cudaEventDestroy(clock_probe_);
   if (clock_stream_) cudaStreamDestroy(clock_stream_);
   if (stream_) cudaStreamDestroy(stream_);
 }
@@ -530,16 +532,30 @@ void CudaBackend::calibrate_clock() {
   if (!clock_stream_) {
     STRATA_CUDA(cudaStreamCreateWithFlags(&clock_stream_, cudaStreamNonBlocking));
     for (cudaEvent_t& ref : clock_ref_) STRATA_CUDA(cudaEventCreate(&ref));
+    STRATA_CUDA(cudaEventCreate(&clock_probe_));
   }
   // The other reference is recorded again; this one stays, as the previous.
   // Unknown until measured (a failure below leaves it so, not stale).
   clock_current_ = 1 - clock_current_;
   clock_ref_us_[clock_current_] = -1;
-  const double before = monotonic_seconds();
-  STRATA_CUDA(cudaEventRecord(clock_ref_[clock_current_], clock_stream_));
-  STRATA_CUDA(cudaEventSynchronize(clock_ref_[clock_current_]));
-  const double after = monotonic_seconds();
-  clock_ref_us_[clock_current_] = 0.5 * (before + after) * 1e6;
+  // Up to five trials, until one waits under 20 us; the shortest wait's
+  // event becomes the reference (a trial records the probe, which changes
+  // places with the reference when it waited less).
+  constexpr int kTrials = 5;
+  constexpr double kGoodWait = 20e-6;
+  double best_wait = std::numeric_limits<double>::infinity(), best_mid = 0;
+  for (int trial = 0; trial < kTrials && best_wait > kGoodWait; ++trial) {
+    const double before = monotonic_seconds();
+    STRATA_CUDA(cudaEventRecord(clock_probe_, clock_stream_));
+    STRATA_CUDA(cudaEventSynchronize(clock_probe_));
+    const double after = monotonic_seconds();
+    if (after - before < best_wait) {
+      best_wait = after - before;
+      best_mid = 0.5 * (before + after);
+      std::swap(clock_probe_, clock_ref_[clock_current_]);
+    }
+  }
+  clock_ref_us_[clock_current_] = best_mid * 1e6;
 }
 
 void CudaBackend::wait_event(const EventPtr& event) {

@@ -263,7 +263,10 @@ private:
   std::vector<void*> deferred_frees_;
   // The timing marks' link to the host clock: clock_ref_[i], recorded on an
   // otherwise idle stream and waited for, happened at host time
-  // clock_ref_us_[i] (to within half the wait, a few microseconds). Measured
+  // clock_ref_us_[i] (to within half the wait, a few microseconds: the
+  // shortest of a few waits counts, since one preempted thread or a GPU
+  // time-sliced with another process would shift every mark read against
+  // that reference; clock_probe_ is the trial event). Measured
   // again each second, into the other of the two: marks are read against the
   // previous one (one to three seconds old, so before them: one elapsed-time
   // read), so a mark's place on the host clock carries the two clocks' drift
@@ -297,6 +300,7 @@ private:
   std::atomic<cudaStream_t> branch_stream_{nullptr};  // branch_->stream once made, for release_cached_memory()
   cudaStream_t clock_stream_ = nullptr;
   cudaEvent_t clock_ref_[2] = {};
+  cudaEvent_t clock_probe_ = nullptr;
   double clock_ref_us_[2] = {-1, -1};
   int clock_current_ = 1;  // calibrate_clock() starts at 0
 };
