@@ -142,7 +142,7 @@ GraphPtr SimBackend::end_capture() {
   // Older memory freed while capturing is still read or written by every
   // replay: it returns to the arena with the graph, not before.
   c.owned.insert(c.owned.end(), c.deferred.begin(), c.deferred.end());
-  counters().graph_operations = static_cast<int64_t>(ops->size());
+  counters().graph_operations = static_cast<int64_t>(ops->ops.size());
   return std::make_shared<SimGraph>(std::move(ops), std::move(c.owned), arena_, stream_);
 }
 

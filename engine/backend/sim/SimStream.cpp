@@ -39,7 +39,13 @@ private:
 class SimTimingMark final : public DeviceEvent {
 public:
   std::atomic<double> time_us{-1.0};  // the last time the stream ran it (each replay notes it again)
+  // The replay whose run of it is awaited (0: an eager mark): a run in
+  // another replay leaves it pending.
+  std::atomic<uint64_t> awaited{0};
 };
+// The replay the stream's thread is running (0: none), and the last one queued.
+thread_local uint64_t t_replay = 0;
+std::atomic<uint64_t> g_replays{0};
 }  // namespace
 
 SimStream::SimStream(std::string name) : name_(std::move(name)), thread_([this] { loop(); }) {}
@@ -57,7 +63,7 @@ void SimStream::enqueue(std::function<void()> op) {
   {
     std::lock_guard lock(mutex_);
     if (capturing_) {
-      recording_.push_back(std::move(op));
+      recording_.ops.push_back(std::move(op));
       return;
     }
     queue_.push_back(std::move(op));
@@ -69,7 +75,7 @@ void SimStream::begin_capture() {
   std::lock_guard lock(mutex_);
   if (capturing_) throw runtime_error(name_ + ": begin_capture while a capture is already under way");
   capturing_ = true;
-  recording_.clear();
+  recording_ = Recording{};
 }
 
 SimStream::Recording SimStream::end_capture() {
@@ -85,8 +91,16 @@ bool SimStream::capturing() {
 }
 
 void SimStream::replay(std::shared_ptr<const Recording> ops) {
-  enqueue([ops] {
-    for (const auto& op : *ops) op();
+  const uint64_t replay = ++g_replays;
+  for (const EventPtr& m : ops->marks) {
+    auto& mark = static_cast<SimTimingMark&>(*m);
+    mark.awaited.store(replay, std::memory_order_relaxed);
+    mark.time_us.store(-1.0, std::memory_order_release);
+  }
+  enqueue([ops, replay] {
+    t_replay = replay;
+    for (const auto& op : ops->ops) op();
+    t_replay = 0;
   });
 }
 
@@ -158,7 +172,20 @@ void SimStream::wait_host(const EventPtr& event) {
 
 EventPtr SimStream::record_timing_mark() {
   auto mark = std::make_shared<SimTimingMark>();
-  enqueue([mark] { mark->time_us.store(monotonic_seconds() * 1e6, std::memory_order_release); });
+  std::function<void()> op = [mark] {
+    if (mark->awaited.load(std::memory_order_relaxed) == t_replay)
+      mark->time_us.store(monotonic_seconds() * 1e6, std::memory_order_release);
+  };
+  {
+    std::lock_guard lock(mutex_);
+    if (capturing_) {
+      recording_.ops.push_back(std::move(op));
+      recording_.marks.push_back(mark);
+      return mark;
+    }
+    queue_.push_back(std::move(op));
+  }
+  work_cv_.notify_one();
   return mark;
 }
 

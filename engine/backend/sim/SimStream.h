@@ -46,7 +46,13 @@ public:
   // Capture, as cudaStreamBeginCapture: while it is on, enqueue() records
   // the operation instead of queueing it, and copies to the host and
   // synchronize() throw (a replay could not repeat them).
-  using Recording = std::vector<std::function<void()>>;
+  struct Recording {
+    std::vector<std::function<void()>> ops;
+    // Its timing marks: queueing a replay makes them pending until the
+    // stream reaches them in that replay, as CUDA's events recorded by a
+    // graph are (a read in between gets nothing, never the last replay's time).
+    std::vector<EventPtr> marks;
+  };
   void begin_capture();
   Recording end_capture();
   bool capturing();
