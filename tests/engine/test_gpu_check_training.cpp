@@ -36,7 +36,7 @@ private slots:
       ops.insert(r.op);
     }
     QCOMPARE(ops, (std::set<std::string>{"train_step", "sgd_trajectory", "graph_replay", "gradient_branches", "mirrored_x2",
-                                         "mirrored_x4_shared", "sharded_update", "device_timeline"}));
+                                         "mirrored_x4_shared", "sharded_update", "parameter_server", "device_timeline"}));
     QVERIFY(records.size() > 20);  // every variable of every comparison has its own record
   }
 

@@ -88,6 +88,26 @@ std::vector<CheckRecord> check_mirrored_pair(const Device& device, int steps) {
   });
 }
 
+std::vector<CheckRecord> check_parameter_server(const Device& device, int steps) {
+  return guarded("parameter_server", [&] {
+    RunConfig c = example_mlp(device, steps, "sgd");
+    c.strategy.name = "mirrored";
+    c.strategy.devices = {device.str(), device.str()};
+    const Run mirrored = train(c);
+    c.strategy.name = "parameter_server";
+    c.strategy.staleness = 0;
+    c.strategy.servers = 2;
+    c.strategy.min_shard_bytes = 64 << 10;  // the first layer's kernel in pieces on both servers
+    const Run ps = train(c);
+    std::vector<CheckRecord> out{compare("parameter_server",
+                                         "2 workers on the device, 2 servers, synchronous, " + std::to_string(steps) +
+                                             " steps, loss per step against mirrored",
+                                         as_floats(ps.events.losses), as_floats(mirrored.events.losses), 1e-5)};
+    compare_weights(out, "parameter_server", ps, 0, mirrored, 1e-5);
+    return out;
+  });
+}
+
 std::vector<CheckRecord> check_shared_device(const Device& device, int steps) {
   return guarded("mirrored_x4_shared", [&] {
     const Run one = train(example_mlp(device, steps, "sgd"));

@@ -28,6 +28,13 @@ std::vector<CheckRecord> check_mirrored_pair(const Device& device, int steps = 2
 // (a one-GPU communicator after the local sum), and must give the bits of the
 // device-memory all-reduce.
 std::vector<CheckRecord> check_shared_device(const Device& device, int steps = 20);
+// ParameterServer with its two workers on the device and two servers in host
+// memory (the kernels split between them), synchronous (staleness 0): each
+// global batch's slice gradients summed and applied once, as mirrored over the
+// same two replicas does, so the same losses and weights up to float32
+// rounding (the servers' update runs on the CPU). Pulls and pushes copy
+// through the device's pinned staging.
+std::vector<CheckRecord> check_parameter_server(const Device& device, int steps = 20);
 // The example CNN with batch norm and dropout (Adam) for a few steps with each
 // step captured as a graph and replayed, against the same steps run op by op
 // on the device: the same losses, weights, moving statistics and host-side

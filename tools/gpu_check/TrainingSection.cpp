@@ -12,6 +12,7 @@ std::vector<CheckRecord> TrainingSection::run(const SectionContext& context) {
   announce(out, check_gradient_branches(context.device), context);
   announce(out, check_mirrored_pair(context.device), context);
   announce(out, check_shared_device(context.device), context);
+  announce(out, check_parameter_server(context.device), context);
   announce(out, check_device_timeline(context.device), context);
   return out;
 }
