@@ -317,6 +317,18 @@ void BackendComparison::batch_norm_layers() {
       Operand &dy, &x, &mean, &inv_std, &gamma, &beta;
     };
     Operand none;
+    // What both backward applies take beside their inputs: per-channel sums
+    // of the size a batch of this many rows gives (so dx is O(1)), the row
+    // count, and dx.
+    struct ApplySums {
+      Operand &sum, &sum_xhat, &count, &dx;
+    };
+    const auto apply_sums = [&](OpCase& c) {
+      const float scale = static_cast<float>(p.rows) * 0.5f;
+      // Braced: drawn in this order.
+      return ApplySums{c.input(Shape{p.channels}, -scale, scale), c.input(Shape{p.channels}, -scale, scale),
+                       c.values(Shape{1}, {static_cast<float>(p.rows)}), c.poisoned(Shape{p.rows, p.channels})};
+    };
     const auto relu_backward = [&](OpCase& c) {
       // Braced: drawn in this order.
       return ReluBackward{c.input(Shape{p.rows, p.channels}, -0.5f, 1.0f),
@@ -339,17 +351,12 @@ void BackendComparison::batch_norm_layers() {
     });
     h_.check("batch_norm_relu_backward_apply", shape, [&](OpCase& c) {
       const ReluBackward in = relu_backward(c);
-      // Sums of the size a batch of this many rows gives, so dx is O(1).
-      const float scale = static_cast<float>(p.rows) * 0.5f;
-      auto& sum_dz = c.input(Shape{p.channels}, -scale, scale);
-      auto& sum_dz_xhat = c.input(Shape{p.channels}, -scale, scale);
-      auto& count = c.values(Shape{1}, {static_cast<float>(p.rows)});
-      auto& dx = c.poisoned(Shape{p.rows, p.channels});
+      const ApplySums a = apply_sums(c);
       c.run([&](Backend& b, Side s) {
         b.batch_norm_relu_backward_apply(in.dy.f(s), in.x.f(s), p.rows, p.channels, in.mean.f(s), in.inv_std.f(s),
-                                         in.gamma.f(s), in.beta.f(s), sum_dz.f(s), sum_dz_xhat.f(s), count.f(s), dx.f(s));
+                                         in.gamma.f(s), in.beta.f(s), a.sum.f(s), a.sum_xhat.f(s), a.count.f(s), a.dx.f(s));
       });
-      c.expect("", dx, kElementwise);
+      c.expect("", a.dx, kElementwise);
     });
     h_.check("batch_norm_backward_reduce", dims({p.rows, p.channels}), [&](OpCase& c) {
       auto& dy = c.input(Shape{p.rows, p.channels}, -0.5f, 1.0f);
@@ -371,17 +378,12 @@ void BackendComparison::batch_norm_layers() {
       auto& mean = c.input(Shape{p.channels}, -1.0f, -0.5f);
       auto& inv_std = c.input(Shape{p.channels}, 0.5f, 2.0f);
       auto& gamma = p.gamma ? c.input(Shape{p.channels}, 0.5f, 1.5f) : none;
-      // Sums of the size a batch of this many rows gives, so dx is O(1).
-      const float scale = static_cast<float>(p.rows) * 0.5f;
-      auto& sum_dy = c.input(Shape{p.channels}, -scale, scale);
-      auto& sum_dy_xhat = c.input(Shape{p.channels}, -scale, scale);
-      auto& count = c.values(Shape{1}, {static_cast<float>(p.rows)});
-      auto& dx = c.poisoned(Shape{p.rows, p.channels});
+      const ApplySums a = apply_sums(c);
       c.run([&](Backend& b, Side s) {
-        b.batch_norm_backward_apply(dy.f(s), x.f(s), p.rows, p.channels, mean.f(s), inv_std.f(s), gamma.f(s),
-                                    sum_dy.f(s), sum_dy_xhat.f(s), count.f(s), dx.f(s));
+        b.batch_norm_backward_apply(dy.f(s), x.f(s), p.rows, p.channels, mean.f(s), inv_std.f(s), gamma.f(s), a.sum.f(s),
+                                    a.sum_xhat.f(s), a.count.f(s), a.dx.f(s));
       });
-      c.expect("", dx, kElementwise);
+      c.expect("", a.dx, kElementwise);
     });
   }
 }

@@ -106,8 +106,7 @@ struct ReluBackwardOp : BackwardOp {
     channel_affine(c, mean, inv_std, gamma, beta, scale, shift);
   }
   __device__ void add(int64_t at, double& a, double& b) const {
-    const float g = dy[at];
-    add_gradient(at, affine(x[at], scale, shift) > 0.0f ? g : 0.0f, a, b);
+    add_gradient(at, activation_gradient(Activation::Relu, affine(x[at], scale, shift), dy[at]), a, b);
   }
 };
 
@@ -315,7 +314,7 @@ __global__ void batch_norm_backward_apply_kernel(const float* __restrict__ dy, c
          r += static_cast<int64_t>(gridDim.x) * blockDim.y) {
       const float xv = x[r * channels + c];
       float d = dy[r * channels + c];
-      if (kRelu && !(affine(xv, scale, shift) > 0.0f)) d = 0.0f;
+      if constexpr (kRelu) d = activation_gradient(Activation::Relu, affine(xv, scale, shift), d);
       const float xhat = (xv - m) * is;
       dx[r * channels + c] = scale * (d - inv_count * (sdy + xhat * sdx));
     }

@@ -59,11 +59,12 @@ SimStream::~SimStream() {
   thread_.join();
 }
 
-void SimStream::enqueue(std::function<void()> op) {
+void SimStream::enqueue(std::function<void()> op, EventPtr mark) {
   {
     std::lock_guard lock(mutex_);
     if (capturing_) {
       recording_.ops.push_back(std::move(op));
+      if (mark) recording_.marks.push_back(std::move(mark));
       return;
     }
     queue_.push_back(std::move(op));
@@ -172,20 +173,12 @@ void SimStream::wait_host(const EventPtr& event) {
 
 EventPtr SimStream::record_timing_mark() {
   auto mark = std::make_shared<SimTimingMark>();
-  std::function<void()> op = [mark] {
-    if (mark->awaited.load(std::memory_order_relaxed) == t_replay)
-      mark->time_us.store(monotonic_seconds() * 1e6, std::memory_order_release);
-  };
-  {
-    std::lock_guard lock(mutex_);
-    if (capturing_) {
-      recording_.ops.push_back(std::move(op));
-      recording_.marks.push_back(mark);
-      return mark;
-    }
-    queue_.push_back(std::move(op));
-  }
-  work_cv_.notify_one();
+  enqueue(
+      [mark] {
+        if (mark->awaited.load(std::memory_order_relaxed) == t_replay)
+          mark->time_us.store(monotonic_seconds() * 1e6, std::memory_order_release);
+      },
+      mark);
   return mark;
 }
 

@@ -29,7 +29,9 @@ public:
   SimStream(const SimStream&) = delete;
   SimStream& operator=(const SimStream&) = delete;
 
-  void enqueue(std::function<void()> op);
+  // `mark`: the timing mark `op` records, kept with the recording while
+  // capturing (Recording::marks).
+  void enqueue(std::function<void()> op, EventPtr mark = nullptr);
   // Queues a copy of `bytes` from device memory (already a host view) into
   // host memory, which is poisoned now and written at the next synchronize().
   void enqueue_to_host(void* host_dst, const void* src_view, size_t bytes);
