@@ -370,8 +370,10 @@ void MainWindow::stopRun() { run_->stop(); }
 void MainWindow::onFinished(const FinishedEvent& event) {
   history_->refresh();
   if (event.status != RunStatus::Failed) return;
-  presenter_->error(this, event.failure == FailureKind::Diverged ? tr("Training diverged") : tr("Training failed"),
-                    QString::fromStdString(event.message));
+  QString title = tr("Training failed");
+  if (event.failure == FailureKind::Diverged) title = tr("Training diverged");
+  if (event.failure == FailureKind::OutOfDeviceMemory) title = tr("Out of device memory");
+  presenter_->error(this, title, QString::fromStdString(event.message));
 }
 
 void MainWindow::onOverlay(const QString& run_dir, bool on) {

@@ -10,12 +10,14 @@ namespace strata {
 namespace {
 constexpr std::array<std::pair<RunStatus, const char*>, 3> kStatus{
     {{RunStatus::Completed, "completed"}, {RunStatus::Stopped, "stopped"}, {RunStatus::Failed, "failed"}}};
-constexpr std::array<std::pair<FailureKind, const char*>, 6> kFailure{{{FailureKind::None, ""},
-                                                                     {FailureKind::BadInput, "bad_input"},
-                                                                     {FailureKind::Diverged, "diverged"},
-                                                                     {FailureKind::WorkerLost, "worker_lost"},
-                                                                     {FailureKind::ServerFailed, "server_failed"},
-                                                                     {FailureKind::Internal, "internal"}}};
+constexpr std::array<std::pair<FailureKind, const char*>, 7> kFailure{
+    {{FailureKind::None, ""},
+     {FailureKind::BadInput, "bad_input"},
+     {FailureKind::Diverged, "diverged"},
+     {FailureKind::WorkerLost, "worker_lost"},
+     {FailureKind::ServerFailed, "server_failed"},
+     {FailureKind::OutOfDeviceMemory, "out_of_device_memory"},
+     {FailureKind::Internal, "internal"}}};
 }  // namespace
 
 const char* status_name(RunStatus status) {
@@ -43,6 +45,7 @@ FailureKind failure_kind_of(const std::exception& e) {
     case ErrorKind::BadInput: return FailureKind::BadInput;
     case ErrorKind::WorkerLost: return FailureKind::WorkerLost;
     case ErrorKind::ServerFailed: return FailureKind::ServerFailed;
+    case ErrorKind::DeviceMemory: return FailureKind::OutOfDeviceMemory;
     case ErrorKind::Runtime:
     case ErrorKind::Aborted: break;
   }

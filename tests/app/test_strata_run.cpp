@@ -29,8 +29,9 @@ struct Result {
 // under a second.
 constexpr int kGuardMs = 120000;
 
-Result run(const QStringList& args) {
+Result run(const QStringList& args, const QProcessEnvironment& env = QProcessEnvironment::systemEnvironment()) {
   QProcess p;
+  p.setProcessEnvironment(env);
   p.start(kRunner, args);
   Result r;
   if (!p.waitForStarted(kGuardMs)) {
@@ -511,6 +512,29 @@ private slots:
         QVERIFY(fin["message"].toString().contains(QString("step %1").arg(fin["steps"].toInt())));
       }
     }
+  }
+
+  // A model too large for the device: exit 1 (a training failure, not bad
+  // input), typed as out of device memory in the finished event and the run
+  // folder, the message naming the device and the remedy. On sim with 1 GiB:
+  // the 2M-unit layer's activations at batch 50 alone take 400 MB each.
+  void out_of_device_memory_exit_1() {
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.insert("STRATA_SIM_DEVICES", "1");
+    env.insert("STRATA_SIM_MEMORY_GB", "1");
+    const QString path = write_project("huge.strata", "model/layers/0/units", 1 << 21);
+    const QString dir = tmp_.filePath("oom-run");
+    Result r = run({path, "--run-dir", dir, "--events", "jsonl", "--devices", "sim:0"}, env);
+    QVERIFY2(r.status == QProcess::NormalExit && r.exit_code == 1, qPrintable(describe(r)));
+    const QJsonObject fin = QJsonDocument::fromJson(r.out_lines().last().toUtf8()).object();
+    QCOMPARE(fin["type"].toString(), QString("finished"));
+    QCOMPARE(fin["status"].toString(), QString("failed"));
+    QCOMPARE(fin["failure"].toString(), QString("out_of_device_memory"));
+    for (const QString& needle : {"sim:0", "out of device memory", "smaller batch"})
+      QVERIFY2(fin["message"].toString().contains(needle), qPrintable(describe(r)));
+    QFile metrics(dir + "/metrics.json");
+    QVERIFY(metrics.open(QIODevice::ReadOnly));
+    QCOMPARE(QJsonDocument::fromJson(metrics.readAll()).object()["failure"].toString(), QString("out_of_device_memory"));
   }
 
   void sigint_stops_after_current_step_data() {

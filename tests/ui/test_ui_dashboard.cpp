@@ -197,6 +197,7 @@ private Q_SLOTS:
   void invalidFileShowsDialog();
   void badDatasetShowsDialog();
   void divergenceIsMarked();
+  void outOfDeviceMemoryIsNamed();
   void newAndOpenStartClean();
   void wordingAndHelp();
   void datasetPreviewNeverStale();
@@ -1052,6 +1053,33 @@ void DashboardTest::divergenceIsMarked() {
   QVERIFY(win.w.logPanel()->toPlainText().contains("loss became NaN"));
   // The marker sits where the loss became NaN, inside the visible range.
   QVERIFY(loss->plot()->xAxis->range().contains(4));
+}
+
+// A run the device's memory cannot hold ends with a dialog that says so (the
+// engine's message names the device and the remedy), not a generic failure.
+// The engine's side is test_strata_run's out_of_device_memory_exit_1, on a
+// simulated device with 1 GiB; as in divergenceIsMarked, the events are
+// replayed through the bridge's signal.
+void DashboardTest::outOfDeviceMemoryIsNamed() {
+  Window win;
+  QVERIFY(win.w.openProject(project_));
+  RunStartedEvent started;
+  started.strategy = "one_device";
+  started.replicas = 1;
+  started.devices = {"gpu:0"};
+  started.steps_per_epoch = 10;
+  started.epochs = 1;
+  FinishedEvent f;
+  f.status = RunStatus::Failed;
+  f.failure = FailureKind::OutOfDeviceMemory;
+  f.message =
+      "gpu:0 (NVIDIA H200): out of device memory allocating 2048 MiB (100 MiB free of 143 GiB; this process holds "
+      "140 GiB). Use a smaller batch or model, or fewer replicas on this GPU";
+  Q_EMIT win.w.runController()->bridge()->events({started, LogEvent{"error", f.message, 0.1}, f});
+  QCOMPARE(win.presenter->titles.value(0), QString("Out of device memory"));
+  QVERIFY(win.presenter->errors.value(0).contains("smaller batch"));
+  QVERIFY(win.w.statusPanel()->statusText().startsWith("Failed"));
+  QVERIFY(!win.editor()->locked());
 }
 
 // Counts read as English ("1 worker process", "3 epochs", never "(es)"),

@@ -73,7 +73,7 @@ std::vector<CheckRecord> ErrorsSection::run(const SectionContext& context) {
   // nothing left behind (the next allocation and kernels work).
   const size_t too_much = memory_bytes(device) + (size_t{1} << 30);
   announce(out,
-           {expect_error("allocating " + std::to_string(too_much >> 20) + " MiB on " + device.str(), ErrorKind::Runtime,
+           {expect_error("allocating " + std::to_string(too_much >> 20) + " MiB on " + device.str(), ErrorKind::DeviceMemory,
                          {device.str(), "out of device memory"},
                          [&] { Tensor::empty(Shape{static_cast<int64_t>(too_much / sizeof(float))}, device); })},
            context);

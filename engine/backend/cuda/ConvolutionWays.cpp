@@ -161,10 +161,6 @@ void ConvolutionWays::run(const Window2D& w, int64_t filters, Direction d, bool 
   if (!kept->run()) ways.back().run();
 }
 
-bool out_of_device_memory(const std::exception& e) {
-  return std::string(e.what()).find("out of device memory") != std::string::npos;
-}
-
 std::vector<ConvolutionChoice> ConvolutionWays::choices() const {
   std::lock_guard lock(mutex_);
   return choices_;
@@ -199,7 +195,7 @@ std::string ConvolutionWays::race(const Window2D& w, int64_t filters, Direction 
         // A patch matrix may not fit (it holds kh * kw copies of the input)
         // where cuDNN needs little: the others run. Any other failure is the
         // step's.
-        if (!out_of_device_memory(e)) throw;
+        if (!is_device_memory_exhausted(e)) throw;
         if (convolution_log())
           std::fprintf(stderr, "%s: convolution way %s not taken: %s\n", device.str().c_str(), ways[i].name, e.what());
         failure = std::current_exception();

@@ -22,9 +22,6 @@ namespace strata::cuda {
 // on the same, heuristic, choices.
 bool convolution_autotune();
 bool convolution_log();
-// Whether `e` is the device pool's "out of device memory" (a way that does
-// not fit drops out; another way may).
-bool out_of_device_memory(const std::exception& e);
 
 // For each convolution shape and direction, which of several deterministic
 // ways runs it: cuDNN's best deterministic algorithm in the NHWC layout the

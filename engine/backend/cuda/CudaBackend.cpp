@@ -265,7 +265,7 @@ void CudaBackend::begin_branch() {
       if (b->stream) cudaStreamDestroy(b->stream);
       // A branch only overlaps work: without memory for its workspace the
       // work stays on the main stream (a later step may find room).
-      if (cuda::out_of_device_memory(e)) return;
+      if (is_device_memory_exhausted(e)) return;
       throw;
     }
     branch_ = std::move(b);
@@ -325,7 +325,7 @@ void* CudaBackend::allocate(size_t bytes) {
   if (e == cudaErrorMemoryAllocation && release_cached_memory()) e = cudaMallocAsync(&p, bytes == 0 ? 4 : bytes, s);
   if (e == cudaErrorMemoryAllocation) {
     cudaGetLastError();  // not sticky: clear it so the next call does not report it
-    throw runtime_error(out_of_memory(bytes));
+    throw device_memory_exhausted(out_of_memory(bytes));
   }
   if (e != cudaSuccess) cuda::throw_cuda(e, "cudaMallocAsync", __FILE__, __LINE__);
   cudaMemPoolGetAttribute(pool_, cudaMemPoolAttrReservedMemCurrent, &after);
@@ -666,7 +666,7 @@ void CudaBackend::replay(const GraphPtr& graph) {
   if (e == cudaErrorMemoryAllocation && release_cached_memory()) e = cudaGraphLaunch(g->exec, stream_);
   if (e == cudaErrorMemoryAllocation) {
     cudaGetLastError();
-    throw runtime_error(out_of_memory(0) + " (replaying the captured step: --no-graphs runs it op by op)");
+    throw device_memory_exhausted(out_of_memory(0) + " (replaying the captured step: --no-graphs runs it op by op)");
   }
   if (e != cudaSuccess) cuda::throw_cuda(e, "cudaGraphLaunch", __FILE__, __LINE__);
 }

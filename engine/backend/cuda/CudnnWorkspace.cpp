@@ -35,7 +35,7 @@ bool CudnnWorkspace::try_reserve(size_t bytes) {
     reserve(bytes);
     return true;
   } catch (const Error& e) {
-    if (!out_of_device_memory(e)) throw;
+    if (!is_device_memory_exhausted(e)) throw;
     if (convolution_log()) std::fprintf(stderr, "%s; cuDNN is not offered for this call\n", e.what());
     return false;
   }

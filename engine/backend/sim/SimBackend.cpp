@@ -168,8 +168,9 @@ void* SimBackend::allocate(size_t bytes) {
   bool fresh = false;
   void* p = arena_.allocate(bytes, &fresh);
   if (!p)
-    throw runtime_error(device().str() + ": out of device memory allocating " + std::to_string(bytes) + " bytes (" +
-                        std::to_string(arena_.in_use()) + " of " + std::to_string(arena_.capacity()) + " in use)");
+    throw device_memory_exhausted(device().str() + ": out of device memory allocating " + std::to_string(bytes) + " bytes (" +
+                                  std::to_string(arena_.in_use()) + " of " + std::to_string(arena_.capacity()) +
+                                  " in use). Use a smaller batch or model, or fewer replicas on this device");
   if (fresh) {
     counters().allocations++;
     counters().allocated_bytes += static_cast<int64_t>(bytes);
