@@ -530,7 +530,7 @@ private slots:
     QCOMPARE(fin["type"].toString(), QString("finished"));
     QCOMPARE(fin["status"].toString(), QString("failed"));
     QCOMPARE(fin["failure"].toString(), QString("out_of_device_memory"));
-    for (const QString& needle : {"sim:0", "out of device memory", "smaller batch"})
+    for (const char* needle : {"sim:0", "out of device memory", "smaller batch"})
       QVERIFY2(fin["message"].toString().contains(needle), qPrintable(describe(r)));
     QFile metrics(dir + "/metrics.json");
     QVERIFY(metrics.open(QIODevice::ReadOnly));
