@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Rehearses the GPU check's one call on a machine without a GPU, as the GPU
+# Rehearses a GPU session's first call on a machine without a GPU, as the GPU
 # server will see it: a clean clone of this repository's HEAD, its carried
-# folder made by scripts/gpu-carry.sh, and then scripts/gpu-check.sh inside a
+# folder made by scripts/gpu-carry.sh, and then scripts/gpu-session.sh (which
+# starts with scripts/gpu-check.sh) inside a
 # private mount namespace that hides what the server lacks (Qt, Eigen,
 # nlohmann/json, zlib's headers and oneDNN), so the build can only succeed
 # from the carried headers. A build that needs something the server does not
@@ -9,11 +10,11 @@
 #
 #   sudo scripts/gpu-rehearse.sh [WORK_DIR]   (default: a new /tmp/gpu-rehearse.*)
 #
-# Needs root (mount namespaces) and the CUDA toolkit. Ends as the check ends
-# on a machine without a GPU: exit 0 when the check stopped at "no GPU"
-# (exit 2, nothing checked) after building, 1 when the build failed (the
-# check's exit 3) or the check ended otherwise; 3 when it could not start.
-# The check's log and report are left in WORK_DIR/out.
+# Needs root (mount namespaces) and the CUDA toolkit. Exit 0 when the check
+# built and then stopped at "no GPU" (exit 2, nothing checked), as it must
+# on a machine without one; 1 when the build failed (the check's exit 3) or
+# the session ended otherwise; 3 when the rehearsal could not start. The
+# session's files are left in WORK_DIR/out.
 set -euo pipefail
 if [ "$(id -u)" != 0 ]; then
   echo "gpu-rehearse: needs root for a private mount namespace (run it with sudo)" >&2
@@ -51,11 +52,11 @@ for package in /usr/lib/x86_64-linux-gnu/cmake/Qt6 /usr/lib/x86_64-linux-gnu/cma
   if [ -d "$package" ]; then mount --bind "$work/ns/empty" "$package"; fi
 done
 cd "$work/src"
-OUT="$work/out" scripts/gpu-check.sh
+OUT="$work/out" scripts/gpu-session.sh
 EOF
 status=$?
 set -e
-echo "gpu-rehearse: scripts/gpu-check.sh ended with exit $status (log: $work/out/gpu-check.log)"
+echo "gpu-rehearse: scripts/gpu-session.sh ended with exit $status (log: $work/out/gpu-check.log)"
 case "$status" in
   2) echo "gpu-rehearse: built from the carried headers alone and stopped at 'no GPU', as it should" ;;
   3) echo "gpu-rehearse: the build failed; the server would fail the same way" >&2 ;;
