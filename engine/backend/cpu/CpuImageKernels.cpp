@@ -343,6 +343,9 @@ namespace {
 // expression that batch_norm_apply(_relu) and the relu's backward passes
 // all compute (the backward passes take the relu's gradient from v > 0, and
 // must see the forward pass's bits: GCC fuses the multiply-add in each).
+// Fused only where the target has FMA (STRATA_NATIVE on any x86 CPU since
+// 2013, the default): elsewhere v rounds twice, still the same in every pass
+// here, but near 0 the relu mask can then differ from the GPU's __fmaf_rn.
 struct BatchNormAffine {
   std::vector<float> scale, shift;
   BatchNormAffine(int64_t channels, const float* mean, const float* inv_std, const float* gamma, const float* beta)
