@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Sanitizer runs of the engine, the runner and the tests (no UI, no CUDA):
+# Sanitizer runs of the engine, the runner and the tests (no UI, no CUDA
+# backend; the CUDA kernels run under ASan through their CPU emulation):
 #
 #   scripts/sanitizers.sh asan   AddressSanitizer + UBSan: the fast tier (ctest -L unit)
 #   scripts/sanitizers.sh tsan   ThreadSanitizer: the threaded engine tests and strata-run
@@ -27,6 +28,12 @@ case "$kind" in
     tests=(test_kernels test_image_kernels test_image_reference test_gradients test_data test_project test_trainer
            test_sim_device test_conv_layers test_checkpoints test_schedules test_strategies test_parameter_server
            test_distributed_runs test_strata_run)
+    # The CUDA kernels on the CPU (tests/cuda_emulation), where the toolkit's
+    # headers are: ASan then does for the kernels' memory accesses what
+    # compute-sanitizer's memcheck does on a GPU.
+    if ninja -C build-asan -t targets all 2>/dev/null | grep -q '^test_cuda_emulation:'; then
+      tests+=(test_cuda_emulation test_cuda_emulation_small_grids)
+    fi
     cmake --build --preset asan -j "$jobs" --target strata-run "${tests[@]}"
     export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:halt_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1"
     export LSAN_OPTIONS="suppressions=$supp/lsan.supp:print_suppressions=0"

@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include <cuda_runtime_api.h>
+
 #include "Scheduler.h"
 #include "gpu_check/Tolerances.h"
 
@@ -24,6 +26,9 @@ namespace emutest {
 using strata::gpu_check::tolerance::kElementwise;
 using strata::gpu_check::tolerance::kExact;
 using strata::gpu_check::tolerance::summed;
+
+// The stream every launch is given (the emulation runs each launch at once).
+inline constexpr cudaStream_t kStream = nullptr;
 
 inline std::mt19937_64& rng() {
   static std::mt19937_64 gen([] {

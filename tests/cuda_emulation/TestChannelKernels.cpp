@@ -21,8 +21,6 @@ using namespace emutest;
 
 namespace {
 
-constexpr cudaStream_t kStream = nullptr;
-
 const int64_t kRows[] = {0, 1, 7, 4099};
 const int64_t kChannels[] = {3, 16, 32, 64, 100};
 

@@ -15,10 +15,6 @@
 using namespace strata;
 using namespace emutest;
 
-namespace {
-constexpr cudaStream_t kStream = nullptr;
-}  // namespace
-
 void TestDenseKernels::elementwise() {
   // Sizes below one block, a block and one, and many blocks (the small
   // grids' two blocks of 64 threads: the grid-stride loops turn).

@@ -19,8 +19,6 @@ using namespace emutest;
 
 namespace {
 
-constexpr cudaStream_t kStream = nullptr;
-
 struct WindowCase {
   const char* name;
   int64_t batch, height, width, channels, kh, kw, sh, sw;

@@ -19,10 +19,6 @@
 using namespace strata;
 using namespace emutest;
 
-namespace {
-constexpr cudaStream_t kStream = nullptr;
-}  // namespace
-
 void TestStepKernels::sparse_softmax_xent_average() {
   struct Case {
     int64_t rows, cols;

@@ -384,6 +384,7 @@ void CpuBackend::pixels_to_float(int64_t rows, int64_t features, const uint8_t* 
 }
 
 void CpuBackend::gather_rows(const uint8_t* table, int64_t row_bytes, const int32_t* rows, int64_t n, uint8_t* out) {
+  if (row_bytes <= 0) return;  // nothing to copy (and an empty table's pointer may be null: memcpy forbids it)
   pool_.parallel_for(n, std::max<int64_t>(1, kElementGrain / std::max<int64_t>(1, row_bytes)), [&](int64_t lo, int64_t hi) {
     for (int64_t i = lo; i < hi; ++i)
       std::memcpy(out + i * row_bytes, table + static_cast<int64_t>(rows[i]) * row_bytes, static_cast<size_t>(row_bytes));
