@@ -13,18 +13,14 @@
 #include "Comparison.h"
 #include "backend/Backend.h"
 #include "backend/cuda/CudaKernels.h"
+#include "engine/WindowCase.h"
 
 using namespace strata;
 using namespace emutest;
+using testutil::make_case_window;
+using testutil::WindowCase;
 
 namespace {
-
-struct WindowCase {
-  const char* name;
-  int64_t batch, height, width, channels, kh, kw, sh, sw;
-  enum Pad { Valid, Same, Explicit } pad;
-  int64_t pad_top = 0, pad_left = 0;
-};
 
 const WindowCase kWindows[] = {
     {"3x3 s1 same", 2, 9, 7, 5, 3, 3, 1, 1, WindowCase::Same},
@@ -36,31 +32,6 @@ const WindowCase kWindows[] = {
     {"3x3 s3 valid, tiles the image, 1 channel", 3, 9, 6, 1, 3, 3, 3, 3, WindowCase::Valid},
     {"1x1 s2 valid", 2, 7, 5, 6, 1, 1, 2, 2, WindowCase::Valid},
 };
-
-Window2D window(const WindowCase& c) {
-  Window2D w{c.batch, c.height, c.width, c.channels, c.kh, c.kw, c.sh, c.sw, 0, 0, 0, 0};
-  const auto same = [](int64_t size, int64_t k, int64_t s, int64_t& out, int64_t& pad) {
-    out = (size + s - 1) / s;
-    pad = std::max<int64_t>((out - 1) * s + k - size, 0) / 2;  // TF: the odd pixel after
-  };
-  switch (c.pad) {
-    case WindowCase::Valid:
-      w.out_h = (c.height - c.kh) / c.sh + 1;
-      w.out_w = (c.width - c.kw) / c.sw + 1;
-      break;
-    case WindowCase::Same:
-      same(c.height, c.kh, c.sh, w.out_h, w.pad_top);
-      same(c.width, c.kw, c.sw, w.out_w, w.pad_left);
-      break;
-    case WindowCase::Explicit:
-      w.pad_top = c.pad_top;
-      w.pad_left = c.pad_left;
-      w.out_h = (c.height + 2 * c.pad_top - c.kh) / c.sh + 1;
-      w.out_w = (c.width + 2 * c.pad_left - c.kw) / c.sw + 1;
-      break;
-  }
-  return w;
-}
 
 int64_t input_size(const Window2D& w) { return w.batch * w.height * w.width * w.channels; }
 int64_t output_size(const Window2D& w) { return w.batch * w.out_h * w.out_w * w.channels; }
@@ -84,7 +55,7 @@ struct Shifted {
 void TestImageKernels::im2col_col2im() {
   for (const WindowCase& c : kWindows)
     for (int offset : {0, 1}) {
-      const Window2D w = window(c);
+      const Window2D w = make_case_window(c);
       const std::string what = std::string(c.name) + (offset ? " unaligned" : "");
       Shifted x(uniform(input_size(w), -1.0f, 1.0f), offset), col(poisoned(patch_size(w)), offset);
       auto cpu_col = poisoned(patch_size(w));
@@ -105,7 +76,7 @@ void TestImageKernels::max_pool() {
     for (int offset : {0, 1})
       for (bool with_bias : {false, true})
         for (bool relu : {false, true}) {
-          const Window2D w = window(c);
+          const Window2D w = make_case_window(c);
           const std::string what = std::string(c.name) + (offset ? " unaligned" : "") + (with_bias ? " bias" : "") +
                                    (relu ? " relu" : "");
           // Values in {-2, ..., 1}: ties in most windows, and negative maxima for the relu.
@@ -137,7 +108,7 @@ void TestImageKernels::max_pool() {
 
 void TestImageKernels::avg_pool() {
   for (const WindowCase& c : kWindows) {
-    const Window2D w = window(c);
+    const Window2D w = make_case_window(c);
     const auto x = uniform(input_size(w), -1.0f, 1.0f), dy = uniform(output_size(w), -1.0f, 1.0f);
     auto y = poisoned(output_size(w)), cpu_y = y, dx = poisoned(input_size(w)), cpu_dx = dx;
     cuda_emu::avg_pool(kStream, w, x.data(), y.data());

@@ -15,14 +15,17 @@
 #include <vector>
 
 #include "TestUtil.h"
+#include "WindowCase.h"
 #include "backend/cpu/CpuBackend.h"
 #include "core/Error.h"
 
 using namespace strata;
 using testutil::compare;
 using testutil::identical;
+using testutil::make_case_window;
 using testutil::nan_vector;
 using testutil::random_vector;
+using testutil::WindowCase;
 
 namespace {
 
@@ -34,13 +37,6 @@ constexpr int64_t kPoolGrain = 4;     // max_pool, avg_pool: output rows (batch 
 constexpr int64_t kImageGrain = 1;    // col2im and the pooling backward passes: images
 // batch_norm_apply and backward_apply: rows, kBatchNormWork / channels of them per thread.
 constexpr int64_t kBatchNormWork = 1 << 15;
-
-struct WindowCase {
-  const char* name;
-  int64_t batch, height, width, channels, kh, kw, sh, sw;
-  enum Pad { Valid, Same, Explicit } pad;
-  int64_t pad_top = 0, pad_left = 0;  // Explicit only
-};
 
 // Odd and even sizes, 1 to 8 channels, strides 1 and 2 (also unequal), TF's
 // "valid" and "same" (the odd pixel after) and symmetric explicit padding (as
@@ -64,38 +60,6 @@ const WindowCase kWindows[] = {
     {"2x2 s2 valid, even size (the windows tile the image)", 3, 16, 12, 8, 2, 2, 2, 2, WindowCase::Valid},
     {"3x2 kernel, strides 3x2, valid, tiling", 4, 18, 20, 5, 3, 2, 3, 2, WindowCase::Valid},
 };
-
-// TF's window arithmetic, written here independently of nn/Padding.cpp.
-Window2D make_case_window(const WindowCase& c) {
-  Window2D w{};
-  w.batch = c.batch;
-  w.height = c.height;
-  w.width = c.width;
-  w.channels = c.channels;
-  w.kernel_h = c.kh;
-  w.kernel_w = c.kw;
-  w.stride_h = c.sh;
-  w.stride_w = c.sw;
-  auto dim = [&](int64_t in, int64_t k, int64_t s, int64_t explicit_pad, int64_t& out, int64_t& pad) {
-    switch (c.pad) {
-      case WindowCase::Valid:
-        out = (in - k) / s + 1;
-        pad = 0;
-        break;
-      case WindowCase::Same:
-        out = (in + s - 1) / s;
-        pad = std::max<int64_t>((out - 1) * s + k - in, 0) / 2;
-        break;
-      case WindowCase::Explicit:
-        out = (in + 2 * explicit_pad - k) / s + 1;
-        pad = explicit_pad;
-        break;
-    }
-  };
-  dim(c.height, c.kh, c.sh, c.pad_top, w.out_h, w.pad_top);
-  dim(c.width, c.kw, c.sw, c.pad_left, w.out_w, w.pad_left);
-  return w;
-}
 
 int64_t image_size(const Window2D& w) { return w.batch * w.height * w.width * w.channels; }
 int64_t out_rows(const Window2D& w) { return w.batch * w.out_h * w.out_w; }
