@@ -31,9 +31,11 @@ struct RunRecord {
   std::string strategy;
   // How it ended; none: interrupted (its events stop before a finished event).
   std::optional<RunStatus> status;
+  FailureKind failure = FailureKind::None;  // why, when it failed
   bool has_checkpoint = false;
-  // completed, stopped, failed or interrupted.
-  std::string status_text() const { return status ? status_name(*status) : "interrupted"; }
+  // completed, stopped or interrupted; a failed run says why ("failed: out
+  // of device memory"), so the table answers the first question about it.
+  std::string status_text() const;
   // Resume is offered for a run that did not complete and left a checkpoint.
   bool resumable() const { return has_checkpoint && status != RunStatus::Completed; }
 };

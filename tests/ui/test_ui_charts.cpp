@@ -42,6 +42,7 @@ private Q_SLOTS:
   void chartExports();
   void runSeriesFromEvents();
   void runHistoryListsRuns();
+  void runHistorySaysWhyARunFailed();
   void settingsDiffMarksDifferences();
   void parameterServerRunFromFolder();
 };
@@ -523,6 +524,40 @@ void ChartsTest::runHistoryListsRuns() {
   QCOMPARE(bad, 1);
   QCOMPARE(s.step.size(), size_t(1));
   QCOMPARE(s.replica_loss[1][0], 0.7);
+}
+
+// The Runs table's status of a failed run names the failure kind the
+// finished event carries ("failed: out of device memory"), in the table and
+// the summary alike; an older stream without the kind says "failed".
+void ChartsTest::runHistorySaysWhyARunFailed() {
+  QTemporaryDir dir;
+  const std::string project = dir.filePath("p.strata").toStdString();
+  const std::string runs = runs_folder_for(project);
+  const auto write_run = [&](const char* name, const std::string& finished) {
+    QDir().mkpath(QString::fromStdString(runs + "/" + name));
+    std::ofstream out(runs + "/" + name + "/events.jsonl");
+    RunStartedEvent r;
+    r.strategy = "one_device";
+    r.replicas = 1;
+    out << event_to_jsonl(r) << "\n" << finished << "\n";
+  };
+  FinishedEvent oom;
+  oom.status = RunStatus::Failed;
+  oom.failure = FailureKind::OutOfDeviceMemory;
+  oom.message = "gpu:0 (NVIDIA H200): out of device memory allocating 2048 MiB";
+  write_run("20250103-100000", event_to_jsonl(oom));
+  FinishedEvent stopped;
+  stopped.status = RunStatus::Stopped;
+  write_run("20250102-100000", event_to_jsonl(stopped));
+  // Written before the kind existed: read as internal, shown as such.
+  write_run("20250101-100000",
+            R"({"type":"finished","status":"failed","message":"boom","steps":0,"epochs_completed":0,"time":0})");
+  const auto list = list_runs(project);
+  QCOMPARE(list.size(), size_t(3));
+  QCOMPARE(QString::fromStdString(list[0].status_text()), QString("failed: out of device memory"));
+  QVERIFY(QString::fromStdString(list[0].summary).contains("one_device x1 · failed: out of device memory"));
+  QCOMPARE(QString::fromStdString(list[1].status_text()), QString("stopped"));
+  QCOMPARE(QString::fromStdString(list[2].status_text()), QString("failed: internal"));
 }
 
 // Two projects flattened to settings: nested fields by path, arrays of
