@@ -78,22 +78,14 @@ std::vector<Event> events_until(const std::string& run_dir, int64_t step) {
 }
 
 namespace {
-std::string ended(const std::optional<RunStatus>& status, FailureKind failure) {
-  if (!status) return "interrupted";
-  std::string text = status_name(*status);
-  if (*status != RunStatus::Failed || failure == FailureKind::None) return text;
-  std::string why = failure_name(failure);  // the event stream's word: out_of_device_memory
-  std::replace(why.begin(), why.end(), '_', ' ');
-  return text + ": " + why;
-}
-
-std::string summarize(const RunSeries& s) {
+// `status`: the record's status_text(), derived once from the finished event.
+std::string summarize(const RunSeries& s, const std::string& status) {
   std::string out;
   if (s.started) out += s.started->strategy + " x" + std::to_string(s.started->replicas);
   if (s.started && s.started->servers > 0)
     out += " · " + std::to_string(s.started->servers) + (s.started->servers == 1 ? " server" : " servers");
   out += out.empty() ? "" : " · ";
-  out += s.finished ? ended(s.finished->status, s.finished->failure) : ended(std::nullopt, FailureKind::None);
+  out += status;
   out += " · " + std::to_string(s.step.size()) + " steps";
   if (const int lost = s.lost_worker_count(); lost > 0)
     out += " · " + std::to_string(lost) + (lost == 1 ? " worker lost" : " workers lost");
@@ -110,7 +102,14 @@ std::string summarize(const RunSeries& s) {
 }
 }  // namespace
 
-std::string RunRecord::status_text() const { return ended(status, failure); }
+std::string RunRecord::status_text() const {
+  if (!status) return "interrupted";
+  std::string text = status_name(*status);
+  if (*status != RunStatus::Failed || failure == FailureKind::None) return text;
+  std::string why = failure_name(failure);  // the event stream's word: out_of_device_memory
+  std::replace(why.begin(), why.end(), '_', ' ');
+  return text + ": " + why;
+}
 
 std::vector<RunRecord> list_runs(const std::string& project_path) {
   std::vector<RunRecord> out;
@@ -123,12 +122,12 @@ std::vector<RunRecord> list_runs(const std::string& project_path) {
     r.dir = entry.path().string();
     r.name = entry.path().filename().string();
     const RunSeries series = load_run(r.dir);
-    r.summary = summarize(series);
     r.strategy = series.started ? series.started->strategy : std::string();
     if (series.finished) {
       r.status = series.finished->status;
       r.failure = series.finished->failure;
     }
+    r.summary = summarize(series, r.status_text());
     r.has_checkpoint = has_checkpoint(r.dir);
     r.steps = static_cast<int64_t>(series.step.size());
     for (const EpochEvent& e : series.epochs) {
