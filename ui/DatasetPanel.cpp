@@ -12,7 +12,6 @@
 #include <QLineEdit>
 #include <QPushButton>
 #include <QSpinBox>
-#include <QStackedWidget>
 #include <QtConcurrent/QtConcurrentRun>
 #include <filesystem>
 #include <qcustomplot.h>
@@ -65,67 +64,60 @@ DatasetPanel::DatasetPanel(QWidget* parent) : QWidget(parent) {
   form->addRow(new QLabel(tr("<b>Dataset</b>"), this));
   form->addRow(tr("Source"), kind_);
 
-  pages_ = new QStackedWidget(this);
+  // Each source's rows are rows of this one form, shown with their source,
+  // so every field starts at one x and no source leaves the empty height of
+  // another's rows (a stack of pages took its tallest page's height).
   const QString idx_filter = tr("IDX files (*-ubyte *-ubyte.gz *.idx *.gz);;All files (*)");
   const QString csv_filter = tr("CSV files (*.csv *.csv.gz);;All files (*)");
+  source_rows_.resize(static_cast<size_t>(kind_->count()));
+  auto row = [&](int source, const QString& label, QWidget* field) {
+    form->addRow(label, field);
+    source_rows_[static_cast<size_t>(source)].push_back(field);
+  };
   {  // Fashion-MNIST
-    auto* page = new QWidget;
-    auto* f = new QFormLayout(page);
-    f->addRow(tr("Folder"), pathRow(fashion_dir_, {}, true));
+    row(0, tr("Folder"), pathRow(fashion_dir_, {}, true));
     fashion_dir_->setPlaceholderText(tr("automatic (%1)").arg(QString::fromLatin1(kFashionMnistDefaultDir)));
     fashion_dir_->setObjectName("fashionFolder");
-    fashion_status_ = new QLabel(page);
+    fashion_status_ = new QLabel(this);
     fashion_status_->setObjectName("fashionStatus");
     fashion_status_->setWordWrap(true);
-    f->addRow(fashion_status_);
-    pages_->addWidget(page);
+    row(0, QString(), fashion_status_);
   }
   {  // IDX
-    auto* page = new QWidget;
-    auto* f = new QFormLayout(page);
-    f->addRow(tr("Train images"), pathRow(train_images_, idx_filter, false));
-    f->addRow(tr("Train labels"), pathRow(train_labels_, idx_filter, false));
-    f->addRow(tr("Test images"), pathRow(test_images_, idx_filter, false));
-    f->addRow(tr("Test labels"), pathRow(test_labels_, idx_filter, false));
-    pages_->addWidget(page);
+    row(1, tr("Train images"), pathRow(train_images_, idx_filter, false));
+    row(1, tr("Train labels"), pathRow(train_labels_, idx_filter, false));
+    row(1, tr("Test images"), pathRow(test_images_, idx_filter, false));
+    row(1, tr("Test labels"), pathRow(test_labels_, idx_filter, false));
   }
   {  // CSV
-    auto* page = new QWidget;
-    auto* f = new QFormLayout(page);
-    f->addRow(tr("Train CSV"), pathRow(train_csv_, csv_filter, false));
-    f->addRow(tr("Test CSV"), pathRow(test_csv_, csv_filter, false));
-    label_column_ = spin(page, -1, 100000);
+    row(2, tr("Train CSV"), pathRow(train_csv_, csv_filter, false));
+    row(2, tr("Test CSV"), pathRow(test_csv_, csv_filter, false));
+    label_column_ = spin(this, -1, 100000);
     label_column_->setSpecialValueText(tr("last column"));
-    header_ = new QComboBox(page);
+    header_ = new QComboBox(this);
     header_->addItem(tr("detect"), "auto");
     header_->addItem(tr("yes"), "yes");
     header_->addItem(tr("no"), "no");
-    f->addRow(tr("Label column"), label_column_);
-    f->addRow(tr("Header row"), header_);
-    pages_->addWidget(page);
+    row(2, tr("Label column"), label_column_);
+    row(2, tr("Header row"), header_);
   }
   {  // synthetic
-    auto* page = new QWidget;
-    auto* f = new QFormLayout(page);
-    syn_examples_ = spin(page, 2, 100000000);
-    syn_features_ = spin(page, 1, 1000000);
-    syn_classes_ = spin(page, 2, 100000);
+    syn_examples_ = spin(this, 2, 100000000);
+    syn_features_ = spin(this, 1, 1000000);
+    syn_classes_ = spin(this, 2, 100000);
     syn_examples_->setObjectName("syntheticExamples");
-    f->addRow(tr("Examples"), syn_examples_);
-    f->addRow(tr("Features"), syn_features_);
-    f->addRow(tr("Classes"), syn_classes_);
-    pages_->addWidget(page);
+    row(3, tr("Examples"), syn_examples_);
+    row(3, tr("Features"), syn_features_);
+    row(3, tr("Classes"), syn_classes_);
   }
-  layout->addWidget(pages_);
-  auto* common = new QFormLayout;
+  form_ = form;
   validation_split_ = new QDoubleSpinBox(this);
   validation_split_->setRange(0.0, 0.9);
   validation_split_->setSingleStep(0.05);
   validation_split_->setSpecialValueText(tr("none (validate on the test split)"));
   standardize_ = new QCheckBox(tr("Standardise features (train-split mean and std)"), this);
-  common->addRow(tr("Validation split"), validation_split_);
-  common->addRow(QString(), standardize_);
-  layout->addLayout(common);
+  form->addRow(tr("Validation split"), validation_split_);
+  form->addRow(QString(), standardize_);
 
   auto* preview_box = new QGroupBox(tr("Preview"), this);
   auto* pv = new QVBoxLayout(preview_box);
@@ -193,7 +185,9 @@ void DatasetPanel::clearPreview() {
 }
 
 void DatasetPanel::onKindChanged() {
-  pages_->setCurrentIndex(kind_->currentIndex());
+  for (size_t source = 0; source < source_rows_.size(); ++source)
+    for (QWidget* field : source_rows_[source])
+      form_->setRowVisible(field, static_cast<int>(source) == kind_->currentIndex());
   updateFashionStatus();
   announceKnownShape();
 }

@@ -2,6 +2,7 @@
 #include <QFutureWatcher>
 #include <QWidget>
 #include <memory>
+#include <vector>
 
 #include "core/Shape.h"
 #include "train/DataSource.h"
@@ -14,7 +15,7 @@ class QGridLayout;
 class QLabel;
 class QLineEdit;
 class QSpinBox;
-class QStackedWidget;
+class QFormLayout;
 class QCustomPlot;
 
 namespace strata::ui {
@@ -61,7 +62,8 @@ private:
   void announceKnownShape();
 
   QComboBox* kind_;
-  QStackedWidget* pages_;
+  QFormLayout* form_;
+  std::vector<std::vector<QWidget*>> source_rows_;  // per entry of kind_: the fields of its rows
   QLineEdit *fashion_dir_, *train_images_, *train_labels_, *test_images_, *test_labels_, *train_csv_, *test_csv_;
   QLabel* fashion_status_;
   QSpinBox *label_column_, *syn_examples_, *syn_features_, *syn_classes_;

@@ -34,33 +34,31 @@ TrainingPanel::TrainingPanel(QWidget* parent) : QWidget(parent) {
   form->addRow(tr("Optimizer"), optimizer_);
   form->addRow(tr("Learning rate"), lr_);
 
-  sgd_rows_ = new QWidget(this);
-  auto* sgd = new QFormLayout(sgd_rows_);
-  sgd->setContentsMargins(0, 0, 0, 0);
-  momentum_ = new QDoubleSpinBox(sgd_rows_);
+  // The optimizers' own rows are rows of this form, shown or hidden with
+  // the optimizer, so their fields line up with every other field (a nested
+  // form had a label column of its own).
+  momentum_ = new QDoubleSpinBox(this);
   momentum_->setRange(0.0, 0.999);
   momentum_->setDecimals(3);
   momentum_->setSingleStep(0.05);
-  nesterov_ = new QCheckBox(tr("Nesterov"), sgd_rows_);
-  sgd->addRow(tr("Momentum"), momentum_);
-  sgd->addRow(QString(), nesterov_);
-  form->addRow(sgd_rows_);
+  nesterov_ = new QCheckBox(tr("Nesterov"), this);
+  form->addRow(tr("Momentum"), momentum_);
+  form->addRow(QString(), nesterov_);
+  sgd_rows_ = {momentum_, nesterov_};
 
-  adam_rows_ = new QWidget(this);
-  auto* adam = new QFormLayout(adam_rows_);
-  adam->setContentsMargins(0, 0, 0, 0);
-  beta1_ = new QDoubleSpinBox(adam_rows_);
-  beta2_ = new QDoubleSpinBox(adam_rows_);
+  beta1_ = new QDoubleSpinBox(this);
+  beta2_ = new QDoubleSpinBox(this);
   for (auto* b : {beta1_, beta2_}) {
     b->setRange(0.0, 0.99999);
     b->setDecimals(5);
     b->setSingleStep(0.001);
   }
-  epsilon_ = number_field("epsilon", adam_rows_);
-  adam->addRow(tr("β₁"), beta1_);
-  adam->addRow(tr("β₂"), beta2_);
-  adam->addRow(tr("ε"), epsilon_);
-  form->addRow(adam_rows_);
+  epsilon_ = number_field("epsilon", this);
+  form->addRow(tr("β₁"), beta1_);
+  form->addRow(tr("β₂"), beta2_);
+  form->addRow(tr("ε"), epsilon_);
+  adam_rows_ = {beta1_, beta2_, epsilon_};
+  form_ = form;
 
   seed_ = new QLineEdit(this);
   seed_->setObjectName("seed");
@@ -78,19 +76,21 @@ TrainingPanel::TrainingPanel(QWidget* parent) : QWidget(parent) {
   form->addRow(tr("Prefetch batches"), prefetch_);
   form->addRow(QString(), shuffle_);
   form->addRow(QString(), drop_remainder_);
-  record_timeline_ = new QCheckBox(tr("Record the step timeline (Timeline tab; trace.json in the run folder)"), this);
+  record_timeline_ = new QCheckBox(tr("Record the step timeline"), this);
   record_timeline_->setObjectName("recordTimeline");
   record_timeline_->setToolTip(
       tr("Where each replica's step time goes: data, forward, backward, collectives, optimizer.\n"
-         "Opens in Perfetto (ui.perfetto.dev) and chrome://tracing."));
+         "Shown live in the Timeline tab; a saved project's run folder gets trace.json,\n"
+         "which opens in Perfetto (ui.perfetto.dev) and chrome://tracing."));
   form->addRow(QString(), record_timeline_);
   device_lanes_ = new QComboBox(this);
   device_lanes_->setObjectName("deviceLanes");
-  device_lanes_->addItem(tr("in bursts of 20 steps, four a second at most"), int(trace::DeviceLanes::Sampled));
+  device_lanes_->addItem(tr("in bursts of 20 steps"), int(trace::DeviceLanes::Sampled));
   device_lanes_->addItem(tr("in every step"), int(trace::DeviceLanes::EveryStep));
   device_lanes_->addItem(tr("off (the host's lanes only)"), int(trace::DeviceLanes::Off));
   device_lanes_->setToolTip(
       tr("What each GPU ran, timed by events in its stream, on a lane under its replica's.\n"
+         "Bursts of 20 steps come four times a second at most.\n"
          "Each timed step costs the GPU a few microseconds: on steps of a fraction of a\n"
          "millisecond, bursts keep that under a percent; every step shows them all."));
   device_lanes_->setEnabled(false);
@@ -116,8 +116,8 @@ TrainingPanel::TrainingPanel(QWidget* parent) : QWidget(parent) {
 
 void TrainingPanel::updateOptimizerRows() {
   const QString type = optimizer_->currentData().toString();
-  sgd_rows_->setVisible(type == "sgd");
-  adam_rows_->setVisible(type == "adam");
+  for (QWidget* field : sgd_rows_) form_->setRowVisible(field, type == "sgd");
+  for (QWidget* field : adam_rows_) form_->setRowVisible(field, type == "adam");
 }
 
 void TrainingPanel::setConfig(const RunConfig& config) {

@@ -1,11 +1,13 @@
 #pragma once
 #include <QWidget>
+#include <vector>
 
 #include "train/RunConfig.h"
 
 class QCheckBox;
 class QComboBox;
 class QDoubleSpinBox;
+class QFormLayout;
 class QLineEdit;
 class QSpinBox;
 class QWidget;
@@ -50,7 +52,8 @@ private:
   // A run option, not a project setting: kept when another project is opened, never saved.
   QCheckBox* record_timeline_;
   QComboBox* device_lanes_;  // with it: GPUs' device lanes sampled, in every step, or off
-  QWidget *sgd_rows_, *adam_rows_;
+  QFormLayout* form_;
+  std::vector<QWidget*> sgd_rows_, adam_rows_;  // each field's row is shown with its optimizer
   RunConfig loaded_;  // keeps fields this panel does not edit (loss, from_logits)
   bool loading_ = false;
 };

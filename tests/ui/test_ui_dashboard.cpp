@@ -20,6 +20,9 @@
 #include <QPushButton>
 #include <QRadioButton>
 #include <QRegularExpression>
+#include <QScrollArea>
+#include <QScrollBar>
+#include <QSet>
 #include <QSignalSpy>
 #include <QSpinBox>
 #include <QSplitter>
@@ -183,6 +186,7 @@ private Q_SLOTS:
   void initTestCase();
   void unavailableStrategiesAreDisabled();
   void strategyPageNeverClips();
+  void settingsPagesFitTheirWidth();
   void modelEditorChecksShapes();
   void mirroredRunFillsCharts();
   void timelineTabFillsDuringRun();
@@ -352,6 +356,62 @@ void DashboardTest::strategyPageNeverClips() {
   win.w.resize(1000, 1400);
   QApplication::processEvents();
   QVERIFY(win.editor()->devicesPanel()->height() > panel->height() / 2);
+}
+
+// How many different x the editable fields of a settings page start at.
+static int field_columns(QWidget* page) {
+  QSet<int> columns;
+  for (QWidget* w : page->findChildren<QWidget*>())
+    if (w->isVisibleTo(page) &&
+        (qobject_cast<QAbstractSpinBox*>(w) || qobject_cast<QLineEdit*>(w) || qobject_cast<QComboBox*>(w)) &&
+        !qobject_cast<QAbstractSpinBox*>(w->parentWidget()))
+      columns.insert(w->mapTo(page, QPoint(0, 0)).x());
+  return static_cast<int>(columns.size());
+}
+
+// Every settings page at the window size of the docs' screenshots, with the
+// longest optional rows showing (SGD's, then Adam's): no page needs a
+// horizontal scroll bar, and the fields of the Training page (either
+// optimizer) and of the Dataset page (any source) start at one x, so the
+// rows that come and go line up with the others. Saves each page as
+// ui-screenshots/settings-<n>.png.
+void DashboardTest::settingsPagesFitTheirWidth() {
+  Window win;
+  QVERIFY(win.w.openTemplate(STRATA_SOURCE_DIR "/resources/examples/fashion-mlp.strata"));
+  win.w.resize(1600, 1000);
+  win.w.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&win.w));
+  ConfigEditor* editor = win.editor();
+  TrainingPanel* training = editor->trainingPanel();
+  auto* optimizer = training->findChild<QComboBox*>("optimizer");
+  QVERIFY(optimizer);
+  auto* timeline = training->findChild<QCheckBox*>("recordTimeline");
+  QVERIFY(timeline);
+  QTest::mouseClick(timeline, Qt::LeftButton, Qt::NoModifier, QPoint(8, timeline->height() / 2));
+  QVERIFY(timeline->isChecked());
+  for (const char* type : {"sgd", "adam"}) {
+    optimizer->setCurrentIndex(optimizer->findData(type));
+    for (int i = 0; i < editor->count(); ++i) {
+      editor->setCurrentIndex(i);
+      QApplication::processEvents();
+      if (auto* area = qobject_cast<QScrollArea*>(editor->currentWidget()))
+        QVERIFY2(!area->horizontalScrollBar()->isVisible(), qPrintable(QString("%1 (%2): the page needs %3 px, has %4")
+                                                                           .arg(editor->tabText(i), type)
+                                                                           .arg(area->widget()->minimumSizeHint().width())
+                                                                           .arg(area->viewport()->width())));
+      save_screenshot(editor, QString("settings-%1.png").arg(i));
+    }
+    QVERIFY2(field_columns(training) == 1, type);
+  }
+  DatasetPanel* dataset = editor->datasetPanel();
+  editor->setCurrentIndex(1);
+  auto* source = dataset->findChild<QComboBox*>("datasetKind");
+  QVERIFY(source);
+  for (int i = 0; i < source->count(); ++i) {
+    source->setCurrentIndex(i);
+    QApplication::processEvents();
+    QVERIFY2(field_columns(dataset) == 1, qPrintable(source->currentText()));
+  }
 }
 
 void DashboardTest::modelEditorChecksShapes() {
