@@ -12,4 +12,6 @@ private slots:
   void im2col_col2im();
   void max_pool();
   void avg_pool();
+  // The three on windows drawn at random (STRATA_TEST_SEED chooses them).
+  void random_windows();
 };
