@@ -70,45 +70,45 @@ DatasetPanel::DatasetPanel(QWidget* parent) : QWidget(parent) {
   const QString idx_filter = tr("IDX files (*-ubyte *-ubyte.gz *.idx *.gz);;All files (*)");
   const QString csv_filter = tr("CSV files (*.csv *.csv.gz);;All files (*)");
   source_rows_.resize(static_cast<size_t>(kind_->count()));
-  auto row = [&](int source, const QString& label, QWidget* field) {
+  auto row = [&](const char* source, const QString& label, QWidget* field) {
     form->addRow(label, field);
-    source_rows_[static_cast<size_t>(source)].push_back(field);
+    source_rows_[static_cast<size_t>(kind_->findData(source))].push_back(field);
   };
   {  // Fashion-MNIST
-    row(0, tr("Folder"), pathRow(fashion_dir_, {}, true));
+    row("fashion_mnist", tr("Folder"), pathRow(fashion_dir_, {}, true));
     fashion_dir_->setPlaceholderText(tr("automatic (%1)").arg(QString::fromLatin1(kFashionMnistDefaultDir)));
     fashion_dir_->setObjectName("fashionFolder");
     fashion_status_ = new QLabel(this);
     fashion_status_->setObjectName("fashionStatus");
     fashion_status_->setWordWrap(true);
-    row(0, QString(), fashion_status_);
+    row("fashion_mnist", QString(), fashion_status_);
   }
   {  // IDX
-    row(1, tr("Train images"), pathRow(train_images_, idx_filter, false));
-    row(1, tr("Train labels"), pathRow(train_labels_, idx_filter, false));
-    row(1, tr("Test images"), pathRow(test_images_, idx_filter, false));
-    row(1, tr("Test labels"), pathRow(test_labels_, idx_filter, false));
+    row("idx", tr("Train images"), pathRow(train_images_, idx_filter, false));
+    row("idx", tr("Train labels"), pathRow(train_labels_, idx_filter, false));
+    row("idx", tr("Test images"), pathRow(test_images_, idx_filter, false));
+    row("idx", tr("Test labels"), pathRow(test_labels_, idx_filter, false));
   }
   {  // CSV
-    row(2, tr("Train CSV"), pathRow(train_csv_, csv_filter, false));
-    row(2, tr("Test CSV"), pathRow(test_csv_, csv_filter, false));
+    row("csv", tr("Train CSV"), pathRow(train_csv_, csv_filter, false));
+    row("csv", tr("Test CSV"), pathRow(test_csv_, csv_filter, false));
     label_column_ = spin(this, -1, 100000);
     label_column_->setSpecialValueText(tr("last column"));
     header_ = new QComboBox(this);
     header_->addItem(tr("detect"), "auto");
     header_->addItem(tr("yes"), "yes");
     header_->addItem(tr("no"), "no");
-    row(2, tr("Label column"), label_column_);
-    row(2, tr("Header row"), header_);
+    row("csv", tr("Label column"), label_column_);
+    row("csv", tr("Header row"), header_);
   }
   {  // synthetic
     syn_examples_ = spin(this, 2, 100000000);
     syn_features_ = spin(this, 1, 1000000);
     syn_classes_ = spin(this, 2, 100000);
     syn_examples_->setObjectName("syntheticExamples");
-    row(3, tr("Examples"), syn_examples_);
-    row(3, tr("Features"), syn_features_);
-    row(3, tr("Classes"), syn_classes_);
+    row("synthetic", tr("Examples"), syn_examples_);
+    row("synthetic", tr("Features"), syn_features_);
+    row("synthetic", tr("Classes"), syn_classes_);
   }
   form_ = form;
   validation_split_ = new QDoubleSpinBox(this);
