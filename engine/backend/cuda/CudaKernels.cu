@@ -393,14 +393,12 @@ __global__ void __launch_bounds__(kReduceThreads)
     IntReduce::TempStorage ints;
     DoubleReduce::TempStorage doubles;
   } temp;
-  if (error) {
-    block_check_labels(labels, rows, cols, error, temp.ints);
-    __syncthreads();  // temp is reused below
-  }
+  // temp.ints is free again after the barrier below, before temp.doubles is used.
+  if (error) block_check_labels(labels, rows, cols, error, temp.ints);
   const int lane = static_cast<int>(threadIdx.x) % kWarp, warp = static_cast<int>(threadIdx.x) / kWarp;
   for (int64_t r = warp; r < rows; r += kReduceThreads / kWarp)
     sparse_softmax_xent_row(logits, labels, r, cols, scale, loss, dlogits, lane);
-  __syncthreads();  // every row's loss written (a block's global writes are visible to it after the barrier)
+  __syncthreads();  // every row's loss written (a block's global writes are visible to it after the barrier), temp free
   block_scaled_sum(rows, loss, scale, total, temp.doubles);
 }
 

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <exception>
 #include <limits>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -213,88 +215,117 @@ void CudnnConvolution::make_plan(Plan& p, const Window2D& w, int64_t filters) {
   const bool measure = convolution_autotune() && cudaStreamIsCapturing(stream_, &capture) == cudaSuccess &&
                        capture == cudaStreamCaptureStatusNone;
   size_t need = 0;
-  const auto [fa, fm] = choose<cudnnConvolutionFwdAlgoPerf_t, CUDNN_CONVOLUTION_FWD_ALGO_COUNT>(
-      [&](int wanted, int* got, cudnnConvolutionFwdAlgoPerf_t* perf) {
-        return api.cudnnGetConvolutionForwardAlgorithm_v7(handle_, p.x, p.kernel, p.conv, p.y, wanted, got, perf);
-      },
-      [&](int wanted, int* got, cudnnConvolutionFwdAlgoPerf_t* perf) {
-        return api.cudnnFindConvolutionForwardAlgorithm(handle_, p.x, p.kernel, p.conv, p.y, wanted, got, perf);
-      },
-      [&](cudnnConvolutionFwdAlgo_t a, size_t* bytes) {
-        return api.cudnnGetConvolutionForwardWorkspaceSize(handle_, p.x, p.kernel, p.conv, p.y, a, bytes);
-      },
-      tf32_, true, measure, p.conv, what + " (forward)", need);
-  p.forward = {fa, fm};
-  const auto [da, dm] = choose<cudnnConvolutionBwdDataAlgoPerf_t, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT>(
-      [&](int wanted, int* got, cudnnConvolutionBwdDataAlgoPerf_t* perf) {
-        return api.cudnnGetConvolutionBackwardDataAlgorithm_v7(handle_, p.kernel, p.y, p.conv, p.x, wanted, got, perf);
-      },
-      [&](int wanted, int* got, cudnnConvolutionBwdDataAlgoPerf_t* perf) {
-        return api.cudnnFindConvolutionBackwardDataAlgorithm(handle_, p.kernel, p.y, p.conv, p.x, wanted, got, perf);
-      },
-      [&](cudnnConvolutionBwdDataAlgo_t a, size_t* bytes) {
-        return api.cudnnGetConvolutionBackwardDataWorkspaceSize(handle_, p.kernel, p.y, p.conv, p.x, a, bytes);
-      },
-      tf32_, true, measure, p.conv, what + " (gradient of the input)", need);
-  p.backward_data = {da, dm};
-  const auto [ka, km] = choose<cudnnConvolutionBwdFilterAlgoPerf_t, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT>(
-      [&](int wanted, int* got, cudnnConvolutionBwdFilterAlgoPerf_t* perf) {
-        return api.cudnnGetConvolutionBackwardFilterAlgorithm_v7(handle_, p.x, p.y, p.conv, p.kernel, wanted, got, perf);
-      },
-      [&](int wanted, int* got, cudnnConvolutionBwdFilterAlgoPerf_t* perf) {
-        return api.cudnnFindConvolutionBackwardFilterAlgorithm(handle_, p.x, p.y, p.conv, p.kernel, wanted, got, perf);
-      },
-      [&](cudnnConvolutionBwdFilterAlgo_t a, size_t* bytes) {
-        return api.cudnnGetConvolutionBackwardFilterWorkspaceSize(handle_, p.x, p.y, p.conv, p.kernel, a, bytes);
-      },
-      tf32_, tf32_, measure, p.conv, what + " (gradient of the kernel)", need);
-  p.backward_filter = {ka, km};
+  // A direction for which nothing qualifies (a float32 kernel gradient
+  // without FFT and Winograd, say) takes the other ways while the shape's
+  // other directions keep theirs, as in CudnnGraphConvolution. None
+  // planned: the shape is refused (takes()).
+  std::exception_ptr unplanned;  // the first direction's failure
+  std::string failures;
+  const auto each = [&](auto& choice, auto&& chosen) {
+    try {
+      const auto [algo, math] = chosen();
+      choice = {algo, math};
+    } catch (const std::exception& e) {
+      if (!unplanned) unplanned = std::current_exception();
+      failures += std::string(failures.empty() ? "" : "\n") + e.what();
+    }
+  };
+  each(p.forward, [&] {
+    return choose<cudnnConvolutionFwdAlgoPerf_t, CUDNN_CONVOLUTION_FWD_ALGO_COUNT>(
+        [&](int wanted, int* got, cudnnConvolutionFwdAlgoPerf_t* perf) {
+          return api.cudnnGetConvolutionForwardAlgorithm_v7(handle_, p.x, p.kernel, p.conv, p.y, wanted, got, perf);
+        },
+        [&](int wanted, int* got, cudnnConvolutionFwdAlgoPerf_t* perf) {
+          return api.cudnnFindConvolutionForwardAlgorithm(handle_, p.x, p.kernel, p.conv, p.y, wanted, got, perf);
+        },
+        [&](cudnnConvolutionFwdAlgo_t a, size_t* bytes) {
+          return api.cudnnGetConvolutionForwardWorkspaceSize(handle_, p.x, p.kernel, p.conv, p.y, a, bytes);
+        },
+        tf32_, true, measure, p.conv, what + " (forward)", need);
+  });
+  each(p.backward_data, [&] {
+    return choose<cudnnConvolutionBwdDataAlgoPerf_t, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT>(
+        [&](int wanted, int* got, cudnnConvolutionBwdDataAlgoPerf_t* perf) {
+          return api.cudnnGetConvolutionBackwardDataAlgorithm_v7(handle_, p.kernel, p.y, p.conv, p.x, wanted, got, perf);
+        },
+        [&](int wanted, int* got, cudnnConvolutionBwdDataAlgoPerf_t* perf) {
+          return api.cudnnFindConvolutionBackwardDataAlgorithm(handle_, p.kernel, p.y, p.conv, p.x, wanted, got, perf);
+        },
+        [&](cudnnConvolutionBwdDataAlgo_t a, size_t* bytes) {
+          return api.cudnnGetConvolutionBackwardDataWorkspaceSize(handle_, p.kernel, p.y, p.conv, p.x, a, bytes);
+        },
+        tf32_, true, measure, p.conv, what + " (gradient of the input)", need);
+  });
+  each(p.backward_filter, [&] {
+    return choose<cudnnConvolutionBwdFilterAlgoPerf_t, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT>(
+        [&](int wanted, int* got, cudnnConvolutionBwdFilterAlgoPerf_t* perf) {
+          return api.cudnnGetConvolutionBackwardFilterAlgorithm_v7(handle_, p.x, p.y, p.conv, p.kernel, wanted, got, perf);
+        },
+        [&](int wanted, int* got, cudnnConvolutionBwdFilterAlgoPerf_t* perf) {
+          return api.cudnnFindConvolutionBackwardFilterAlgorithm(handle_, p.x, p.y, p.conv, p.kernel, wanted, got, perf);
+        },
+        [&](cudnnConvolutionBwdFilterAlgo_t a, size_t* bytes) {
+          return api.cudnnGetConvolutionBackwardFilterWorkspaceSize(handle_, p.x, p.y, p.conv, p.kernel, a, bytes);
+        },
+        tf32_, tf32_, measure, p.conv, what + " (gradient of the kernel)", need);
+  });
+  if (!p.forward && !p.backward_data && !p.backward_filter) std::rethrow_exception(unplanned);
+  if (unplanned)
+    std::fprintf(stderr, "%s; that direction takes the other ways (%s cuDNN does not)\n", failures.c_str(), layout_name());
   // One workspace for every plan, as large as the largest needs: sized on
   // the first (eager) step of each shape (plan()), never while a step is captured.
   p.workspace = need;
 }
 
-bool CudnnConvolution::ran(cudnnStatus_t status, const Window2D& w, int64_t filters, const char* call) {
+template <typename Chosen>
+bool CudnnConvolution::ran(cudnnStatus_t status, Plan& p, std::optional<Chosen>& choice, const Window2D& w, int64_t filters,
+                           const char* call) {
   if (status == CUDNN_STATUS_SUCCESS) return true;
   if (!CudnnLibrary::refusal(status)) lib().check(status, device_ + ": " + call);
   // The algorithm was chosen blind to the pointers (the _v7 heuristics see
   // none): a replica's slice of a batch may start less aligned than the
   // engine wants. That refuses this call, not the shape.
   if (status == CUDNN_STATUS_BAD_PARAM_MISALIGNED_POINTER) return false;
-  refused_.insert(cudnn_key(w, filters));
-  std::fprintf(stderr, "%s: %s: %s; this shape takes the other ways from here on (%s cuDNN does not)\n", device_.c_str(),
-               call, lib().cudnnGetErrorString(status), layout_name());
+  // This direction takes the other ways from here on; the shape's others
+  // keep their algorithms.
+  choice.reset();
+  if (!p.forward && !p.backward_data && !p.backward_filter) refused_.insert(cudnn_key(w, filters));
+  std::fprintf(stderr, "%s: %s: %s; this direction of the shape takes the other ways from here on (%s cuDNN does not)\n",
+               device_.c_str(), call, lib().cudnnGetErrorString(status), layout_name());
   return false;
 }
 
 bool CudnnConvolution::forward(const Window2D& w, int64_t filters, const float* x, const float* kernel, float* y) {
   std::lock_guard lock(mutex_);
   Plan& p = plan(w, filters);
+  if (!p.forward) return false;  // no algorithm qualified for this direction (make_plan)
   const float one = 1.0f, zero = 0.0f;
-  lib().check(lib().cudnnSetConvolutionMathType(p.conv, p.forward.math), device_ + ": cudnnSetConvolutionMathType");
-  return ran(lib().cudnnConvolutionForward(handle_, &one, p.x, x, p.kernel, kernel, p.conv, p.forward.algo, workspace_.get(),
+  lib().check(lib().cudnnSetConvolutionMathType(p.conv, p.forward->math), device_ + ": cudnnSetConvolutionMathType");
+  return ran(lib().cudnnConvolutionForward(handle_, &one, p.x, x, p.kernel, kernel, p.conv, p.forward->algo, workspace_.get(),
                                            workspace_.bytes(), &zero, p.y, y),
-             w, filters, "cudnnConvolutionForward");
+             p, p.forward, w, filters, "cudnnConvolutionForward");
 }
 
 bool CudnnConvolution::backward_data(const Window2D& w, int64_t filters, const float* dy, const float* kernel, float* dx) {
   std::lock_guard lock(mutex_);
   Plan& p = plan(w, filters);
+  if (!p.backward_data) return false;
   const float one = 1.0f, zero = 0.0f;
-  lib().check(lib().cudnnSetConvolutionMathType(p.conv, p.backward_data.math), device_ + ": cudnnSetConvolutionMathType");
-  return ran(lib().cudnnConvolutionBackwardData(handle_, &one, p.kernel, kernel, p.y, dy, p.conv, p.backward_data.algo,
+  lib().check(lib().cudnnSetConvolutionMathType(p.conv, p.backward_data->math), device_ + ": cudnnSetConvolutionMathType");
+  return ran(lib().cudnnConvolutionBackwardData(handle_, &one, p.kernel, kernel, p.y, dy, p.conv, p.backward_data->algo,
                                                 workspace_.get(), workspace_.bytes(), &zero, p.x, dx),
-             w, filters, "cudnnConvolutionBackwardData");
+             p, p.backward_data, w, filters, "cudnnConvolutionBackwardData");
 }
 
 bool CudnnConvolution::backward_filter(const Window2D& w, int64_t filters, const float* x, const float* dy, float* dkernel) {
   std::lock_guard lock(mutex_);
   Plan& p = plan(w, filters);
+  if (!p.backward_filter) return false;
   const float one = 1.0f, zero = 0.0f;
-  lib().check(lib().cudnnSetConvolutionMathType(p.conv, p.backward_filter.math), device_ + ": cudnnSetConvolutionMathType");
-  return ran(lib().cudnnConvolutionBackwardFilter(handle_, &one, p.x, x, p.y, dy, p.conv, p.backward_filter.algo,
+  lib().check(lib().cudnnSetConvolutionMathType(p.conv, p.backward_filter->math), device_ + ": cudnnSetConvolutionMathType");
+  return ran(lib().cudnnConvolutionBackwardFilter(handle_, &one, p.x, x, p.y, dy, p.conv, p.backward_filter->algo,
                                                   workspace_.get(), workspace_.bytes(), &zero, p.kernel, dkernel),
-             w, filters, "cudnnConvolutionBackwardFilter");
+             p, p.backward_filter, w, filters, "cudnnConvolutionBackwardFilter");
 }
 
 }  // namespace strata::cuda

@@ -5,6 +5,7 @@
 #include <array>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -29,8 +30,9 @@ namespace strata::cuda {
 // products, and no FFT or Winograd algorithm for the kernel gradient (their
 // transforms lose several times a float32 sum's precision over a sum of the
 // whole batch; see inexact() in the .cpp). Deterministic algorithms only, so
-// a replayed step and a resumed run compute the same bits; a shape with
-// none takes the other convolution ways (CudaBackend::ways_for).
+// a replayed step and a resumed run compute the same bits; a direction
+// with none takes the other convolution ways (CudaBackend::ways_for) while
+// the shape's other directions keep theirs.
 class CudnnConvolution final : public CudnnConvolver {
 public:
   CudnnConvolution(DeviceMemory& memory, std::string device_name, cudaStream_t stream, bool tf32, cudnnTensorFormat_t layout);
@@ -61,10 +63,12 @@ private:
     cudnnTensorDescriptor_t x = nullptr, y = nullptr;
     cudnnFilterDescriptor_t kernel = nullptr;
     cudnnConvolutionDescriptor_t conv = nullptr;
-    Choice<cudnnConvolutionFwdAlgo_t> forward;
-    Choice<cudnnConvolutionBwdDataAlgo_t> backward_data;
-    Choice<cudnnConvolutionBwdFilterAlgo_t> backward_filter;
-    size_t workspace = 0;  // the largest of the three algorithms' needs
+    // Empty: no algorithm qualified for the direction, or cuDNN refused it
+    // at run time; that direction takes the other ways.
+    std::optional<Choice<cudnnConvolutionFwdAlgo_t>> forward;
+    std::optional<Choice<cudnnConvolutionBwdDataAlgo_t>> backward_data;
+    std::optional<Choice<cudnnConvolutionBwdFilterAlgo_t>> backward_filter;
+    size_t workspace = 0;  // the largest of the algorithms' needs
   };
   using Key = CudnnKey;
   static bool fits(const Window2D& w, int64_t filters);
@@ -72,12 +76,15 @@ private:
   // The shape's plan with the workspace it needs (reserved).
   Plan& plan(const Window2D& w, int64_t filters);
   // The shape's descriptors and algorithms, made the first time; throws
-  // when cuDNN cannot plan the shape.
+  // when cuDNN cannot plan the shape in any direction.
   Plan& planned(const Window2D& w, int64_t filters);
   void make_plan(Plan& p, const Window2D& w, int64_t filters);
-  // The call's status: true on success; false (and the shape refused) when
-  // cuDNN will not run it; throws otherwise.
-  bool ran(cudnnStatus_t status, const Window2D& w, int64_t filters, const char* call);
+  // The call's status: true on success; false (and that direction of the
+  // shape refused: `choice` emptied) when cuDNN will not run it; throws
+  // otherwise.
+  template <typename Chosen>
+  bool ran(cudnnStatus_t status, Plan& p, std::optional<Chosen>& choice, const Window2D& w, int64_t filters,
+           const char* call);
   const char* layout_name() const { return layout_ == CUDNN_TENSOR_NCHW ? "NCHW" : "NHWC"; }
 
   std::string device_;
@@ -87,7 +94,7 @@ private:
   cudnnHandle_t handle_ = nullptr;
   std::mutex mutex_;  // the handle, the plans and the workspace: replicas sharing the GPU call from their threads
   std::map<Key, Plan> plans_;
-  std::set<Key> refused_;  // shapes whose plan failed: im2col for them
+  std::set<Key> refused_;  // shapes no direction of which cuDNN plans or runs: the other ways for them
   CudnnWorkspace workspace_;
 };
 
