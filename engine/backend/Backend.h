@@ -212,10 +212,14 @@ public:
   // dkernel = d(sum dy * y) / d kernel, overwritten.
   virtual void conv2d_backward_filter(const Window2D& w, int64_t filters, const float* x, const float* dy,
                                       float* dkernel);
-  // Backends with their own ways of convolving: the ways a shape can take
-  // (the last one, im2col over the whole batch, takes every shape) and one
-  // forced for every shape ("": each shape's fastest), for checking each way.
-  virtual std::vector<std::string> convolution_ways(const Window2D& /*w*/, int64_t /*filters*/) { return {"im2col"}; }
+  // Backends with their own ways of convolving: the ways a shape's direction
+  // can take (the last one, im2col over the whole batch, takes every shape)
+  // and one forced for every shape ("": each shape's fastest), for checking
+  // each way.
+  enum class ConvolutionDirection : uint8_t { Forward, BackwardData, BackwardFilter };
+  virtual std::vector<std::string> convolution_ways(const Window2D& /*w*/, int64_t /*filters*/, ConvolutionDirection /*d*/) {
+    return {"im2col"};
+  }
   virtual void force_convolution_way(const std::string& /*way*/) {}
   // Calls so far whose forced way was not offered or refused, so that the
   // last way ran instead (a check forcing a way learns it did not check it).

@@ -6,6 +6,7 @@
 // Step capture is not forwarded: the op checks never capture.
 #include <set>
 #include <string>
+#include <vector>
 
 #include "backend/Backend.h"
 
@@ -95,6 +96,28 @@ public:
     return in_.conv2d_keeping_patches(w, filters, x, kernel, y);
   }
   void col2im(const strata::Window2D& w, const float* col, float* dx) override { in_.col2im(w, col, dx); }
+  // "partial_way": a convolution way ("partial", computing as the defaults
+  // do) offered for the forward pass and the input gradient only, as cuDNN
+  // offers a shape whose kernel gradient it has no algorithm for;
+  // "partial_way_refuses": the same way listed for every direction but
+  // refusing the kernel gradient, as cuDNN refusing a call at run time.
+  // A forced call the way does not run counts as a refusal either way.
+  std::vector<std::string> convolution_ways(const strata::Window2D& w, int64_t filters, ConvolutionDirection d) override {
+    std::vector<std::string> ways = in_.convolution_ways(w, filters, d);
+    if (has("partial_way_refuses") || (has("partial_way") && d != ConvolutionDirection::BackwardFilter))
+      ways.insert(ways.begin(), "partial");
+    return ways;
+  }
+  void force_convolution_way(const std::string& way) override {
+    forced_ = way;
+    in_.force_convolution_way(way == "partial" ? "" : way);
+  }
+  int64_t forced_convolution_refusals() const override { return refusals_ + in_.forced_convolution_refusals(); }
+  void conv2d_backward_filter(const strata::Window2D& w, int64_t filters, const float* x, const float* dy,
+                              float* dkernel) override {
+    if (forced_ == "partial") ++refusals_;
+    Backend::conv2d_backward_filter(w, filters, x, dy, dkernel);
+  }
   void max_pool(const strata::Window2D& w, const float* x, const float* bias, strata::Activation act, float* y,
                 int32_t* argmax) override {
     in_.max_pool(w, x, bias, act, y, argmax);
@@ -156,4 +179,6 @@ public:
 private:
   strata::Backend& in_;
   std::set<std::string> faults_;
+  std::string forced_;    // the convolution way forced ("": none)
+  int64_t refusals_ = 0;  // forced calls "partial" did not run
 };

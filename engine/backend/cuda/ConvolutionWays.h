@@ -48,7 +48,7 @@ bool convolution_log();
 // or that refuses a call, gives the last way (im2col over the whole batch).
 class ConvolutionWays {
 public:
-  enum class Direction : uint8_t { Forward, BackwardData, BackwardFilter };
+  using Direction = Backend::ConvolutionDirection;
   // "forward", "gradient of the input", "gradient of the kernel".
   static const char* direction_name(Direction d);
   // One way: its name and the call, which returns false when its library

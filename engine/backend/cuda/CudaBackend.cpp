@@ -902,11 +902,12 @@ int64_t CudaBackend::images_per_slice(const Window2D& w) const {
   return std::max<int64_t>(1, l2_bytes_ / 2 / std::max<int64_t>(1, per_image));
 }
 
-// Which ways beside whole-batch im2col this window has: cuDNN's legacy
-// algorithms and its graph API's engines, each in either layout, where it
-// loads and takes the shape (its padding gives the window, it plans it), im2col over slices where the batch's patch matrix
-// outgrows the cache.
-CudaBackend::Offered CudaBackend::offered(const Window2D& w, int64_t filters) {
+// Which ways beside whole-batch im2col this window's direction has: cuDNN's
+// legacy algorithms and its graph API's engines, each in either layout,
+// where it loads and takes the direction (its padding gives the window, it
+// plans it), im2col over slices where the batch's patch matrix outgrows
+// the cache.
+CudaBackend::Offered CudaBackend::offered(const Window2D& w, int64_t filters, ConvolutionDirection d) {
   Offered o;
 #ifdef STRATA_WITH_CUDNN
   // cuDNN's handles, plans and timing buffers are the main stream's: a side
@@ -914,10 +915,10 @@ CudaBackend::Offered CudaBackend::offered(const Window2D& w, int64_t filters) {
   if (!in_branch()) {
     enter();  // the heuristics a new shape asks run on this thread: with this GPU current
     make_cudnn();
-    o.nhwc = cudnn_ && cudnn_->takes(w, filters);
-    o.nchw = cudnn_nchw_ && cudnn_nchw_->takes(w, filters);
-    o.graph_nhwc = cudnn_graph_ && cudnn_graph_->takes(w, filters);
-    o.graph_nchw = cudnn_graph_nchw_ && cudnn_graph_nchw_->takes(w, filters);
+    o.nhwc = cudnn_ && cudnn_->takes(w, filters, d);
+    o.nchw = cudnn_nchw_ && cudnn_nchw_->takes(w, filters, d);
+    o.graph_nhwc = cudnn_graph_ && cudnn_graph_->takes(w, filters, d);
+    o.graph_nchw = cudnn_graph_nchw_ && cudnn_graph_nchw_->takes(w, filters, d);
   }
 #endif
   o.slices = images_per_slice(w) < w.batch;
@@ -925,13 +926,17 @@ CudaBackend::Offered CudaBackend::offered(const Window2D& w, int64_t filters) {
 }
 
 bool CudaBackend::has_conv2d(const Window2D& w, int64_t filters) {
-  const Offered o = offered(w, filters);
-  return o.nhwc || o.nchw || o.graph_nhwc || o.graph_nchw || o.slices;
+  for (const auto d :
+       {ConvolutionDirection::Forward, ConvolutionDirection::BackwardData, ConvolutionDirection::BackwardFilter}) {
+    const Offered o = offered(w, filters, d);
+    if (o.nhwc || o.nchw || o.graph_nhwc || o.graph_nchw || o.slices) return true;
+  }
+  return false;
 }
 
-std::vector<std::string> CudaBackend::convolution_ways(const Window2D& w, int64_t filters) {
+std::vector<std::string> CudaBackend::convolution_ways(const Window2D& w, int64_t filters, ConvolutionDirection d) {
   std::vector<std::string> names;
-  for (const auto& way : ways_for(w, filters, {}, {}, {})) names.emplace_back(way.name);
+  for (const auto& way : ways_for(w, filters, d, {}, {}, {})) names.emplace_back(way.name);
   return names;
 }
 
@@ -940,11 +945,11 @@ void CudaBackend::force_convolution_way(const std::string& way) { conv_ways_.for
 // The ways this window takes, cuDNN's legacy NHWC first (the one a step captured before
 // any timing keeps), im2col over the whole batch last; `im2col` is given the
 // images per slice.
-std::vector<cuda::ConvolutionWays::Way> CudaBackend::ways_for(const Window2D& w, int64_t filters, const CudnnCall& nhwc,
-                                                              const CudnnCall& nchw,
+std::vector<cuda::ConvolutionWays::Way> CudaBackend::ways_for(const Window2D& w, int64_t filters, ConvolutionDirection d,
+                                                              const CudnnCall& nhwc, const CudnnCall& nchw,
                                                               const std::function<void(int64_t)>& im2col) {
   // A side branch's convolution (a weight gradient) takes the im2col ways (offered()).
-  const Offered o = offered(w, filters);
+  const Offered o = offered(w, filters, d);
   std::vector<cuda::ConvolutionWays::Way> ways;
   if (o.nhwc) ways.push_back({"cudnn", [this, nhwc] { return nhwc(*cudnn_); }});
   if (o.nchw) ways.push_back({"cudnn-nchw", [this, nchw] { return nchw(*cudnn_nchw_); }});
@@ -1009,7 +1014,7 @@ Tensor CudaBackend::convolve(const Window2D& w, int64_t filters, const float* x,
   const int64_t in_px = w.height * w.width, out_px = w.out_h * w.out_w;
   Tensor kept;
   const auto ways = ways_for(
-      w, filters,
+      w, filters, ConvolutionDirection::Forward,
       [&](cuda::CudnnConvolver& c) {
         kept = Tensor();
         return c.forward(w, filters, x, cudnn_kernel(w, filters, kernel, false).ptr(), y);
@@ -1028,7 +1033,7 @@ Tensor CudaBackend::convolve(const Window2D& w, int64_t filters, const float* x,
         if (keep && images >= w.batch) kept = conv2d_im2col_kept(w, filters, x, kernel, y);
         else conv2d_im2col(w, filters, x, kernel, y, images);
       });
-  conv_ways_.run(w, filters, cuda::ConvolutionWays::Direction::Forward, in_branch(), enter(), device(), ways);
+  conv_ways_.run(w, filters, ConvolutionDirection::Forward, in_branch(), enter(), device(), ways);
   return kept;
 }
 
@@ -1036,7 +1041,7 @@ void CudaBackend::conv2d_backward_data(const Window2D& w, int64_t filters, const
                                        float* dx) {
   const int64_t in_px = w.height * w.width, out_px = w.out_h * w.out_w;
   const auto ways = ways_for(
-      w, filters,
+      w, filters, ConvolutionDirection::BackwardData,
       [&](cuda::CudnnConvolver& c) {
         return c.backward_data(w, filters, dy, cudnn_kernel(w, filters, kernel, false).ptr(), dx);
       },
@@ -1049,14 +1054,14 @@ void CudaBackend::conv2d_backward_data(const Window2D& w, int64_t filters, const
         return true;
       },
       [&](int64_t images) { conv2d_backward_data_im2col(w, filters, dy, kernel, dx, images); });
-  conv_ways_.run(w, filters, cuda::ConvolutionWays::Direction::BackwardData, in_branch(), enter(), device(), ways);
+  conv_ways_.run(w, filters, ConvolutionDirection::BackwardData, in_branch(), enter(), device(), ways);
 }
 
 void CudaBackend::conv2d_backward_filter(const Window2D& w, int64_t filters, const float* x, const float* dy,
                                          float* dkernel) {
   const int64_t in_px = w.height * w.width, out_px = w.out_h * w.out_w, patch = patch_of(w);
   const auto ways = ways_for(
-      w, filters,
+      w, filters, ConvolutionDirection::BackwardFilter,
       [&](cuda::CudnnConvolver& c) {
         Tensor dk = Tensor::empty(Shape{filters, patch}, device());
         if (!c.backward_filter(w, filters, x, dy, dk.ptr())) return false;
@@ -1075,7 +1080,7 @@ void CudaBackend::conv2d_backward_filter(const Window2D& w, int64_t filters, con
         return true;
       },
       [&](int64_t images) { conv2d_backward_filter_im2col(w, filters, x, dy, dkernel, images); });
-  conv_ways_.run(w, filters, cuda::ConvolutionWays::Direction::BackwardFilter, in_branch(), enter(), device(), ways);
+  conv_ways_.run(w, filters, ConvolutionDirection::BackwardFilter, in_branch(), enter(), device(), ways);
 }
 
 void CudaBackend::max_pool(const Window2D& w, const float* x, const float* bias, Activation act, float* y, int32_t* argmax) {

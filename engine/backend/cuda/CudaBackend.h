@@ -127,12 +127,12 @@ public:
   void check_labels(const int32_t* labels, int64_t n, int64_t classes, float* error) override;
   void im2col(const Window2D& w, const float* x, float* col) override;
   void col2im(const Window2D& w, const float* col, float* dx) override;
-  // Where the window has a way beside whole-batch im2col (cuDNN's legacy
-  // algorithms or its graph API's engines, in either layout; im2col over
-  // slices: offered()); else the layers' own im2col + cuBLASLt, which keeps
-  // the patch matrix for the backward pass.
+  // Where the window has a way beside whole-batch im2col in some direction
+  // (cuDNN's legacy algorithms or its graph API's engines, in either layout;
+  // im2col over slices: offered()); else the layers' own im2col +
+  // cuBLASLt, which keeps the patch matrix for the backward pass.
   bool has_conv2d(const Window2D& w, int64_t filters) override;
-  std::vector<std::string> convolution_ways(const Window2D& w, int64_t filters) override;
+  std::vector<std::string> convolution_ways(const Window2D& w, int64_t filters, ConvolutionDirection d) override;
   void force_convolution_way(const std::string& way) override;
   std::vector<ConvolutionChoice> convolution_choices() const override { return conv_ways_.choices(); }
   int64_t forced_convolution_refusals() const override { return conv_ways_.forced_refusals(); }
@@ -229,10 +229,11 @@ private:
   struct Offered {
     bool nhwc = false, nchw = false, graph_nhwc = false, graph_nchw = false, slices = false;
   };
-  Offered offered(const Window2D& w, int64_t filters);
+  Offered offered(const Window2D& w, int64_t filters, ConvolutionDirection d);
   using CudnnCall = std::function<bool(cuda::CudnnConvolver&)>;
-  std::vector<cuda::ConvolutionWays::Way> ways_for(const Window2D& w, int64_t filters, const CudnnCall& nhwc,
-                                                   const CudnnCall& nchw, const std::function<void(int64_t)>& im2col);
+  std::vector<cuda::ConvolutionWays::Way> ways_for(const Window2D& w, int64_t filters, ConvolutionDirection d,
+                                                   const CudnnCall& nhwc, const CudnnCall& nchw,
+                                                   const std::function<void(int64_t)>& im2col);
   std::once_flag cudnn_once_;
   std::unique_ptr<cuda::CudnnConvolver> cudnn_, cudnn_nchw_, cudnn_graph_, cudnn_graph_nchw_;
   cuda::ConvolutionWays conv_ways_;  // per shape and direction: the fastest way

@@ -127,7 +127,7 @@ void CudnnConvolution::destroy(Plan& p) {
   if (p.conv) lib().cudnnDestroyConvolutionDescriptor(p.conv);
 }
 
-bool CudnnConvolution::takes(const Window2D& w, int64_t filters) {
+bool CudnnConvolution::takes(const Window2D& w, int64_t filters, Direction d) {
   if (!fits(w, filters)) return false;
   const Key key = cudnn_key(w, filters);
   std::lock_guard lock(mutex_);
@@ -140,9 +140,12 @@ bool CudnnConvolution::takes(const Window2D& w, int64_t filters) {
     std::fprintf(stderr, "%s; this shape takes the other ways (%s cuDNN does not)\n", e.what(), layout_name());
     return false;
   }
+  const bool chosen = d == Direction::Forward        ? p->forward.has_value()
+                      : d == Direction::BackwardData ? p->backward_data.has_value()
+                                                     : p->backward_filter.has_value();
   // Not a refusal: no memory for the workspace now (a later call may fit),
   // or a shape first seen while a step is captured (the caller's error).
-  return workspace_.try_reserve(p->workspace);
+  return chosen && workspace_.try_reserve(p->workspace);
 }
 
 bool CudnnConvolution::fits(const Window2D& w, int64_t filters) {

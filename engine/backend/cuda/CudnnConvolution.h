@@ -42,7 +42,7 @@ public:
 
   // Takes windows whose symmetric padding gives exactly the window (TF's
   // "same" with an odd pixel after, e.g. stride 2 on an even size, does not).
-  bool takes(const Window2D& w, int64_t filters) override;
+  bool takes(const Window2D& w, int64_t filters, Direction d) override;
   // The algorithm was chosen blind to the pointers (the _v7 heuristics see
   // none): a replica's slice of a batch may start less aligned than it
   // wants, which refuses that call, not the shape.

@@ -14,11 +14,13 @@ namespace strata::cuda {
 // layers' NHWC images and (kh * kw * channels, filters) kernels to the layout.
 class CudnnConvolver {
 public:
+  using Direction = Backend::ConvolutionDirection;
   virtual ~CudnnConvolver() = default;
-  // Whether this way takes the window: cuDNN can express it and a plan can
-  // be made for it (made here, once per shape, so a shape cuDNN refuses goes
-  // the other ways instead of failing the step).
-  virtual bool takes(const Window2D& w, int64_t filters) = 0;
+  // Whether this way takes the window's direction: cuDNN can express it and
+  // a plan can be made for it (made here, once per shape, so a shape or a
+  // direction cuDNN refuses goes the other ways instead of failing the
+  // step), with room for its workspace now.
+  virtual bool takes(const Window2D& w, int64_t filters, Direction d) = 0;
   // Each returns false, having done nothing, when cuDNN refuses the call
   // (not supported, bad parameter): the caller takes another way, as PyTorch
   // moves on to the next algorithm. Other failures throw.

@@ -132,7 +132,7 @@ CudnnGraphConvolution::~CudnnGraphConvolution() {
   if (handle_) lib().cudnnDestroy(handle_);
 }
 
-bool CudnnGraphConvolution::takes(const Window2D& w, int64_t filters) {
+bool CudnnGraphConvolution::takes(const Window2D& w, int64_t filters, Direction d) {
   // An empty batch (a replica without examples in a short last batch) stays
   // on the im2col path, which writes zeros.
   if (w.batch <= 0 || filters <= 0 || pad_after(w.height, w.pad_top, w.kernel_h, w.stride_h, w.out_h) < 0 ||
@@ -152,7 +152,7 @@ bool CudnnGraphConvolution::takes(const Window2D& w, int64_t filters) {
   }
   // Not a refusal: no memory for the workspace now (a later call may fit),
   // or a shape first seen while a step is captured (the caller's error).
-  return workspace_.try_reserve(p->workspace);
+  return p->plan[static_cast<size_t>(d)].has_value() && workspace_.try_reserve(p->workspace);
 }
 
 CudnnGraphConvolution::Plans& CudnnGraphConvolution::planned(const Window2D& w, int64_t filters) {
@@ -437,8 +437,8 @@ bool CudnnGraphConvolution::run(const Window2D& w, int64_t filters, Direction d,
   std::lock_guard lock(mutex_);
   if (refused_.contains(cudnn_key(w, filters))) return false;
   Plans& p = planned(w, filters);
-  const auto& plan = p.plan[static_cast<size_t>(d)];
-  if (!plan) return false;  // no engine qualified for this direction (make_plans)
+  auto& plan = p.plan[static_cast<size_t>(d)];
+  if (!plan) return false;  // no engine qualified for this direction (make_plans), or it was refused
   workspace_.reserve(p.workspace);
   const cudnnStatus_t status = execute(*plan, x, kernel, y, workspace_.get());
   if (status == CUDNN_STATUS_SUCCESS) return true;
@@ -451,8 +451,14 @@ bool CudnnGraphConvolution::run(const Window2D& w, int64_t filters, Direction d,
       status != CUDNN_STATUS_BAD_PARAM_MISALIGNED_POINTER)
     lib().check(status, device_ + ": " + call + " (cuDNN's graph API; STRATA_CUDNN_GRAPH=0 leaves it out)");
   if (status == CUDNN_STATUS_BAD_PARAM_MISALIGNED_POINTER) return false;  // this call's pointers, not the shape
-  refused_.insert(cudnn_key(w, filters));
-  std::fprintf(stderr, "%s: %s: %s; this shape takes the other ways from here on (%s cuDNN graph does not)\n",
+  // This direction takes the other ways from here on; the shape's others
+  // keep their plans. Its own stays alive with the descriptors (a graph
+  // captured before may have run it).
+  p.parts.push_back(std::move(*plan));
+  plan.reset();
+  if (!p.plan[0] && !p.plan[1] && !p.plan[2]) refused_.insert(cudnn_key(w, filters));
+  std::fprintf(stderr,
+               "%s: %s: %s; this direction of the shape takes the other ways from here on (%s cuDNN graph does not)\n",
                device_.c_str(), call, lib().cudnnGetErrorString(status), layout_name());
   return false;
 }

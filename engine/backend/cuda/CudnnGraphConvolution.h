@@ -45,7 +45,7 @@ public:
   CudnnGraphConvolution(const CudnnGraphConvolution&) = delete;
   CudnnGraphConvolution& operator=(const CudnnGraphConvolution&) = delete;
 
-  bool takes(const Window2D& w, int64_t filters) override;
+  bool takes(const Window2D& w, int64_t filters, Direction d) override;
   // A call whose pointers are less aligned than the plans were made for (a
   // replica's slice of a batch) is refused, not the shape.
   bool forward(const Window2D& w, int64_t filters, const float* x, const float* kernel, float* y) override;
@@ -53,14 +53,15 @@ public:
   bool backward_filter(const Window2D& w, int64_t filters, const float* x, const float* dy, float* dkernel) override;
 
 private:
-  using Direction = ConvolutionWays::Direction;
   // A shape's three plans and every descriptor they were made from (kept
   // alive with them; a deque, so that adding one keeps the others in place
   // for the descriptors that name them).
   struct Plans {
     std::deque<CudnnDescriptor> parts;
-    std::array<std::optional<CudnnDescriptor>, 3> plan;  // none for a direction no engine qualifies for
-    size_t workspace = 0;                                // the largest of the three plans' needs
+    // None for a direction no engine qualifies for, or whose plan cuDNN
+    // refused at run time: that direction takes the other ways.
+    std::array<std::optional<CudnnDescriptor>, 3> plan;
+    size_t workspace = 0;  // the largest of the three plans' needs
   };
   // The shape's plans, made the first time (throws when cuDNN can plan no
   // direction); the caller reserves their workspace.
@@ -87,7 +88,7 @@ private:
   cudnnHandle_t handle_ = nullptr;
   std::mutex mutex_;  // the handle, the plans and the workspace: replicas sharing the GPU call from their threads
   std::map<CudnnKey, Plans> plans_;
-  std::set<CudnnKey> refused_;
+  std::set<CudnnKey> refused_;  // shapes no direction of which cuDNN plans or runs
   CudnnWorkspace workspace_;
 };
 

@@ -422,7 +422,7 @@ std::optional<DeviceMemory::MarkedSpan> SimBackend::span_time_us(const EventPtr&
   return MarkedSpan{*t0, *t1 > *t0 ? *t1 - *t0 : 0.0};
 }
 
-std::vector<std::string> SimBackend::convolution_ways(const Window2D& w, int64_t) {
+std::vector<std::string> SimBackend::convolution_ways(const Window2D& w, int64_t, ConvolutionDirection) {
   if (w.batch > kSliceImages) return {"im2col-slices", "im2col"};
   return {"im2col"};
 }

@@ -85,7 +85,7 @@ public:
   // Two of a GPU's ways (CudaBackend's ConvolutionWays): the whole batch's
   // patch matrix, which runs unless another is forced (the CPU's bits), and
   // slices of kSliceImages images, so the slicing's arithmetic is checked here.
-  std::vector<std::string> convolution_ways(const Window2D& w, int64_t filters) override;
+  std::vector<std::string> convolution_ways(const Window2D& w, int64_t filters, ConvolutionDirection d) override;
   void force_convolution_way(const std::string& way) override { sliced_ = way == "im2col-slices"; }
   void conv2d(const Window2D& w, int64_t filters, const float* x, const float* kernel, float* y) override;
   Tensor conv2d_keeping_patches(const Window2D& w, int64_t filters, const float* x, const float* kernel, float* y) override;
