@@ -131,6 +131,7 @@ DatasetPanel::DatasetPanel(QWidget* parent) : QWidget(parent) {
   samples_ = new QGridLayout(samples_box_);
   samples_->setSpacing(2);
   balance_ = new QCustomPlot(preview_box);
+  balance_->setObjectName("classBalance");
   balance_->setMinimumHeight(120);
   balance_->yAxis->setLabel(tr("examples"));
   balance_->xAxis->setLabel(tr("class"));
@@ -138,6 +139,8 @@ DatasetPanel::DatasetPanel(QWidget* parent) : QWidget(parent) {
   pv->addWidget(info_);
   pv->addWidget(samples_box_);
   pv->addWidget(balance_, 1);
+  pv->addStretch();  // takes the height while the chart is hidden
+  balance_->hide();
   layout->addWidget(preview_box, 1);
 
   connect(refresh, &QPushButton::clicked, this, &DatasetPanel::refreshPreview);
@@ -180,7 +183,9 @@ void DatasetPanel::clearPreview() {
     delete item;
   }
   balance_->clearPlottables();
-  balance_->replot();
+  // Hidden until a preview has counts to show: empty axes read as a
+  // dataset without examples.
+  balance_->hide();
   preview_rows_ = -1;
 }
 
@@ -292,7 +297,6 @@ void DatasetPanel::showPreview() {
   if (!p.error.isEmpty()) {
     preview_rows_ = -1;
     info_->setText(tr("<span style='color:#b00'>%1</span>").arg(p.error.toHtmlEscaped()));
-    balance_->replot();
     Q_EMIT previewReady();
     return;
   }
@@ -339,6 +343,7 @@ void DatasetPanel::showPreview() {
   balance_->rescaleAxes();
   balance_->yAxis->setRangeLower(0);
   balance_->xAxis->setRange(-0.7, static_cast<double>(counts.size()) - 0.3);
+  balance_->show();
   balance_->replot();
   Q_EMIT inputChanged(shape, train.num_classes());
   Q_EMIT previewReady();

@@ -6,10 +6,12 @@ class QCustomPlot;
 
 namespace strata::ui {
 
-// Moves the plot's legend out of the axis rect into a row of its own at
-// `row` of the plot layout (W&B's place for it): inside the plot it covered
-// data and took clicks meant for the plot. Entries fill columns first and
-// wrap after `wrap`, in a font a little smaller than `base`.
+// Gives the plot a legend in a row of its own at `row` of the plot layout
+// (W&B's place for it) instead of the one inside the axis rect, which
+// covered data and took clicks meant for the plot; as wide as the row even
+// while it has no entries. Entries fill columns first and wrap after
+// `wrap`, in a font a little smaller than `base`. Call it before any
+// plottable joins the legend.
 void place_legend_in_row(QCustomPlot* plot, int row, int wrap, const QFont& base, const QMargins& margins);
 
 }  // namespace strata::ui

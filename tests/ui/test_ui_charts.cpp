@@ -37,6 +37,7 @@ private Q_SLOTS:
   void legendClickWithCrosshairUnderPointer();
   void axesFitTheData();
   void ticksNeverOverlap();
+  void emptyChartFillsItsWidget();
   void seriesStylesNeverMislead();
   void perStepAccuracyAndReplicaTimes();
   void chartExports();
@@ -325,6 +326,21 @@ void ChartsTest::ticksNeverOverlap() {
         QVERIFY(std::abs(y->coordToPixel(yt[i]) - y->coordToPixel(yt[i - 1])) >= fm.height() + 2);
     }
   }
+}
+
+// A chart without series yet (the dashboard before the first run) draws
+// its plot across the widget: the legend's row, empty, once held the
+// layout's column to the legend's own width and the plot to its minimum.
+void ChartsTest::emptyChartFillsItsWidget() {
+  ChartView c("Loss", "loss");
+  c.resize(900, 300);
+  c.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&c));
+  c.plot()->replot();
+  const int plotted = c.plot()->axisRect()->rect().width();
+  QVERIFY2(plotted > c.width() * 3 / 4, qPrintable(QString("the plot is %1 px of %2").arg(plotted).arg(c.width())));
+  // The ticks are spaced for that width, not for the squeezed one.
+  QVERIFY(c.plot()->xAxis->tickVector().size() >= 4);
 }
 
 // Validation loss is drawn above the reduced loss; no replica and no

@@ -1184,9 +1184,13 @@ void DashboardTest::datasetPreviewNeverStale() {
   QTRY_COMPARE_WITH_TIMEOUT(data->previewRows(), qint64(800), 30000);
   auto* info = data->findChild<QLabel*>("previewInfo");
   QVERIFY(info && info->text().contains("800 training rows"));
+  // The class balance is shown with a preview only (empty axes would say "no examples").
+  auto* balance = data->findChild<QWidget*>("classBalance");
+  QVERIFY(balance && !balance->isHidden());
   QComboBox* kind = data->kindBox();
   kind->setCurrentIndex(kind->findData("fashion_mnist"));
   QCOMPARE(data->previewRows(), qint64(-1));
+  QVERIFY(balance->isHidden());
   QVERIFY2(!info->text().contains("800 training rows") && info->text().contains("changed"), qPrintable(info->text()));
   auto* folder = data->findChild<QLineEdit*>("fashionFolder");
   auto* status = data->findChild<QLabel*>("fashionStatus");
@@ -1201,8 +1205,10 @@ void DashboardTest::datasetPreviewNeverStale() {
   examples->setValue(500);
   QTest::qWait(1500);
   QCOMPARE(data->previewRows(), qint64(-1));
+  QVERIFY(balance->isHidden());
   data->refreshPreview();
   QTRY_COMPARE_WITH_TIMEOUT(data->previewRows(), qint64(400), 30000);
+  QVERIFY(!balance->isHidden());
 }
 
 // New (Ctrl+N, from the keyboard) and Open leave nothing of the previous
