@@ -109,6 +109,7 @@ ChartView::ChartView(const QString& title, const QString& y_label, QWidget* pare
     updateReadout();
   });
   connect(plot_, &QCustomPlot::beforeReplot, this, &ChartView::fitTickCounts);
+  connect(plot_, &QCustomPlot::afterLayout, this, &ChartView::keepMarkerLabelsInside);
   plot_->installEventFilter(this);  // the pointer leaving the plot hides the readout
   // Whatever moves the x axis (new data, zoom, pan, another axis mode) moves
   // the data under a resting pointer: read it out again.
@@ -375,7 +376,20 @@ void ChartView::placeMarker(Marker& m) {
   const double x = xOf(m.x);
   m.line->point1->setCoords(x, 0);
   m.line->point2->setCoords(x, 1);
-  m.label->position->setCoords(x, m.label_y);
+  m.label->position->setCoords(m.label->position->coords().x(), m.label_y);  // x: keepMarkerLabelsInside()
+}
+
+void ChartView::keepMarkerLabelsInside() {
+  const QRect area = plot_->axisRect()->rect();
+  for (auto& m : markers_) {
+    const QMargins pad = m->label->padding();
+    const double width = QFontMetrics(m->label->font()).horizontalAdvance(m->label->text()) + pad.left() + pad.right() + 2;
+    // Its left edge: the label ends at the line where the plot has room for
+    // it there, else it starts at the line, else it is held inside the plot.
+    const double line = plot_->xAxis->coordToPixel(xOf(m->x));
+    const double start = line - width >= area.left() ? line - width : line;
+    m->label->position->setCoords(std::max<double>(area.left(), std::min(start, area.right() - width)), m->label_y);
+  }
 }
 
 void ChartView::addMarker(const XPoint& x, const QString& text, const QColor& color, double label_y) {
@@ -391,9 +405,9 @@ void ChartView::addMarker(const XPoint& x, const QString& text, const QColor& co
   }
   m->label = new QCPItemText(plot_);
   m->label->setLayer("top");
-  m->label->position->setTypeX(QCPItemPosition::ptPlotCoords);
+  m->label->position->setTypeX(QCPItemPosition::ptAbsolute);  // pixels, chosen at each layout
   m->label->position->setTypeY(QCPItemPosition::ptAxisRectRatio);
-  m->label->setPositionAlignment(Qt::AlignRight | Qt::AlignTop);
+  m->label->setPositionAlignment(Qt::AlignLeft | Qt::AlignTop);
   m->label->setText(text);
   m->label->setColor(color);
   m->label->setBrush(QColor(255, 255, 255, 220));

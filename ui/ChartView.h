@@ -114,6 +114,9 @@ private:
   void applyPens(Series& s);
   void rebuild();
   void placeMarker(Marker& m);
+  // After each layout: a marker's label goes left of its line, or right of
+  // it where the plot's left edge would cut it off, and never past the plot.
+  void keepMarkerLabelsInside();
   void onMouseMove(QMouseEvent* event);
   // Places the crosshair at the pointer's last position, or hides it when
   // the pointer is not over the plot area.

@@ -2,6 +2,9 @@
 
 #include <qcustomplot.h>
 
+#include <algorithm>
+#include <vector>
+
 namespace strata::ui {
 
 namespace {
@@ -13,6 +16,34 @@ class RowLegend final : public QCPLegend {
 public:
   QSize maximumOuterSizeHint() const override { return {QWIDGETSIZE_MAX, QCPLegend::maximumOuterSizeHint().height()}; }
 };
+
+// The most columns, up to `most`, whose entries (filled columns first) fit
+// the plot's width: a narrow chart wraps its legend onto more rows rather
+// than clip every entry's text.
+void fit_legend_columns(QCustomPlot* plot, int most) {
+  QCPLegend* legend = plot->legend;
+  // The entries' widths in order (the grid's cells, filled columns first,
+  // end in empty ones).
+  std::vector<int> entries;
+  for (int i = 0; i < legend->itemCount(); ++i)
+    if (const QCPAbstractLegendItem* item = legend->item(i)) entries.push_back(item->minimumOuterSizeHint().width());
+  const int n = static_cast<int>(entries.size());
+  const int available = plot->viewport().width() - legend->margins().left() - legend->margins().right();
+  if (n == 0 || available <= 0) return;
+  int columns = std::clamp(n, 1, most);
+  for (; columns > 1; --columns) {
+    int width = (columns - 1) * legend->columnSpacing();
+    for (int c = 0; c < columns; ++c) {
+      int widest = 0;
+      for (int i = c; i < n; i += columns) widest = std::max(widest, entries[static_cast<size_t>(i)]);
+      width += widest;
+    }
+    if (width <= available) break;
+  }
+  if (legend->wrap() == columns) return;
+  legend->setWrap(columns);
+  legend->setFillOrder(QCPLegend::foColumnsFirst, true);  // the entries laid out again, in their order
+}
 }  // namespace
 
 void place_legend_in_row(QCustomPlot* plot, int row, int wrap, const QFont& base, const QMargins& margins) {
@@ -34,6 +65,8 @@ void place_legend_in_row(QCustomPlot* plot, int row, int wrap, const QFont& base
   plot->legend->setBorderPen(Qt::NoPen);
   plot->legend->setBrush(Qt::NoBrush);
   plot->legend->setMargins(margins);
+  // Before each layout, so the plot's height follows the legend's rows.
+  QObject::connect(plot, &QCustomPlot::beforeReplot, plot, [plot, wrap] { fit_legend_columns(plot, wrap); });
 }
 
 }  // namespace strata::ui

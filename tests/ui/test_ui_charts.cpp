@@ -2,15 +2,16 @@
 // closed-form reference, the chart widget's series, axes, readout, legend
 // toggling and exports, run history parsing, and a parameter-server run's
 // charts fed from a run folder (overlay and resume prelude).
-#include <QTemporaryDir>
+#include <qcustomplot.h>
 #include <QApplication>
 #include <QHBoxLayout>
 #include <QLabel>
+#include <QSet>
 #include <QSlider>
+#include <QTemporaryDir>
 #include <QTest>
 #include <cmath>
 #include <fstream>
-#include <qcustomplot.h>
 
 #include "ChartView.h"
 #include "ChartsPanel.h"
@@ -38,6 +39,8 @@ private Q_SLOTS:
   void axesFitTheData();
   void ticksNeverOverlap();
   void emptyChartFillsItsWidget();
+  void narrowChartsWrapTheirLegend();
+  void markerLabelsStayInsideThePlot();
   void seriesStylesNeverMislead();
   void perStepAccuracyAndReplicaTimes();
   void chartExports();
@@ -341,6 +344,63 @@ void ChartsTest::emptyChartFillsItsWidget() {
   QVERIFY2(plotted > c.width() * 3 / 4, qPrintable(QString("the plot is %1 px of %2").arg(plotted).arg(c.width())));
   // The ticks are spaced for that width, not for the squeezed one.
   QVERIFY(c.plot()->xAxis->tickVector().size() >= 4);
+}
+
+// Legend entries keep their whole text: a chart too narrow for them in one
+// row puts them on more rows (the accuracy chart beside an overlaid run's
+// long name once showed "train a" and "validation" cut off).
+void ChartsTest::narrowChartsWrapTheirLegend() {
+  for (const int width : {280, 1200}) {
+    ChartView c("Accuracy", "accuracy");
+    c.resize(width, 220);
+    c.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&c));
+    for (const char* name : {"20261206-144923 · validation accuracy", "train accuracy", "validation accuracy"})
+      c.addSeries(name, {});
+    c.plot()->replot();
+    QCPLegend* legend = c.plot()->legend;
+    QCOMPARE(legend->itemCount(), 3);
+    QSet<int> rows;
+    for (int i = 0; i < legend->itemCount(); ++i) {
+      QCPAbstractLegendItem* item = legend->item(i);
+      QVERIFY2(item->outerRect().width() >= item->minimumOuterSizeHint().width(),
+               qPrintable(QString("%1 px wide: entry %2 has %3 px of the %4 it needs")
+                              .arg(width)
+                              .arg(i)
+                              .arg(item->outerRect().width())
+                              .arg(item->minimumOuterSizeHint().width())));
+      rows.insert(item->outerRect().top());
+    }
+    QCOMPARE(rows.size(), width < 1000 ? 3 : 1);
+  }
+}
+
+// A marker's label (the best epoch's) stays inside the plot wherever its
+// line is: left of the line, or right of it near the left edge.
+void ChartsTest::markerLabelsStayInsideThePlot() {
+  ChartView c("Accuracy", "accuracy");
+  c.resize(400, 220);
+  c.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&c));
+  const int s = c.addSeries("validation accuracy", {});
+  for (int i = 0; i <= 100; ++i) c.append(s, XPoint{static_cast<double>(i), 0, 0}, 0.5 + 0.004 * i);
+  c.flush();
+  for (const double x : {2.0, 50.0, 99.0}) {
+    c.clearMarkers();
+    c.addMarker(XPoint{x, 0, 0}, "best: epoch 1, val acc 0.8558", Qt::darkGreen);
+    c.plot()->replot();
+    const QRect area = c.plot()->axisRect()->rect();
+    auto* label = qobject_cast<QCPItemText*>(c.plot()->item(c.plot()->itemCount() - 1));
+    QVERIFY(label);
+    const double left = label->topLeft->pixelPosition().x(), right = label->bottomRight->pixelPosition().x();
+    QVERIFY2(left >= area.left() - 1 && right <= area.right() + 1,
+             qPrintable(QString("at x=%1 the label spans %2..%3, the plot %4..%5")
+                            .arg(x)
+                            .arg(left)
+                            .arg(right)
+                            .arg(area.left())
+                            .arg(area.right())));
+  }
 }
 
 // Validation loss is drawn above the reduced loss; no replica and no
