@@ -1,5 +1,7 @@
 #include "ChartView.h"
 
+#include "ChartTicker.h"
+
 #include <QFile>
 #include <QFileDialog>
 #include <QFileInfo>
@@ -68,6 +70,8 @@ ChartView::ChartView(const QString& title, const QString& y_label, QWidget* pare
   plot_->plotLayout()->addElement(0, 0, new QCPTextElement(plot_, title, title_font));
   plot_->xAxis->setLabel(kXLabels[0]);
   plot_->yAxis->setLabel(y_label);
+  plot_->xAxis->setTicker(QSharedPointer<ChartTicker>::create(true));  // steps: whole numbers
+  plot_->yAxis->setTicker(QSharedPointer<ChartTicker>::create());
   // The legend gets its own row between the title and the plot: inside the
   // plot it sat under the crosshair, which then took the clicks meant for
   // its entries.
@@ -337,6 +341,7 @@ void ChartView::setXMode(XAxisMode mode) {
   if (mode == mode_) return;
   mode_ = mode;
   plot_->xAxis->setLabel(kXLabels[static_cast<int>(mode)]);
+  plot_->xAxis->ticker().staticCast<ChartTicker>()->setWhole(mode == XAxisMode::Step);
   user_view_ = false;
   rebuild();
 }
@@ -356,7 +361,7 @@ void ChartView::setLogScale(bool on) {
     plot_->yAxis->setTicker(QSharedPointer<QCPAxisTickerLog>::create());
   } else {
     plot_->yAxis->setScaleType(QCPAxis::stLinear);
-    plot_->yAxis->setTicker(QSharedPointer<QCPAxisTicker>::create());
+    plot_->yAxis->setTicker(QSharedPointer<ChartTicker>::create());
   }
   fitTickCounts();
   user_view_ = false;

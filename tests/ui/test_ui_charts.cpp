@@ -6,6 +6,7 @@
 #include <QApplication>
 #include <QHBoxLayout>
 #include <QLabel>
+#include <QRegularExpression>
 #include <QSet>
 #include <QSlider>
 #include <QTemporaryDir>
@@ -40,6 +41,7 @@ private Q_SLOTS:
   void ticksNeverOverlap();
   void emptyChartFillsItsWidget();
   void narrowChartsWrapTheirLegend();
+  void tickLabelsAreRound();
   void markerLabelsStayInsideThePlot();
   void seriesStylesNeverMislead();
   void perStepAccuracyAndReplicaTimes();
@@ -342,8 +344,54 @@ void ChartsTest::emptyChartFillsItsWidget() {
   c.plot()->replot();
   const int plotted = c.plot()->axisRect()->rect().width();
   QVERIFY2(plotted > c.width() * 3 / 4, qPrintable(QString("the plot is %1 px of %2").arg(plotted).arg(c.width())));
-  // The ticks are spaced for that width, not for the squeezed one.
+  // The ticks are spaced for that width, not for the squeezed one (epochs:
+  // a step axis has whole steps only, here 0 and 1).
+  c.setXMode(XAxisMode::Epoch);
+  c.plot()->replot();
   QVERIFY(c.plot()->xAxis->tickVector().size() >= 4);
+}
+
+// Tick values are 1, 2, 2.5 or 5 times a power of ten, with the labels a
+// person writes: "0.95", "1.00", "1.05" for a flat accuracy of 1, "400k",
+// "1.2M" for throughput; a step axis has whole steps.
+void ChartsTest::tickLabelsAreRound() {
+  const auto labels_of = [](QCPAxis* axis) {
+    QStringList l;
+    for (const QString& s : axis->tickVectorLabels()) l << s;
+    return l.join(' ');
+  };
+  const auto round_steps = [](QCPAxis* axis) {
+    const QVector<double> t = axis->tickVector();
+    if (t.size() < 2) return false;
+    const double step = t[1] - t[0];
+    const double mantissa = step / std::pow(10.0, std::floor(std::log10(step) + 1e-9));
+    for (const double m : {1.0, 2.0, 2.5, 5.0, 10.0})
+      if (std::abs(mantissa - m) < 1e-6) return true;
+    return false;
+  };
+  struct Case {
+    double low, high;
+    QStringList expected;  // labels that must appear
+  };
+  for (const Case& k :
+       {Case{1.0, 1.0, {"1.00"}}, Case{0.0, 1.6e6, {"0", "1.0M"}}, Case{2e-4, 9e-4, {}}, Case{0.0, 9380.0, {"0"}}}) {
+    ChartView c("Throughput", "samples/s");
+    c.resize(400, 300);
+    c.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&c));
+    const int s = c.addSeries("samples/s", {});
+    for (int i = 0; i <= 40; ++i) c.append(s, XPoint{static_cast<double>(i), 0, 0}, k.low + (k.high - k.low) * i / 40);
+    c.flush();
+    c.plot()->replot();
+    const QString y = labels_of(c.plot()->yAxis);
+    QVERIFY2(round_steps(c.plot()->yAxis), qPrintable(y));
+    for (const QString& e : k.expected) QVERIFY2(y.split(' ').contains(e), qPrintable(y + " lacks " + e));
+    // Plain decimals with an SI suffix at most: no "1.6·10⁶", "1e+06" or "1600000".
+    static const QRegularExpression plain("^-?[0-9]{1,4}(\\.[0-9]+)?[kMG]?$");
+    for (const QString& label : y.split(' ')) QVERIFY2(plain.match(label).hasMatch(), qPrintable(y));
+    QVERIFY(round_steps(c.plot()->xAxis));
+    for (const double x : c.plot()->xAxis->tickVector()) QCOMPARE(x, std::round(x));
+  }
 }
 
 // Legend entries keep their whole text: a chart too narrow for them in one
