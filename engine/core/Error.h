@@ -37,7 +37,11 @@ inline Error bad_input(const std::string& message) { return Error(ErrorKind::Bad
 inline Error runtime_error(const std::string& message) { return Error(ErrorKind::Runtime, message); }
 inline Error worker_lost(const std::string& message) { return Error(ErrorKind::WorkerLost, message); }
 inline Error server_failed(const std::string& message) { return Error(ErrorKind::ServerFailed, message); }
-inline Error device_memory_exhausted(const std::string& message) { return Error(ErrorKind::DeviceMemory, message); }
+// `facts`: what was asked and what the device had; the remedy, which every
+// device's message ends with, is added here.
+inline Error device_memory_exhausted(const std::string& facts, const std::string& device) {
+  return Error(ErrorKind::DeviceMemory, facts + ". Use a smaller batch or model, or fewer replicas on " + device);
+}
 
 // Whether `e` is an accelerator running out of memory (by kind, never by text).
 inline bool is_device_memory_exhausted(const std::exception& e) {

@@ -313,7 +313,7 @@ std::string CudaBackend::out_of_memory(size_t bytes) const {
   cudaGetLastError();
   const std::string what = bytes > 0 ? "allocating " + mib(bytes) : "for a captured step's buffers";
   return device().str() + " (" + name_ + "): out of device memory " + what + " (" + mib(free) + " free of " + mib(total) +
-         "; this process holds " + mib(held) + "). Use a smaller batch or model, or fewer replicas on this GPU";
+         "; this process holds " + mib(held) + ")";
 }
 
 void* CudaBackend::allocate(size_t bytes) {
@@ -325,7 +325,7 @@ void* CudaBackend::allocate(size_t bytes) {
   if (e == cudaErrorMemoryAllocation && release_cached_memory()) e = cudaMallocAsync(&p, bytes == 0 ? 4 : bytes, s);
   if (e == cudaErrorMemoryAllocation) {
     cudaGetLastError();  // not sticky: clear it so the next call does not report it
-    throw device_memory_exhausted(out_of_memory(bytes));
+    throw device_memory_exhausted(out_of_memory(bytes), device().str());
   }
   if (e != cudaSuccess) cuda::throw_cuda(e, "cudaMallocAsync", __FILE__, __LINE__);
   cudaMemPoolGetAttribute(pool_, cudaMemPoolAttrReservedMemCurrent, &after);
@@ -666,7 +666,8 @@ void CudaBackend::replay(const GraphPtr& graph) {
   if (e == cudaErrorMemoryAllocation && release_cached_memory()) e = cudaGraphLaunch(g->exec, stream_);
   if (e == cudaErrorMemoryAllocation) {
     cudaGetLastError();
-    throw device_memory_exhausted(out_of_memory(0) + " (replaying the captured step: --no-graphs runs it op by op)");
+    throw device_memory_exhausted(out_of_memory(0) + " (replaying the captured step: --no-graphs runs it op by op)",
+                                  device().str());
   }
   if (e != cudaSuccess) cuda::throw_cuda(e, "cudaGraphLaunch", __FILE__, __LINE__);
 }

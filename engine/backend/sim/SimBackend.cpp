@@ -169,8 +169,9 @@ void* SimBackend::allocate(size_t bytes) {
   void* p = arena_.allocate(bytes, &fresh);
   if (!p)
     throw device_memory_exhausted(device().str() + ": out of device memory allocating " + std::to_string(bytes) + " bytes (" +
-                                  std::to_string(arena_.in_use()) + " of " + std::to_string(arena_.capacity()) +
-                                  " in use). Use a smaller batch or model, or fewer replicas on this device");
+                                      std::to_string(arena_.in_use()) + " of " + std::to_string(arena_.capacity()) +
+                                      " in use)",
+                                  device().str());
   if (fresh) {
     counters().allocations++;
     counters().allocated_bytes += static_cast<int64_t>(bytes);
