@@ -19,6 +19,7 @@
 #include "ChartsPanel.h"
 #include "CheckpointEvaluation.h"
 #include "ConfigEditor.h"
+#include "Counted.h"
 #include "EvaluationView.h"
 #include "LogPanel.h"
 #include "MessagePresenter.h"
@@ -393,7 +394,9 @@ void MainWindow::onOverlay(const QString& run_dir, bool on) {
   overlay_labels_[run_dir] = label;
   int bad = 0;
   RunSeries run = load_run(run_dir.toStdString(), &bad);
-  if (bad > 0) log_->addLine("warning", tr("%1: skipped %2 unreadable line(s) in events.jsonl").arg(run_dir).arg(bad));
+  if (bad > 0)
+    log_->addLine("warning",
+                  tr("%1: skipped %2 in events.jsonl").arg(run_dir, counted(bad, "unreadable line", "unreadable lines")));
   charts_->addOverlay(run, label);
 }
 

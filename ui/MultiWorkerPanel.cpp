@@ -9,6 +9,8 @@
 #include <QPushButton>
 #include <QSpinBox>
 
+#include "Counted.h"
+
 namespace strata::ui {
 
 MultiWorkerPanel::MultiWorkerPanel(QWidget* parent)
@@ -71,12 +73,10 @@ void MultiWorkerPanel::setParameterServers(int servers) {
   const int workers = processes_->value();
   title_->setText(tr("<b>Worker processes (mpirun)</b>"));
   processes_->setToolTip(tr("Worker processes, one device each; mpirun -np is the servers plus the workers"));
-  note_->setText(tr("mpirun starts %1 ranks: %2 server(s), then %3 worker(s), with --enable-recovery so a lost "
+  note_->setText(tr("mpirun starts %1: %2, then %3, with --enable-recovery so a lost "
                     "worker does not end the run. Each worker's device: the Devices tab. %4")
-                     .arg(servers_ + workers)
-                     .arg(servers_)
-                     .arg(workers)
-                     .arg(no_pause));
+                     .arg(counted(servers_ + workers, "rank", "ranks"), counted(servers_, "server", "servers"),
+                          counted(workers, "worker", "workers"), no_pause));
 }
 
 QString MultiWorkerPanel::noteText() const { return note_->text(); }

@@ -841,6 +841,9 @@ void DashboardTest::runTableNotesAndComparison() {
   SettingsDiffDialog* diff = history->comparison();
   QVERIFY(diff && diff->isVisible());
   QCOMPARE(diff->differenceCount(), 3);  // epochs, batch size, learning rate
+  QList<QString> said;
+  for (const QLabel* l : diff->findChildren<QLabel*>()) said << l->text();
+  QVERIFY2(said.contains("3 settings differ, marked in bold."), qPrintable(said.join(" | ")));
   QCOMPARE(diff->table()->rowCount(), 3);  // only the differences shown
   QStringList paths;
   for (int r = 0; r < 3; ++r) {
