@@ -88,9 +88,10 @@ void TimelineSummary::show(const std::vector<trace::StepBreakdown>& steps) {
     }
     ++r;
   }
-  comm_->setText(comm_us > 0 ? tr("communication hidden behind compute: %1 of %2 ms")
-                                   .arg(percent(hidden_us, comm_us))
-                                   .arg(comm_us / 1000, 0, 'f', 1)
+  // Milliseconds to a tenth, or microseconds where that would read "0.0 ms".
+  const QString comm_time = comm_us >= 100 ? tr("%1 ms").arg(comm_us / 1000, 0, 'f', 1)
+                                           : tr("%1 µs").arg(comm_us, 0, 'f', comm_us < 10 ? 1 : 0);
+  comm_->setText(comm_us > 0 ? tr("communication hidden behind compute: %1 of %2").arg(percent(hidden_us, comm_us), comm_time)
                              : QString());
   comm_->setVisible(comm_us > 0);
 }

@@ -381,6 +381,12 @@ void TimelineTest::hiddenCommunication() {
   more.push_back(span(SpanKind::AllReduce, kComm0, 1, 28, 2, 8 << 20));
   p.addSpans(more);
   QCOMPARE(p.hiddenCommText(), QString("communication hidden behind compute: 33.3% of 6.0 ms"));
+
+  // Communication too short for tenths of a millisecond reads in microseconds, not "0.0 ms".
+  TimelinePanel small;
+  small.addSpans({span(SpanKind::Step, kReplica0, 0, 0, 1), span(SpanKind::Backward, kReplica0, 0, 0, 0.5),
+                  span(SpanKind::AllReduce, kComm0, 0, 0.49, 0.04, 4096)});
+  QCOMPARE(small.hiddenCommText(), QString("communication hidden behind compute: 25.0% of 40 µs"));
 }
 
 // A file of two ranks, 30 steps: the last 20 drawn, each rank's lanes apart;
