@@ -32,8 +32,10 @@ double ChartTicker::getTickStep(const QCPRange& range) {
   int i = static_cast<int>(std::floor(std::log10(raw))) * static_cast<int>(std::size(kMantissas));
   while (nice(i) < raw * (1 - 1e-9)) ++i;
   while (ticks_in(range, nice(i)) < 2 && nice(i) > range.size() * 1e-3) --i;
-  const double step = nice(i);
-  return step_ = whole_ ? std::max(1.0, std::round(step)) : step;
+  // Whole steps: 1 at least, and 5 rather than 2.5.
+  if (whole_)
+    while (nice(i) < 1 || nice(i) != std::round(nice(i))) ++i;
+  return step_ = nice(i);
 }
 
 QString ChartTicker::getTickLabel(double tick, const QLocale& locale, QChar, int) {

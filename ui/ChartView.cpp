@@ -361,11 +361,17 @@ void ChartView::setLogScale(bool on) {
     plot_->yAxis->setTicker(QSharedPointer<QCPAxisTickerLog>::create());
   } else {
     plot_->yAxis->setScaleType(QCPAxis::stLinear);
-    plot_->yAxis->setTicker(QSharedPointer<ChartTicker>::create());
+    plot_->yAxis->setTicker(QSharedPointer<ChartTicker>::create(whole_values_));
   }
   fitTickCounts();
   user_view_ = false;
   rebuild();  // the extents: a log axis takes only positive values
+}
+
+void ChartView::setWholeValues(bool whole) {
+  whole_values_ = whole;
+  if (!log_) plot_->yAxis->ticker().staticCast<ChartTicker>()->setWhole(whole);
+  plot_->replot(QCustomPlot::rpQueuedReplot);
 }
 
 void ChartView::resetView() {

@@ -62,6 +62,9 @@ public:
   void setSmoothing(double weight);
   void setLogScale(bool on);
   bool logScale() const { return log_; }
+  // The values are counts (staleness in rounds): whole steps between the
+  // linear y axis's ticks.
+  void setWholeValues(bool whole);
   void resetView();
   // A vertical line with a label, e.g. where the loss became NaN.
   // label_y: where the label hangs, as a fraction of the plot's height from
@@ -138,6 +141,7 @@ private:
   XAxisMode mode_ = XAxisMode::Step;
   double smoothing_ = 0.0;
   bool log_ = false;
+  bool whole_values_ = false;
   bool user_view_ = false;  // the user zoomed or panned: stop following data
   QPoint pointer_{-1, -1};  // over the plot, in its pixels; (-1, -1): elsewhere
 };

@@ -23,6 +23,7 @@ ParameterServerCharts::ParameterServerCharts(ChartView* loss, QWidget* parent)
       servers_(new ChartView(tr("Server updates/s"), tr("updates/s"))) {
   setObjectName("parameterServerCharts");
   staleness_->setObjectName("stalenessChart");
+  staleness_->setWholeValues(true);
   servers_->setObjectName("serverUpdatesChart");
   auto* layout = new QHBoxLayout(this);
   layout->setContentsMargins(0, 0, 0, 0);

@@ -392,6 +392,20 @@ void ChartsTest::tickLabelsAreRound() {
     QVERIFY(round_steps(c.plot()->xAxis));
     for (const double x : c.plot()->xAxis->tickVector()) QCOMPARE(x, std::round(x));
   }
+  // Counts (the staleness chart's rounds) tick at whole values: 0 2 4 6, not 2.5 and 7.5.
+  ChartView counts("Staleness", "rounds behind");
+  counts.setWholeValues(true);
+  counts.resize(300, 240);
+  counts.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&counts));
+  const int s = counts.addSeries("staleness", {});
+  for (int i = 0; i <= 40; ++i) counts.append(s, XPoint{static_cast<double>(i), 0, 0}, i % 7);
+  counts.flush();
+  counts.plot()->replot();
+  const QVector<double> ticks = counts.plot()->yAxis->tickVector();
+  QVERIFY(ticks.size() >= 2);
+  QVERIFY(round_steps(counts.plot()->yAxis));  // 5, not 2.5 rounded to 3
+  for (const double y : ticks) QCOMPARE(y, std::round(y));
 }
 
 // Legend entries keep their whole text: a chart too narrow for them in one
