@@ -24,14 +24,15 @@ ChartsPanel::ChartsPanel(QWidget* parent)
       loss_(new ChartView(tr("Loss"), tr("loss"))),
       accuracy_(new ChartView(tr("Accuracy"), tr("accuracy"))),
       throughput_(new ChartView(tr("Throughput"), tr("samples/s"))),
-      workers_(new ChartView(tr("Step time"), tr("compute s/step"))),
+      workers_(new ChartView(tr("Step time"), tr("compute ms/step"))),
       ps_(new ParameterServerCharts(loss_)) {
   loss_->setObjectName("lossChart");
   accuracy_->setObjectName("accuracyChart");
   throughput_->setObjectName("throughputChart");
   workers_->setObjectName("workerChart");
-  workers_->setToolTip(tr("Seconds each replica (or, across processes, each worker) spent computing per step, "
-                          "not waiting in collectives: a straggler is the highest line"));
+  workers_->setToolTip(
+      tr("Milliseconds each replica (or, across processes, each worker) spent computing per step, "
+         "not waiting in collectives: a straggler is the highest line"));
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(0, 0, 0, 0);
   auto* bar = new QHBoxLayout;
@@ -192,12 +193,14 @@ void ChartsPanel::addStep(const StepEvent& s) {
   loss_->append(reduced_, x, s.loss);
   if (std::isfinite(s.accuracy)) accuracy_->append(train_acc_, x, s.accuracy);
   throughput_->append(speed_, x, s.samples_per_sec);
+  // Milliseconds: a GPU step of 0.1 ms reads as that, not as 0.0001 s.
   if (times_per_replica_ && !s.replica_step_times.empty()) {
-    for (size_t r = 0; r < s.replica_step_times.size(); ++r) workers_->append(replicaTimeSeries(r), x, s.replica_step_times[r]);
+    for (size_t r = 0; r < s.replica_step_times.size(); ++r)
+      workers_->append(replicaTimeSeries(r), x, 1e3 * s.replica_step_times[r]);
   } else {
     // Across processes, or a step replayed as one graph (replicas not timed apart).
     for (size_t w = 0; w < s.worker_step_times.size(); ++w)
-      if (ps_->drawsWorker(w)) workers_->append(workerTimeSeries(w), x, s.worker_step_times[w]);
+      if (ps_->drawsWorker(w)) workers_->append(workerTimeSeries(w), x, 1e3 * s.worker_step_times[w]);
   }
   if (!std::isfinite(s.loss) && live_.diverged_at == live_.step.size() - 1) {
     const QString what = std::isnan(s.loss) ? "NaN" : "Inf";
