@@ -8,6 +8,9 @@ namespace strata::ui {
 // replot from its size), at least two of them, and large values with SI
 // suffixes ("800k", "1.6M" rather than "800000" beside "1.6·10⁶").
 // `whole`: steps of at least 1 (a step axis has no step 0.5).
+// QCustomPlot's own tssReadability rounds the step to the nearest nice
+// mantissa, down as well as up, so it can place more ticks than fit;
+// tssMeetTickCount keeps the count but steps by 0.5 mantissas (0.045).
 class ChartTicker final : public QCPAxisTicker {
 public:
   explicit ChartTicker(bool whole = false) : whole_(whole) {}

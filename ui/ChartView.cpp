@@ -387,7 +387,7 @@ void ChartView::placeMarker(Marker& m) {
   const double x = xOf(m.x);
   m.line->point1->setCoords(x, 0);
   m.line->point2->setCoords(x, 1);
-  m.label->position->setCoords(m.label->position->coords().x(), m.label_y);  // x: keepMarkerLabelsInside()
+  m.label->position->setCoords(x, m.label_y);  // its side of the line: keepMarkerLabelsInside()
 }
 
 void ChartView::keepMarkerLabelsInside() {
@@ -399,7 +399,10 @@ void ChartView::keepMarkerLabelsInside() {
     // it there, else it starts at the line, else it is held inside the plot.
     const double line = plot_->xAxis->coordToPixel(xOf(m->x));
     const double start = line - width >= area.left() ? line - width : line;
-    m->label->position->setCoords(std::max<double>(area.left(), std::min(start, area.right() - width)), m->label_y);
+    // Kept in plot coordinates, so an export drawn at another size (which
+    // lays the plot out again without this hook) still finds it by the data.
+    const double left = std::max<double>(area.left(), std::min(start, area.right() - width));
+    m->label->position->setCoords(plot_->xAxis->pixelToCoord(left), m->label_y);
   }
 }
 
@@ -416,7 +419,7 @@ void ChartView::addMarker(const XPoint& x, const QString& text, const QColor& co
   }
   m->label = new QCPItemText(plot_);
   m->label->setLayer("top");
-  m->label->position->setTypeX(QCPItemPosition::ptAbsolute);  // pixels, chosen at each layout
+  m->label->position->setTypeX(QCPItemPosition::ptPlotCoords);
   m->label->position->setTypeY(QCPItemPosition::ptAxisRectRatio);
   m->label->setPositionAlignment(Qt::AlignLeft | Qt::AlignTop);
   m->label->setText(text);

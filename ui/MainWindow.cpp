@@ -19,7 +19,6 @@
 #include "ChartsPanel.h"
 #include "CheckpointEvaluation.h"
 #include "ConfigEditor.h"
-#include "Counted.h"
 #include "EvaluationView.h"
 #include "LogPanel.h"
 #include "MessagePresenter.h"
@@ -31,6 +30,7 @@
 #include "StrategyPanel.h"
 #include "TimelinePanel.h"
 #include "TraceLoader.h"
+#include "Wording.h"
 #include "project/ProjectFile.h"
 #include "project/RunNotes.h"
 #include "trace/ChromeTraceReader.h"
@@ -395,8 +395,9 @@ void MainWindow::onOverlay(const QString& run_dir, bool on) {
   int bad = 0;
   RunSeries run = load_run(run_dir.toStdString(), &bad);
   if (bad > 0)
-    log_->addLine("warning",
-                  tr("%1: skipped %2 in events.jsonl").arg(run_dir, counted(bad, "unreadable line", "unreadable lines")));
+    log_->addLine(
+        "warning",
+        tr("%1: skipped %2 in events.jsonl").arg(run_dir, counted(bad, tr("unreadable line"), tr("unreadable lines"))));
   charts_->addOverlay(run, label);
 }
 

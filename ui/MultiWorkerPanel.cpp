@@ -9,7 +9,7 @@
 #include <QPushButton>
 #include <QSpinBox>
 
-#include "Counted.h"
+#include "Wording.h"
 
 namespace strata::ui {
 
@@ -75,8 +75,9 @@ void MultiWorkerPanel::setParameterServers(int servers) {
   processes_->setToolTip(tr("Worker processes, one device each; mpirun -np is the servers plus the workers"));
   note_->setText(tr("mpirun starts %1: %2, then %3, with --enable-recovery so a lost "
                     "worker does not end the run. Each worker's device: the Devices tab. %4")
-                     .arg(counted(servers_ + workers, "rank", "ranks"), counted(servers_, "server", "servers"),
-                          counted(workers, "worker", "workers"), no_pause));
+                     .arg(counted(servers_ + workers, tr("rank"), tr("ranks")),
+                          counted(servers_, tr("server"), tr("servers")), counted(workers, tr("worker"), tr("workers")),
+                          no_pause));
 }
 
 QString MultiWorkerPanel::noteText() const { return note_->text(); }

@@ -10,7 +10,7 @@
 
 #include <algorithm>
 
-#include "Counted.h"
+#include "Wording.h"
 
 namespace strata::ui {
 
@@ -21,10 +21,11 @@ SettingsDiffDialog::SettingsDiffDialog(const QString& a_name, const QString& b_n
   setObjectName("settingsDiff");
   auto* layout = new QVBoxLayout(this);
   const int n = differenceCount();
-  layout->addWidget(new QLabel(
-      n == 0 ? tr("The two runs have the same settings.")
-             : tr("%1 %2, marked in bold.").arg(counted(n, "setting", "settings"), n == 1 ? tr("differs") : tr("differ")),
-      this));
+  layout->addWidget(
+      new QLabel(n == 0 ? tr("The two runs have the same settings.")
+                        : tr("%1 %2, marked in bold.")
+                              .arg(counted(n, tr("setting"), tr("settings")), n == 1 ? tr("differs") : tr("differ")),
+                 this));
   only_->setObjectName("onlyDifferences");
   only_->setChecked(n > 0);
   layout->addWidget(only_);
