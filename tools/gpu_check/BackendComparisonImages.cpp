@@ -87,13 +87,16 @@ void BackendComparison::convolution() {
     // A way may take some directions of a shape and not others (cuDNN with
     // no qualifying algorithm for one): each direction's check forces the
     // way only where the direction offers it.
+    const std::vector<std::string> offered[3] = {device.convolution_ways(w, f, Direction::Forward),
+                                                 device.convolution_ways(w, f, Direction::BackwardData),
+                                                 device.convolution_ways(w, f, Direction::BackwardFilter)};
     const auto offers = [&](const std::string& way, Direction d) {
-      const std::vector<std::string> ways = device.convolution_ways(w, f, d);
-      return std::find(ways.begin(), ways.end(), way) != ways.end();
+      const std::vector<std::string>& list = offered[static_cast<size_t>(d)];
+      return std::find(list.begin(), list.end(), way) != list.end();
     };
     std::vector<std::string> ways;  // every way some direction offers, in the device's order
-    for (const Direction d : {Direction::Forward, Direction::BackwardData, Direction::BackwardFilter})
-      for (const std::string& way : device.convolution_ways(w, f, d))
+    for (const std::vector<std::string>& list : offered)
+      for (const std::string& way : list)
         if (std::find(ways.begin(), ways.end(), way) == ways.end()) ways.push_back(way);
     for (const std::string& way : ways) {
       device.force_convolution_way(way);
