@@ -44,9 +44,11 @@ DevicesPanel::DevicesPanel(QWidget* parent)
     item->setCheckState(Qt::Unchecked);
     item->setForeground(QColor(110, 110, 110));
   }
-  gpu_label_->setText(gpu ? QString()
-                          : tr("GPUs: none (%1).").arg(QString::fromStdString(gpu_inventory().unavailable)));
+  gpu_label_->setText(gpu ? QString() : tr("No GPU: %1.").arg(QString::fromStdString(gpu_inventory().unavailable)));
   gpu_label_->setVisible(!gpu);
+  // The reason can be a sentence ("this build has no CUDA backend (rebuild
+  // ...)"): unwrapped, it widened the whole Strategy page past the window.
+  gpu_label_->setWordWrap(true);
   gpu_label_->setStyleSheet("color: palette(mid);");
   layout->addWidget(gpu_label_);
   summary_->setObjectName("replicaSummary");
