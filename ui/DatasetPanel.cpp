@@ -1,5 +1,6 @@
 #include "DatasetPanel.h"
 
+#include <qcustomplot.h>
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDoubleSpinBox>
@@ -13,9 +14,10 @@
 #include <QPushButton>
 #include <QSpinBox>
 #include <QtConcurrent/QtConcurrentRun>
+#include <algorithm>
 #include <filesystem>
-#include <qcustomplot.h>
 
+#include "ChartTicker.h"
 #include "data/FashionMnist.h"
 
 namespace strata::ui {
@@ -340,8 +342,19 @@ void DatasetPanel::showPreview() {
   bars->setData(keys, values);
   bars->setBrush(QColor(70, 110, 170));
   bars->setPen(Qt::NoPen);
+  // One tick per class where they fit (no class 2.5), whole counts with
+  // SI suffixes as on the training charts ("6k").
+  if (counts.size() <= 20) {
+    auto classes = QSharedPointer<QCPAxisTickerText>::create();
+    for (size_t c = 0; c < counts.size(); ++c) classes->addTick(static_cast<double>(c), QString::number(c));
+    balance_->xAxis->setTicker(classes);
+  } else {
+    balance_->xAxis->setTicker(QSharedPointer<ChartTicker>::create(true));
+  }
+  balance_->yAxis->setTicker(QSharedPointer<ChartTicker>::create(true));
   balance_->rescaleAxes();
-  balance_->yAxis->setRangeLower(0);
+  // Headroom above the tallest bar, so a balanced set's bars do not touch the frame.
+  balance_->yAxis->setRange(0, std::max(1.0, balance_->yAxis->range().upper * 1.08));
   balance_->xAxis->setRange(-0.7, static_cast<double>(counts.size()) - 0.3);
   balance_->show();
   balance_->replot();

@@ -388,6 +388,9 @@ void DashboardTest::settingsPagesFitTheirWidth() {
   win.w.show();
   QVERIFY(QTest::qWaitForWindowExposed(&win.w));
   ConfigEditor* editor = win.editor();
+  // The Dataset page with its preview (the sample grid and class chart are
+  // its widest rows), not the "Loading…" before it.
+  QTRY_VERIFY_WITH_TIMEOUT(editor->datasetPanel()->previewRows() > 0, 30000);
   TrainingPanel* training = editor->trainingPanel();
   auto* optimizer = training->findChild<QComboBox*>("optimizer");
   QVERIFY(optimizer);
@@ -1194,8 +1197,13 @@ void DashboardTest::datasetPreviewNeverStale() {
   auto* info = data->findChild<QLabel*>("previewInfo");
   QVERIFY(info && info->text().contains("800 training rows"));
   // The class balance is shown with a preview only (empty axes would say "no examples").
-  auto* balance = data->findChild<QWidget*>("classBalance");
+  auto* balance = data->findChild<QCustomPlot*>("classBalance");
   QVERIFY(balance && !balance->isHidden());
+  // One tick per class, labelled with the class (no class 2.5).
+  balance->replot();
+  const QVector<QString> classes = balance->xAxis->tickVectorLabels();
+  QVERIFY2(!classes.isEmpty(), "no class ticks");
+  for (int c = 0; c < classes.size(); ++c) QCOMPARE(classes[c], QString::number(c));
   QComboBox* kind = data->kindBox();
   kind->setCurrentIndex(kind->findData("fashion_mnist"));
   QCOMPARE(data->previewRows(), qint64(-1));
