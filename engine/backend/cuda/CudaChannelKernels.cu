@@ -178,14 +178,16 @@ __global__ void __launch_bounds__(kThreads)
     __syncthreads();
     // The ticket's thread fences after the barrier, so the release covers the
     // partials every lane of the block wrote (the barrier made them its own):
-    // they reach every SM before the ticket says so.
+    // they reach every SM before the ticket says so. It fences again after
+    // taking the last ticket (the acquire, in the thread that read it), and
+    // the barrier hands that on to the block's other threads.
     if (t == 0) {
       __threadfence();
       last = atomicAdd(&tickets[k], 1u) == static_cast<unsigned>(chunks - 1);
+      if (last) __threadfence();
     }
     __syncthreads();
     if (last) {
-      __threadfence();
       a = 0.0;
       b = 0.0;
       // Read past this SM's cache (__ldcg): other blocks wrote them.

@@ -35,7 +35,7 @@ void activation_backward(cudaStream_t s, Activation act, const float* y, const f
 void sparse_softmax_xent(cudaStream_t s, const float* logits, const int32_t* labels, int64_t rows, int64_t cols,
                          float* loss, float* dlogits);
 // Backend::sparse_softmax_xent_average: one kernel for batches of up to 256
-// rows, three above.
+// rows and 32,768 logits, three above either.
 void sparse_softmax_xent_average(cudaStream_t s, const float* logits, const int32_t* labels, int64_t rows, int64_t cols,
                                  const float* scale, float* error, float* loss, float* dlogits, float* total);
 void softmax_xent(cudaStream_t s, const float* logits, const float* targets, int64_t rows, int64_t cols, float* loss,

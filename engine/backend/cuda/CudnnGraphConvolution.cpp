@@ -7,6 +7,7 @@
 #include <exception>
 #include <limits>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 
@@ -220,25 +221,28 @@ void CudnnGraphConvolution::make_plans(Plans& p, const Window2D& w, int64_t filt
   for (int d = 0; d < 3; ++d) {
     const Op& o = ops[d];
     const std::string named = what + " (" + ConvolutionWays::direction_name(static_cast<Direction>(d)) + ")";
-    CudnnDescriptor op(o.type, named);
-    op.set(o.first, *o.a);
-    op.set(o.second, *o.b);
-    op.set(o.out, *o.c);
-    op.set(o.conv, convolution);
-    op.set(o.alpha, CUDNN_TYPE_FLOAT, 1, &one);
-    op.set(o.beta, CUDNN_TYPE_FLOAT, 1, &zero);
-    op.finalized();
-    // A direction no engine qualifies for (a float32 kernel gradient without
-    // FFT and Winograd, say) takes the other ways; the shape's others keep
-    // theirs. None planned: the shape is refused.
+    // A direction cuDNN will not describe, or no engine qualifies for (a
+    // float32 kernel gradient without FFT and Winograd, say), takes the
+    // other ways; the shape's others keep theirs. None planned: the shape
+    // is refused.
     try {
-      p.plan[d].emplace(choose(p, op, w, filters, tf32_ || static_cast<Direction>(d) != Direction::BackwardFilter, named));
+      CudnnDescriptor op(o.type, named);
+      op.set(o.first, *o.a);
+      op.set(o.second, *o.b);
+      op.set(o.out, *o.c);
+      op.set(o.conv, convolution);
+      op.set(o.alpha, CUDNN_TYPE_FLOAT, 1, &one);
+      op.set(o.beta, CUDNN_TYPE_FLOAT, 1, &zero);
+      op.finalized();
+      CudnnDescriptor plan = choose(p, op, w, filters, tf32_ || static_cast<Direction>(d) != Direction::BackwardFilter,
+                                    named);
+      p.parts.push_back(std::move(op));  // kept as long as the plan made from it
+      p.plan[d].emplace(std::move(plan));
     } catch (const std::exception& e) {
       if (broken(stream_)) throw;
       if (!unplanned) unplanned = std::current_exception();
       failures += std::string(failures.empty() ? "" : "\n") + e.what();
     }
-    p.parts.push_back(std::move(op));
   }
   if (!p.plan[0] && !p.plan[1] && !p.plan[2]) std::rethrow_exception(unplanned);
   if (unplanned)
@@ -249,6 +253,9 @@ void CudnnGraphConvolution::make_plans(Plans& p, const Window2D& w, int64_t filt
 CudnnDescriptor CudnnGraphConvolution::choose(Plans& p, const CudnnDescriptor& op, const Window2D& w, int64_t filters,
                                               bool transforms, const std::string& what) {
   const auto& api = lib();
+  // An error already pending on this thread is some earlier call's, left
+  // for its check to report; only what planning leaves is cleared below.
+  const bool clean = cudaPeekAtLastError() == cudaSuccess;
   CudnnDescriptor graph(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, what);
   cudnnBackendDescriptor_t op_raw = op.get();
   graph.set(CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &op_raw);
@@ -268,6 +275,15 @@ CudnnDescriptor CudnnGraphConvolution::choose(Plans& p, const CudnnDescriptor& o
   // the plans on the way out too.
   std::vector<CudnnDescriptor> configs;
   std::vector<Candidate> candidates;
+  // Why the listed configurations were passed over: the message when none
+  // qualifies, and STRATA_CUDNN_LOG's line.
+  int listed = 0, disallowed = 0, unfinalized = 0, oversized = 0;
+  std::set<int64_t> seen;  // engines listed already
+  std::string passed_over;
+  auto pass_over = [&](int& count, int64_t engine, const std::string& why) {
+    ++count;
+    if (convolution_log()) passed_over += "\n  engine " + std::to_string(engine) + ": " + why;
+  };
   for (cudnnBackendHeurMode_t mode : {CUDNN_HEUR_MODE_INSTANT, CUDNN_HEUR_MODE_FALLBACK}) {
     CudnnDescriptor heuristics(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, what);
     heuristics.set(CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, graph);
@@ -294,32 +310,45 @@ CudnnDescriptor CudnnGraphConvolution::choose(Plans& p, const CudnnDescriptor& o
       cudnnBackendDescriptor_t engine_raw = engine.get();
       int64_t n = 0;
       if (api.cudnnBackendGetAttribute(configs[i].get(), CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &n,
-                                       &engine_raw) != CUDNN_STATUS_SUCCESS ||
-          !allowed(engine, tf32_, transforms))
+                                       &engine_raw) != CUDNN_STATUS_SUCCESS)
         continue;
       // Fallback mode repeats engines instant mode listed: each would be
       // planned and timed again, and count toward kMostCandidates.
       const int64_t index = engine_index(engine);
-      if (mode == CUDNN_HEUR_MODE_FALLBACK &&
-          std::any_of(candidates.begin(), candidates.end(), [&](const Candidate& c) { return c.engine == index; }))
+      if (index >= 0 && !seen.insert(index).second) continue;
+      ++listed;
+      if (!allowed(engine, tf32_, transforms)) {
+        pass_over(disallowed, index, "its numerical or behaviour notes");
         continue;
+      }
       CudnnDescriptor plan(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, what);
       plan.set(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, configs[i]);
       plan.set(kPlanHandle, CUDNN_TYPE_HANDLE, 1, &handle_);
-      if (plan.finalize() != CUDNN_STATUS_SUCCESS) continue;
+      if (const cudnnStatus_t st = plan.finalize(); st != CUDNN_STATUS_SUCCESS) {
+        pass_over(unfinalized, index, std::string("plan not finalized, ") + api.cudnnGetErrorString(st));
+        continue;
+      }
       int64_t bytes = 0;
       if (api.cudnnBackendGetAttribute(plan.get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &n,
                                        &bytes) != CUDNN_STATUS_SUCCESS ||
-          bytes < 0 || bytes > kWorkspaceBudget)
+          bytes < 0 || bytes > kWorkspaceBudget) {
+        pass_over(oversized, index, "workspace " + std::to_string(bytes >> 20) + " MiB");
         continue;
+      }
       candidates.push_back(Candidate{std::move(plan), bytes, index, i});
     }
   }
   // A failed query must not be reported by the next kernel launch's check.
-  cudaGetLastError();
+  if (clean) cudaGetLastError();
+  if (convolution_log() && !passed_over.empty())
+    std::fprintf(stderr, "%s: passed over%s\n", what.c_str(), passed_over.c_str());
   if (candidates.empty())
     throw runtime_error(what + ": cuDNN's heuristics offer no deterministic float32 engine within a " +
-                        std::to_string(kWorkspaceBudget >> 20) + " MiB workspace for this convolution");
+                        std::to_string(kWorkspaceBudget >> 20) + " MiB workspace for this convolution (" +
+                        std::to_string(listed) + " listed: " + std::to_string(disallowed) +
+                        " passed over for their numerical or behaviour notes, " + std::to_string(unfinalized) +
+                        " whose plan cuDNN did not finalize, " + std::to_string(oversized) +
+                        " over the workspace; STRATA_CUDNN_LOG=1 names them)");
 
   // Timed on this GPU unless autotuning is off or the stream is being
   // captured (timing would break the capture): each candidate once to warm
@@ -390,7 +419,7 @@ CudnnDescriptor CudnnGraphConvolution::choose(Plans& p, const CudnnDescriptor& o
       if (ms[i] < ms[best]) best = i;
     }
     STRATA_CUDA(cudaStreamSynchronize(stream_));
-    cudaGetLastError();
+    if (clean) cudaGetLastError();
     // None ran for want of memory beside the pool: the heuristics' order
     // decides among those, as without timing (not a refusal of the shape).
     if (y && !std::isfinite(ms[best])) {

@@ -18,6 +18,7 @@ CudnnLibrary load() {
 #define STRATA_BIND(name) lib.bind(api.name, #name, "an unexpected version of cuDNN");
   STRATA_BIND(cudnnGetVersion)
   STRATA_BIND(cudnnGetErrorString)
+  STRATA_BIND(cudnnGetLastErrorString)
   STRATA_BIND(cudnnCreate)
   STRATA_BIND(cudnnDestroy)
   STRATA_BIND(cudnnSetStream)
@@ -63,7 +64,15 @@ const CudnnLibrary& CudnnLibrary::get() {
 std::string CudnnLibrary::unavailable() { return load_error<CudnnLibrary>(); }
 
 void CudnnLibrary::check(cudnnStatus_t s, const std::string& what) const {
-  if (s != CUDNN_STATUS_SUCCESS) throw runtime_error(what + ": " + cudnnGetErrorString(s));
+  if (s == CUDNN_STATUS_SUCCESS) return;
+  // The status names a category ("CUDNN_STATUS_BAD_PARAM"); cuDNN 9 keeps
+  // the failed check's own words for the calling thread (which dimension,
+  // which attribute), all a GPU run's log has to go on.
+  char detail[1024] = "";
+  cudnnGetLastErrorString(detail, sizeof detail);
+  std::string message = what + ": " + cudnnGetErrorString(s);
+  if (detail[0]) message += std::string(" (") + detail + ")";
+  throw runtime_error(message);
 }
 
 }  // namespace strata::cuda

@@ -13,6 +13,7 @@ struct CudnnLibrary {
 #define STRATA_CUDNN_FN(name) decltype(&::name) name = nullptr;
   STRATA_CUDNN_FN(cudnnGetVersion)
   STRATA_CUDNN_FN(cudnnGetErrorString)
+  STRATA_CUDNN_FN(cudnnGetLastErrorString)
   STRATA_CUDNN_FN(cudnnCreate)
   STRATA_CUDNN_FN(cudnnDestroy)
   STRATA_CUDNN_FN(cudnnSetStream)
@@ -59,7 +60,8 @@ struct CudnnLibrary {
     const int category = CUDNN_STATUS_CATEGORY(static_cast<int>(s));
     return category == CUDNN_STATUS_NOT_SUPPORTED || category == CUDNN_STATUS_BAD_PARAM;
   }
-  // Throws runtime_error "<what>: <cuDNN's message>" unless `s` is success.
+  // Throws runtime_error "<what>: <status> (<cuDNN's last error message>)"
+  // unless `s` is success.
   void check(cudnnStatus_t s, const std::string& what) const;
 };
 
