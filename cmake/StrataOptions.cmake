@@ -97,7 +97,19 @@ if(NOT STRATA_WITH_CUDA STREQUAL "OFF")
   check_language(CUDA)
 endif()
 set(_cuda_found OFF)
+# CUDA 12 or newer: nvcc's -std=c++20 (the CUDA sources share the engine's
+# C++20 headers) and CUDA 12's graph API. An older nvcc (Debian 12's own
+# nvidia-cuda-toolkit is 11.8) would pass check_language and fail the build's
+# first CUDA source: the build goes on without the backend instead, saying why.
+set(_cuda_too_old OFF)
 if(CMAKE_CUDA_COMPILER)
+  execute_process(COMMAND "${CMAKE_CUDA_COMPILER}" --version OUTPUT_VARIABLE _nvcc_says ERROR_QUIET)
+  if(_nvcc_says MATCHES "release ([0-9]+)\\.([0-9]+)" AND CMAKE_MATCH_1 LESS 12)
+    set(_cuda_too_old ON)
+    set(_cuda_reason "nvcc ${CMAKE_MATCH_1}.${CMAKE_MATCH_2} found (${CMAKE_CUDA_COMPILER}); the CUDA backend needs CUDA 12 or newer (NVIDIA's cuda-toolkit packages)")
+  endif()
+endif()
+if(CMAKE_CUDA_COMPILER AND NOT _cuda_too_old)
   # Ampere and Hopper machine code, plus Hopper PTX that newer GPUs JIT-compile.
   if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
     set(CMAKE_CUDA_ARCHITECTURES 80-real 90)
@@ -114,7 +126,7 @@ if(CMAKE_CUDA_COMPILER)
   else()
     set(_cuda_reason "nvcc found (${CMAKE_CUDA_COMPILER}) but not the CUDA toolkit's cuBLASLt")
   endif()
-else()
+elseif(NOT _cuda_too_old)
   set(_cuda_reason "no CUDA compiler found (nvcc on the path or /usr/local/cuda)")
 endif()
 strata_resolve(CUDA ${_cuda_found} "${_cuda_reason}")
