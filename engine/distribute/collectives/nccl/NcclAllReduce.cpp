@@ -70,7 +70,8 @@ NcclAllReduce::~NcclAllReduce() {
   if (watchdog_.joinable()) watchdog_.join();
   // Communicators with an unfinished or failed collective on any GPU are
   // aborted: destroying them would wait for peers that may be gone (a
-  // replica that threw before its part). fail() aborted them already.
+  // replica that threw before its part). fail() aborted those no step graph
+  // held (Gpu::captured); the others end here, after the graph.
   bool finished = error_.empty();
   for (Gpu& g : gpus_) {
     // On the GPU's own device: the dashboard destroys a run on a thread of
@@ -86,7 +87,7 @@ NcclAllReduce::~NcclAllReduce() {
 void NcclAllReduce::release(bool finished) {
   for (Gpu& g : gpus_) {
     DeviceGuard guard(g.index, false);
-    if (g.comm && !aborted_) {
+    if (g.comm && !g.comm_ended) {
       if (finished) lib().ncclCommDestroy(g.comm);
       else lib().ncclCommAbort(g.comm);
     }
@@ -253,7 +254,10 @@ void NcclAllReduce::all_gather(ReplicaGroup& group, int replica, const std::vect
 void NcclAllReduce::track(Gpu& g, cudaStream_t compute) {
   STRATA_CUDA(cudaEventRecord(g.done, g.stream));
   g.done_captured = capturing(compute);
-  if (g.done_captured) return;
+  if (g.done_captured) {
+    *g.captured = true;
+    return;
+  }
   cudaEvent_t event = nullptr;
   if (g.spare.empty()) {
     STRATA_CUDA(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
@@ -502,15 +506,16 @@ void NcclAllReduce::fail(const std::string& message) {
   // Aborting ends the communicators' kernels, so the streams (and a host
   // waiting on them) move on. It frees them: the replicas' next NCCL call
   // throws the error instead (throw_if_failed), and the destructor leaves
-  // them alone.
+  // them alone (those a step graph holds it ends, after the graph).
   aborted_ = true;
   for (Gpu& g : gpus_) {
-    if (!g.comm) continue;
+    if (!g.comm || *g.captured) continue;  // see Gpu::captured
     // Waits for a call in progress on the communicator to return, but not
     // for ever: one stuck inside NCCL (a peer gone) is what the abort frees.
     std::unique_lock held(*g.calls, std::defer_lock);
     (void)held.try_lock_for(std::chrono::seconds(2));
     lib().ncclCommAbort(g.comm);
+    g.comm_ended = true;
   }
   // The job is not ended here. This runs on the watchdog's or a replica's
   // thread, and MPI was started for one thread at a time

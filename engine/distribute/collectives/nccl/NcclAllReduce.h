@@ -82,6 +82,14 @@ private:
     cudaStream_t stream = nullptr;       // communication
     cudaEvent_t ready = nullptr, done = nullptr;
     bool done_captured = false;  // `done` was last recorded while capturing: it cannot be queried
+    // A step graph captured collectives on `comm`: NCCL's abort (and destroy)
+    // of the process's last communicator waits until every graph holding its
+    // collectives is destroyed, which a failing step's graph is not until the
+    // run ends. fail() leaves such a communicator to release(), which runs
+    // after the graph is gone; only one-GPU communicators are captured, and
+    // they wait for no peer. Read by fail() on another thread.
+    std::unique_ptr<std::atomic<bool>> captured = std::make_unique<std::atomic<bool>>(false);
+    bool comm_ended = false;  // aborted by fail(): release() leaves it alone
     // The collectives queued outside a capture and not yet seen finished,
     // oldest first, each with an event of its own, so the watchdog times
     // the oldest unfinished one (a later record of `done` would restart it).
@@ -145,7 +153,7 @@ private:
 
   mutable std::mutex mutex_;  // pending, error_, the events' records and the watchdog's queries
   std::string error_;
-  std::atomic<bool> aborted_{false};  // set by fail() before it aborts the communicators
+  std::atomic<bool> aborted_{false};  // set by fail() (the run failed) before it aborts the communicators
   std::condition_variable stop_cv_;
   bool stop_ = false;
   std::thread watchdog_;
