@@ -253,19 +253,34 @@ void CudaBackend::begin_branch() {
     cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
     STRATA_CUDA(cudaStreamIsCapturing(main, &capture));
     if (capture != cudaStreamCaptureStatusNone) return;
+    // After a try without room, the next ones wait kBranchRetryEvery calls:
+    // each failed try synchronises the device and trims its pools.
+    if (branch_refusals_ > 0 && branch_refusals_++ % kBranchRetryEvery != 0) return;
     auto b = std::make_unique<Branch>();
     try {
       STRATA_CUDA(cudaStreamCreateWithFlags(&b->stream, cudaStreamNonBlocking));
       STRATA_CUDA(cudaEventCreateWithFlags(&b->fork, cudaEventDisableTiming));
       STRATA_CUDA(cudaEventCreateWithFlags(&b->join, cudaEventDisableTiming));
       b->gemm_workspace = allocate(kGemmWorkspaceBytes);  // on the main stream: the branch forks after it
+      // Its reductions' buffers as large as the main stream's: made late in
+      // a step (room found only after the first layers' backward passes),
+      // the branch would otherwise be sized by the later layers alone, and
+      // a captured step, where every layer branches, cannot grow them.
+      std::lock_guard scratch(scratch_mutex_);
+      grow_reduce(b->reduce, cuda::ReduceScratchSize{reduce_main_.partial_bytes, reduce_main_.ticket_bytes}, main);
     } catch (const std::exception& e) {
+      if (b->reduce.tickets) deallocate(b->reduce.tickets, b->reduce.ticket_bytes);
+      if (b->reduce.partials) deallocate(b->reduce.partials, b->reduce.partial_bytes);
+      if (b->gemm_workspace) deallocate(b->gemm_workspace, kGemmWorkspaceBytes);
       if (b->join) cudaEventDestroy(b->join);
       if (b->fork) cudaEventDestroy(b->fork);
       if (b->stream) cudaStreamDestroy(b->stream);
       // A branch only overlaps work: without memory for its workspace the
       // work stays on the main stream (a later step may find room).
-      if (is_device_memory_exhausted(e)) return;
+      if (is_device_memory_exhausted(e)) {
+        branch_refusals_ = 1;
+        return;
+      }
       throw;
     }
     branch_ = std::move(b);
@@ -726,13 +741,16 @@ void CudaBackend::sum_rows(const float* x, int64_t rows, int64_t cols, float* ou
 
 cuda::ReduceScratch CudaBackend::reduce_scratch(cudaStream_t s, int64_t rows, int64_t channels) {
   ReduceBuffers& r = in_branch() ? branch_->reduce : reduce_main_;
-  const cuda::ReduceScratchSize size = cuda::channel_reduce_scratch_size(rows, channels);
-  void* partials = scratch(r.partials, r.partial_bytes, size.partial_bytes);
+  grow_reduce(r, cuda::channel_reduce_scratch_size(rows, channels), s);
+  return {r.partials, static_cast<unsigned*>(r.tickets)};
+}
+
+void CudaBackend::grow_reduce(ReduceBuffers& r, const cuda::ReduceScratchSize& size, cudaStream_t s) {
+  scratch(r.partials, r.partial_bytes, size.partial_bytes);
   const void* before = r.tickets;
-  void* tickets = scratch(r.tickets, r.ticket_bytes, size.ticket_bytes);
+  scratch(r.tickets, r.ticket_bytes, size.ticket_bytes);
   // New tickets start at zero, and every reduction leaves them so.
-  if (tickets != before) STRATA_CUDA(cudaMemsetAsync(tickets, 0, r.ticket_bytes, s));
-  return {partials, static_cast<unsigned*>(tickets)};
+  if (r.tickets != before) STRATA_CUDA(cudaMemsetAsync(r.tickets, 0, r.ticket_bytes, s));
 }
 
 void CudaBackend::activation_forward(Activation act, const float* x, float* y, int64_t rows, int64_t cols) {

@@ -20,6 +20,7 @@ namespace strata {
 namespace cuda {
 class CudnnConvolver;
 struct ReduceScratch;
+struct ReduceScratchSize;
 }
 
 // One NVIDIA GPU, device kind `gpu`. Every call is queued on the device's
@@ -254,6 +255,9 @@ private:
   ReduceBuffers reduce_main_;
   // The calling thread's stream's, grown for (rows, channels); under scratch_mutex_.
   cuda::ReduceScratch reduce_scratch(cudaStream_t s, int64_t rows, int64_t channels);
+  // `r` grown to at least `size`, its new tickets zeroed on `s` (the stream
+  // that uses them, or one it forks from); under scratch_mutex_.
+  void grow_reduce(ReduceBuffers& r, const cuda::ReduceScratchSize& size, cudaStream_t s);
   std::vector<void*> retired_scratch_;  // outgrown scratch buffers (scratch())
   // While a capture is under way: what it allocated (the graph frees those),
   // and older memory freed meanwhile, which a graph cannot free (CUDA
@@ -295,9 +299,11 @@ private:
     // main stream, so no thread joins or clears a branch it did not begin.
     std::atomic<bool> busy{false};
   };
-  std::atomic<int> branch_allowances_{0};             // allow_branches(true) less allow_branches(false)
-  std::mutex branch_mutex_;                           // making branch_
-  std::unique_ptr<Branch> branch_;                    // made by the first begin_branch() outside a capture
+  std::atomic<int> branch_allowances_{0};  // allow_branches(true) less allow_branches(false)
+  std::mutex branch_mutex_;                // making branch_
+  std::unique_ptr<Branch> branch_;         // made by the first begin_branch() outside a capture
+  static constexpr unsigned kBranchRetryEvery = 64;
+  unsigned branch_refusals_ = 0;  // calls since making branch_ found no room (0: none did); under branch_mutex_
   std::atomic<cudaStream_t> branch_stream_{nullptr};  // branch_->stream once made, for release_cached_memory()
   cudaStream_t clock_stream_ = nullptr;
   cudaEvent_t clock_ref_[2] = {};

@@ -25,20 +25,25 @@ public:
   // At least `bytes`; throws naming the device when that needs growth
   // inside a capture or the device has no memory for it.
   void reserve(size_t bytes);
-  // reserve(), answering false where the device has no memory for it: a
-  // shape's first call then takes the other ways (im2col over slices needs
-  // far less), rather than failing the step; a later call may fit.
+  // reserve(), answering false where the device has no memory for it (or
+  // it would grow inside a capture): a shape's first call then takes the
+  // other ways (im2col over slices needs far less), rather than failing the
+  // step; a later call may fit.
   bool try_reserve(size_t bytes);
   void* get() const { return buffer_; }
   size_t bytes() const { return bytes_; }
 
 private:
+  static constexpr unsigned kRetryEvery = 64;
+  bool capturing() const;
   DeviceMemory& memory_;
   std::string device_;
   cudaStream_t stream_;
   void* buffer_ = nullptr;
   size_t bytes_ = 0;
   std::vector<std::pair<void*, size_t>> retired_;  // outgrown buffers
+  size_t refused_bytes_ = 0;                       // the smallest size the device last had no room for
+  unsigned calls_since_refusal_ = 0;
 };
 
 }  // namespace strata::cuda
