@@ -31,6 +31,9 @@ StatusPanel::StatusPanel(QWidget* parent)
   auto* layout = new QVBoxLayout(this);
   run_line_->setWordWrap(true);
   progress_->setObjectName("runProgress");
+  // Wrapped, the figures never widen the panel (unwrapped, a fast run's
+  // line set its minimum width, and a small window cut it off).
+  speed_->setWordWrap(true);
   status_->setObjectName("runStatus");
   status_->setWordWrap(true);
   status_->setTextInteractionFlags(Qt::TextSelectableByMouse);

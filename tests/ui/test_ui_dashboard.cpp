@@ -1180,6 +1180,23 @@ void DashboardTest::wordingAndHelp() {
   for (auto* label : win.w.findChildren<QLabel*>())
     QVERIFY2(!label->text().contains("replica(s)") && !label->text().contains("(es)"), qPrintable(label->text()));
 
+  // A fast run's figures do not widen the status panel (its lines wrap): an
+  // unwrapped speed line made the panel as wide as its text, and where the
+  // window could not give that, cut it off ("elapsed 00:0").
+  const int narrow = win.w.statusPanel()->minimumSizeHint().width();
+  StepEvent fast;
+  fast.step = fast.epoch_step = 11;
+  fast.epoch = 3;
+  fast.time = 61.5;
+  fast.loss = 0.30495123;
+  fast.lr = 0.00123;
+  fast.samples_per_sec = 1234567.0;
+  win.w.statusPanel()->onStep(fast);
+  QVERIFY2(
+      win.w.statusPanel()->minimumSizeHint().width() <= narrow,
+      qPrintable(
+          QString("%1 px wide with the figures, %2 before").arg(win.w.statusPanel()->minimumSizeHint().width()).arg(narrow)));
+
   auto* docs = win.w.findChild<QAction*>("documentationAction");
   QVERIFY(docs);
   QCOMPARE(docs->shortcut(), QKeySequence(QKeySequence::HelpContents));
