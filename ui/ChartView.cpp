@@ -402,7 +402,11 @@ void ChartView::keepMarkerLabelsInside() {
     // Kept in plot coordinates, so an export drawn at another size (which
     // lays the plot out again without this hook) still finds it by the data.
     const double left = std::max<double>(area.left(), std::min(start, area.right() - width));
-    m->label->position->setCoords(plot_->xAxis->pixelToCoord(left), m->label_y);
+    // It hangs from label_y, but no lower than leaves it whole inside a
+    // short plot (a small window's charts), where it ran over the x axis.
+    const double height = QFontMetrics(m->label->font()).height() + pad.top() + pad.bottom() + 2;
+    const double top = area.height() > 0 ? std::clamp(1.0 - height / area.height(), 0.0, m->label_y) : m->label_y;
+    m->label->position->setCoords(plot_->xAxis->pixelToCoord(left), top);
   }
 }
 

@@ -16,6 +16,7 @@
 
 #include "Palette.h"
 #include "ParameterServerCharts.h"
+#include "PlotLegend.h"
 
 namespace strata::ui {
 
@@ -85,6 +86,7 @@ ChartsPanel::ChartsPanel(QWidget* parent)
   bottom->addWidget(accuracy_);
   bottom->addWidget(throughput_);
   bottom->addWidget(workers_);
+  level_legends({accuracy_->plot(), throughput_->plot(), workers_->plot()});
   split->addWidget(ps_);  // hidden unless a parameter-server run is shown
   split->setStretchFactor(0, 3);
   split->setStretchFactor(1, 2);

@@ -69,4 +69,21 @@ void place_legend_in_row(QCustomPlot* plot, int row, int wrap, const QFont& base
   QObject::connect(plot, &QCustomPlot::beforeReplot, plot, [plot, wrap] { fit_legend_columns(plot, wrap); });
 }
 
+void level_legends(const std::vector<QCustomPlot*>& row) {
+  for (QCustomPlot* plot : row)
+    // After the plot's own fit_legend_columns (connected first): its rows are
+    // this replot's. Another plot whose legend must grow or shrink replots
+    // once (queued); its own turn then finds every height settled.
+    QObject::connect(plot, &QCustomPlot::beforeReplot, plot, [row, plot] {
+      int tallest = 0;
+      for (const QCustomPlot* p : row)
+        if (p->isVisible()) tallest = std::max(tallest, p->legend->minimumOuterSizeHint().height());
+      for (QCustomPlot* p : row) {
+        if (p->legend->minimumSize().height() == tallest) continue;
+        p->legend->setMinimumSize(0, tallest);
+        if (p != plot) p->replot(QCustomPlot::rpQueuedReplot);
+      }
+    });
+}
+
 }  // namespace strata::ui

@@ -1,6 +1,7 @@
 #pragma once
 #include <QFont>
 #include <QMargins>
+#include <vector>
 
 class QCustomPlot;
 
@@ -14,5 +15,11 @@ namespace strata::ui {
 // font a little smaller than `base`. Call it before any plottable joins
 // the legend.
 void place_legend_in_row(QCustomPlot* plot, int row, int wrap, const QFont& base, const QMargins& margins);
+
+// Charts side by side whose legends (place_legend_in_row's) take the height
+// of the tallest visible one, so their plots, and their x axes, stay level
+// when one legend wraps onto more rows than the others. Call it after
+// place_legend_in_row for each.
+void level_legends(const std::vector<QCustomPlot*>& row);
 
 }  // namespace strata::ui

@@ -32,8 +32,11 @@ StatusPanel::StatusPanel(QWidget* parent)
   run_line_->setWordWrap(true);
   progress_->setObjectName("runProgress");
   // Wrapped, the figures never widen the panel (unwrapped, a fast run's
-  // line set its minimum width, and a small window cut it off).
+  // line set its minimum width, and a small window cut it off). The bar's
+  // text does not wrap: the panel is at least as wide as a long run's.
   speed_->setWordWrap(true);
+  progress_->setMinimumWidth(
+      progress_->fontMetrics().horizontalAdvance(tr("epoch 100/100 · step 100000/100000 · ETA 00:00:00")) + 24);
   status_->setObjectName("runStatus");
   status_->setWordWrap(true);
   status_->setTextInteractionFlags(Qt::TextSelectableByMouse);

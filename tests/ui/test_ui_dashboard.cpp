@@ -1160,6 +1160,12 @@ void DashboardTest::wordingAndHelp() {
   Window win;
   QVERIFY(win.w.openProject(project_));
   std::vector<Event> batch = mirrored_run(3, 4, [](int i) { return 1.0 / i; });
+  EpochEvent best;  // the best epoch's marker, for the small window below
+  best.epoch = 2;
+  best.time = 0.8;
+  best.val_accuracy = 0.8616;
+  best.best = true;
+  batch.push_back(best);
   FinishedEvent f;
   f.status = RunStatus::Completed;
   f.message = "completed 3 epochs";
@@ -1196,6 +1202,35 @@ void DashboardTest::wordingAndHelp() {
       win.w.statusPanel()->minimumSizeHint().width() <= narrow,
       qPrintable(
           QString("%1 px wide with the figures, %2 before").arg(win.w.statusPanel()->minimumSizeHint().width()).arg(narrow)));
+
+  // The charts side by side stay level in a small window, where the
+  // accuracy chart's legend wraps onto a second row: their plots start at
+  // one height (the accuracy plot was shorter than its neighbours).
+  win.w.resize(1200, 800);
+  win.w.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&win.w));
+  const ChartsPanel* charts = win.w.charts();
+  for (int round = 0; round < 2; ++round) {  // a neighbour's legend may ask for one more (queued) replot
+    for (ChartView* c : {charts->accuracyChart(), charts->throughputChart(), charts->workerChart()}) c->plot()->replot();
+    QApplication::processEvents();
+  }
+  QVERIFY2(charts->accuracyChart()->plot()->legend->rowCount() > charts->throughputChart()->plot()->legend->rowCount(),
+           "the accuracy legend does not wrap here: the check below would prove nothing");
+  const int top = charts->accuracyChart()->plot()->axisRect()->top();
+  QCOMPARE(charts->throughputChart()->plot()->axisRect()->top(), top);
+  QCOMPARE(charts->workerChart()->plot()->axisRect()->top(), top);
+  // The best epoch's label stays whole inside that short plot (it ran over the x axis).
+  QCustomPlot* accuracy = charts->accuracyChart()->plot();
+  int labels = 0;
+  for (int i = 0; i < accuracy->itemCount(); ++i)
+    if (auto* label = qobject_cast<QCPItemText*>(accuracy->item(i)); label && label->text().startsWith("best")) {
+      ++labels;
+      QVERIFY2(label->bottom->pixelPosition().y() <= accuracy->axisRect()->bottom() + 1,
+               qPrintable(QString("the label ends at %1, the plot at %2")
+                              .arg(label->bottom->pixelPosition().y())
+                              .arg(accuracy->axisRect()->bottom())));
+    }
+  QCOMPARE(labels, 1);
 
   auto* docs = win.w.findChild<QAction*>("documentationAction");
   QVERIFY(docs);
