@@ -112,7 +112,8 @@ GpuProvider g_gpu_provider;
 GpuProvider set_gpu_provider(const GpuProvider& provider) { return std::exchange(g_gpu_provider, provider); }
 
 GpuInventory gpu_inventory() {
-  if (!g_gpu_provider.inventory) return {{}, "this build has no CUDA backend (rebuild with the CUDA toolkit installed)"};
+  if (!g_gpu_provider.inventory)
+    return {{}, "this build has no CUDA backend (rebuild with NVIDIA's CUDA toolkit 12 or newer installed: docs/gpu.md)"};
   return g_gpu_provider.inventory();
 }
 
