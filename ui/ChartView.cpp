@@ -394,7 +394,8 @@ void ChartView::keepMarkerLabelsInside() {
   const QRect area = plot_->axisRect()->rect();
   for (auto& m : markers_) {
     const QMargins pad = m->label->padding();
-    const double width = QFontMetrics(m->label->font()).horizontalAdvance(m->label->text()) + pad.left() + pad.right() + 2;
+    const QFontMetrics metrics(m->label->font());
+    const double width = metrics.horizontalAdvance(m->label->text()) + pad.left() + pad.right() + 2;
     // Its left edge: the label ends at the line where the plot has room for
     // it there, else it starts at the line, else it is held inside the plot.
     const double line = plot_->xAxis->coordToPixel(xOf(m->x));
@@ -404,7 +405,7 @@ void ChartView::keepMarkerLabelsInside() {
     const double left = std::max<double>(area.left(), std::min(start, area.right() - width));
     // It hangs from label_y, but no lower than leaves it whole inside a
     // short plot (a small window's charts), where it ran over the x axis.
-    const double height = QFontMetrics(m->label->font()).height() + pad.top() + pad.bottom() + 2;
+    const double height = metrics.height() + pad.top() + pad.bottom() + 2;
     const double top = area.height() > 0 ? std::clamp(1.0 - height / area.height(), 0.0, m->label_y) : m->label_y;
     m->label->position->setCoords(plot_->xAxis->pixelToCoord(left), top);
   }

@@ -11,6 +11,13 @@
 
 namespace strata::cuda {
 
+// Whether `stream` is being captured into a graph; a failed query counts as
+// not (the caller's next checked call reports the stream's error).
+inline bool capturing(cudaStream_t stream) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  return cudaStreamIsCapturing(stream, &status) == cudaSuccess && status != cudaStreamCaptureStatusNone;
+}
+
 [[noreturn]] inline void throw_cuda(cudaError_t e, const char* call, const char* file, int line) {
   // Clear the thread's last error, or the next launch check would report
   // this failure again under the later kernel's name (when the caller

@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "backend/cuda/ConvolutionWays.h"
+#include "backend/cuda/CudaCheck.h"
 #include "core/Error.h"
 
 namespace strata::cuda {
@@ -12,16 +13,11 @@ CudnnWorkspace::~CudnnWorkspace() {
   for (auto [old, bytes] : retired_) memory_.deallocate(old, bytes);
 }
 
-bool CudnnWorkspace::capturing() const {
-  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-  return cudaStreamIsCapturing(stream_, &capture) == cudaSuccess && capture != cudaStreamCaptureStatusNone;
-}
-
 void CudnnWorkspace::reserve(size_t bytes) {
   if (bytes <= bytes_) return;
   // Grown inside a capture, the workspace would be the graph's memory and
   // outlive it; the step's first, op-by-op run sizes it.
-  if (capturing())
+  if (capturing(stream_))
     throw runtime_error(device_ + ": the cuDNN workspace must grow to " + std::to_string(bytes) +
                         " bytes while the step is captured (a convolution shape the op-by-op step did not run)");
   // Allocated before the old buffer is retired: without room for the new
@@ -40,7 +36,7 @@ bool CudnnWorkspace::try_reserve(size_t bytes) {
   if (bytes <= bytes_) return true;
   // Inside a capture it cannot grow: the call takes the other ways, as the
   // op-by-op step's did (that step found no room for it either).
-  if (capturing()) return false;
+  if (capturing(stream_)) return false;
   // A size the device had no room for is tried again only every
   // kRetryEvery calls: each failed try synchronises the device and trims
   // its pools (CudaBackend::allocate), every step, for every layer.

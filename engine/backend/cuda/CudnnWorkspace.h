@@ -35,7 +35,6 @@ public:
 
 private:
   static constexpr unsigned kRetryEvery = 64;
-  bool capturing() const;
   DeviceMemory& memory_;
   std::string device_;
   cudaStream_t stream_;

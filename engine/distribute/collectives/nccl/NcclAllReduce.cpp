@@ -50,11 +50,6 @@ private:
 };
 
 cudaStream_t compute_stream(const Device& device) { return static_cast<CudaBackend&>(backend_for(device)).stream(); }
-
-bool capturing(cudaStream_t stream) {
-  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-  return cudaStreamIsCapturing(stream, &status) == cudaSuccess && status != cudaStreamCaptureStatusNone;
-}
 }  // namespace
 
 NcclAllReduce::NcclAllReduce(std::shared_ptr<Cluster> cluster) : cluster_(std::move(cluster)) {
@@ -253,7 +248,7 @@ void NcclAllReduce::all_gather(ReplicaGroup& group, int replica, const std::vect
 
 void NcclAllReduce::track(Gpu& g, cudaStream_t compute) {
   STRATA_CUDA(cudaEventRecord(g.done, g.stream));
-  g.done_captured = capturing(compute);
+  g.done_captured = cuda::capturing(compute);
   if (g.done_captured) {
     *g.captured = true;
     return;
