@@ -16,10 +16,15 @@ DevicesPanel::DevicesPanel(QWidget* parent)
   auto* layout = new QVBoxLayout(this);
   layout->addWidget(new QLabel(tr("<b>Replica devices</b>"), this));
   list_->setObjectName("deviceList");
+  // A long model name is shortened in its middle rather than scrolled
+  // sideways; the whole line, with a GPU's capability, driver and peer
+  // access, is the item's tooltip.
+  list_->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  list_->setTextElideMode(Qt::ElideMiddle);
   layout->addWidget(list_, 1);
-  const auto devices = list_devices();
+  const GpuInventory gpus = gpu_inventory();
+  const auto devices = list_devices(gpus);
   int cpus = 0;
-  bool gpu = false;
   for (const auto& d : devices) {
     auto* item = new QListWidgetItem(list_);
     const double gib = static_cast<double>(d.memory_bytes) / (1 << 30);
@@ -27,11 +32,11 @@ DevicesPanel::DevicesPanel(QWidget* parent)
                       .arg(QString::fromStdString(d.device.str()), QString::fromStdString(d.name))
                       .arg(gib, 0, 'f', 1)
                       .arg(d.device.kind == DeviceKind::Gpu ? tr("device memory") : tr("host memory")));
+    item->setToolTip(d.detail.empty() ? item->text() : item->text() + "\n" + QString::fromStdString(d.detail));
     item->setData(Qt::UserRole, QString::fromStdString(d.device.str()));
     item->setFlags(Qt::ItemIsEnabled | Qt::ItemIsUserCheckable);
     item->setCheckState(Qt::Unchecked);
     if (d.device.kind == DeviceKind::Cpu) ++cpus;
-    gpu = gpu || d.device.kind == DeviceKind::Gpu;
   }
   // The engine accepts more logical CPU devices than cores; they share cores,
   // which is slower but lets a 2-core laptop rehearse a 4-replica run.
@@ -39,12 +44,14 @@ DevicesPanel::DevicesPanel(QWidget* parent)
     auto* item = new QListWidgetItem(list_);
     const QString name = QStringLiteral("cpu:%1").arg(i);
     item->setText(tr("%1   logical CPU device (shares cores with the others)").arg(name));
+    item->setToolTip(item->text());
     item->setData(Qt::UserRole, name);
     item->setFlags(Qt::ItemIsEnabled | Qt::ItemIsUserCheckable);
     item->setCheckState(Qt::Unchecked);
     item->setForeground(QColor(110, 110, 110));
   }
-  gpu_label_->setText(gpu ? QString() : tr("No GPU: %1.").arg(QString::fromStdString(gpu_inventory().unavailable)));
+  const bool gpu = !gpus.gpus.empty();
+  gpu_label_->setText(gpu ? QString() : tr("No GPU: %1.").arg(QString::fromStdString(gpus.unavailable)));
   gpu_label_->setVisible(!gpu);
   // The reason can be a sentence ("this build has no CUDA backend (rebuild
   // ...)"): unwrapped, it widened the whole Strategy page past the window.

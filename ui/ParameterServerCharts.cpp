@@ -1,5 +1,7 @@
 #include "ParameterServerCharts.h"
 
+#include "Wording.h"
+
 #include <QHBoxLayout>
 #include <QSplitter>
 #include <algorithm>
@@ -134,7 +136,7 @@ void ParameterServerCharts::refreshLegend() {
     const Worker& worker = workers_[w];
     QString label = workerSeriesName(w);
     if (worker.lost) label += tr(" (lost)");
-    label += worker.steps == 1 ? tr(" — 1 step") : tr(" — %1 steps").arg(worker.steps);
+    label += " — " + counted(worker.steps, tr("step"), tr("steps"));
     if (loss_->seriesLabel(series) != label) loss_->setSeriesLabel(series, label);
   }
 }

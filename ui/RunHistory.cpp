@@ -78,17 +78,20 @@ std::vector<Event> events_until(const std::string& run_dir, int64_t step) {
 }
 
 namespace {
+// As Wording.h's counted(), for this file's std::string summaries.
+std::string counted(size_t n, const char* one, const char* many) { return std::to_string(n) + " " + (n == 1 ? one : many); }
+
 // `status`: the record's status_text(), derived once from the finished event.
 std::string summarize(const RunSeries& s, const std::string& status) {
   std::string out;
   if (s.started) out += s.started->strategy + " x" + std::to_string(s.started->replicas);
   if (s.started && s.started->servers > 0)
-    out += " · " + std::to_string(s.started->servers) + (s.started->servers == 1 ? " server" : " servers");
+    out += " · " + counted(static_cast<size_t>(s.started->servers), "server", "servers");
   out += out.empty() ? "" : " · ";
   out += status;
-  out += " · " + std::to_string(s.step.size()) + " steps";
+  out += " · " + counted(s.step.size(), "step", "steps");
   if (const int lost = s.lost_worker_count(); lost > 0)
-    out += " · " + std::to_string(lost) + (lost == 1 ? " worker lost" : " workers lost");
+    out += " · " + counted(static_cast<size_t>(lost), "worker lost", "workers lost");
   if (!s.epochs.empty()) {
     char buf[64];
     std::snprintf(buf, sizeof buf, " · loss %.4g", s.epochs.back().loss);

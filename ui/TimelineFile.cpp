@@ -1,5 +1,7 @@
 #include "TimelineFile.h"
 
+#include "Wording.h"
+
 #include <QFileInfo>
 #include <QStringList>
 #include <algorithm>
@@ -26,8 +28,9 @@ TimelineFile::TimelineFile(const trace::TraceContents& contents, int steps_shown
   if (!contents.run_name.empty()) parts << tr("run “%1”").arg(QString::fromStdString(contents.run_name));
   if (!ranks.isEmpty()) parts << (ranks.size() == 1 ? tr("rank %1") : tr("ranks %1")).arg(ranks.join(", "));
   if (!hosts.isEmpty()) parts << hosts.join(", ");
-  parts << (steps_.size() == 1 ? tr("1 step") : tr("%1 steps").arg(steps_.size()));
-  if (contents.skipped > 0) parts << tr("%1 unknown span events left out").arg(contents.skipped);
+  parts << counted(static_cast<qint64>(steps_.size()), tr("step"), tr("steps"));
+  if (contents.skipped > 0)
+    parts << tr("%1 left out").arg(counted(contents.skipped, tr("unknown span event"), tr("unknown span events")));
   description_ = tr("%1: %2").arg(QFileInfo(path_).fileName(), parts.join(" · "));
   // The last steps first, as live: where a run's steady state is.
   auto from = steps_.rbegin();

@@ -90,7 +90,9 @@ int64_t total_memory_bytes() {
 }
 }  // namespace
 
-std::vector<DeviceInfo> list_devices() {
+std::vector<DeviceInfo> list_devices() { return list_devices(gpu_inventory()); }
+
+std::vector<DeviceInfo> list_devices(GpuInventory gpus) {
   // One logical CPU device per hardware thread: that is the most CPU replicas
   // that can each own a core.
   std::vector<DeviceInfo> out;
@@ -98,7 +100,7 @@ std::vector<DeviceInfo> list_devices() {
   const std::string name = cpu_model_name();
   const int64_t mem = total_memory_bytes();
   for (int i = 0; i < n; ++i) out.push_back({Device{DeviceKind::Cpu, i}, name, mem, 1, {}});
-  for (auto& gpu : gpu_inventory().gpus) out.push_back(std::move(gpu));
+  for (auto& gpu : gpus.gpus) out.push_back(std::move(gpu));
   for (int i = 0; i < listed_sim_devices(); ++i)
     out.push_back({Device{DeviceKind::Sim, i}, "Simulated accelerator (testing)",
                    static_cast<int64_t>(sim_device_memory_bytes()), 1, "strict stream and memory checks"});

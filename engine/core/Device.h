@@ -77,6 +77,9 @@ int hardware_threads();
 // The machine's devices as users see them: its CPU devices, then its GPUs. Simulated devices are listed only
 // when the environment variable STRATA_SIM_DEVICES=N asks for N of them.
 std::vector<DeviceInfo> list_devices();
+// The same with the GPUs of an inventory already taken (one that also
+// wants its `unavailable` reason asks once).
+std::vector<DeviceInfo> list_devices(GpuInventory gpus);
 // How many sim devices exist (they can always be named explicitly).
 constexpr int kSimDeviceCount = 8;
 int listed_sim_devices();

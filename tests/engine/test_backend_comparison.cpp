@@ -209,11 +209,11 @@ private slots:
     const auto refused = BackendComparison(kSim, testutil::process_seed(), {}, &refusing).run();
     int failed = 0;
     for (const auto& r : refused) {
-      const bool partial = r.shape.find("via partial") != std::string::npos;
+      const bool via_partial_way = r.shape.find("via partial") != std::string::npos;
       // The fake forwards conv2d_keeping_patches to sim, whose patches are
       // its own: what that case finds says nothing of this rule.
-      if (partial && r.op == "conv2d_keeping_patches") continue;
-      const bool kernel_gradient = partial && r.op == "conv2d_backward_filter" &&
+      if (via_partial_way && r.op == "conv2d_keeping_patches") continue;
+      const bool kernel_gradient = via_partial_way && r.op == "conv2d_backward_filter" &&
                                    r.shape.find("calls the forced way refused") != std::string::npos;
       QVERIFY2(r.passed != kernel_gradient, (std::string(r.passed ? "missed: " : "unexpected failure: ") + text(r)).c_str());
       failed += !r.passed;

@@ -3,6 +3,7 @@
 // synchronisation, errors reported at the sync point; and the engine's ops on
 // it give the CPU's results.
 #include <QtTest/QtTest>
+#include <bit>
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -278,6 +279,87 @@ private slots:
     be.begin_branch();
     be.join_branch();
     QCOMPARE(branches() - before, int64_t{2});
+  }
+
+  // Inside a capture the side branch's stream joins it, as a CUDA stream
+  // that waits for an event of a capturing one does: every replay forks and
+  // joins again, the two streams' parts running beside each other, and the
+  // main stream's work after the join reads that replay's branch result,
+  // never the previous replay's (the join's event is recorded anew by each).
+  void a_captured_branch_forks_and_joins_in_every_replay() {
+    const Device sim{DeviceKind::Sim, 4};
+    Backend& be = backend_for(sim);
+    be.allow_branches(true);
+    constexpr int64_t n = 192;
+    Tensor a = Tensor::zeros(Shape{n, n}, sim), b = Tensor::full(Shape{n, n}, 1.0f, sim);
+    Tensor product = Tensor::empty(Shape{n, n}, sim), out = Tensor::empty(Shape{n, n}, sim);
+    const int64_t before = be.counters().branches;
+    be.begin_capture();
+    {
+      SideBranch branch(be);
+      // Slow enough that an unordered main stream would copy before it ends.
+      for (int i = 0; i < 6; ++i) be.gemm(false, false, n, n, n, 1.0f, a.ptr(), b.ptr(), 0.0f, product.ptr());
+      Tensor scratch = Tensor::empty(Shape{n}, sim);  // the branch's own memory, freed in its order
+      be.fill32(scratch.ptr(), n, 0);
+    }
+    be.copy(out.ptr(), product.ptr(), n * n * sizeof(float));
+    GraphPtr graph = be.end_capture();
+    QCOMPARE(be.counters().branches - before, int64_t{1});
+    for (int r = 1; r <= 5; ++r) {
+      be.fill32(a.ptr(), n * n, std::bit_cast<uint32_t>(static_cast<float>(r)));
+      be.replay(graph);
+      const std::vector<float> got = out.values();
+      QCOMPARE(got.front(), static_cast<float>(r * n));
+      QCOMPARE(got.back(), static_cast<float>(r * n));
+    }
+    be.allow_branches(false);
+  }
+
+  // A block the branch frees during a capture serves the main stream only
+  // after the join (before it, a replay's branch may still use it), and a
+  // branch left unjoined fails the capture's end (CUDA:
+  // cudaErrorStreamCaptureUnjoined).
+  void a_captured_branch_keeps_its_memory_to_the_join_and_must_be_joined() {
+    const Device sim{DeviceKind::Sim, 4};
+    Backend& be = backend_for(sim);
+    be.allow_branches(true);
+    constexpr int64_t kOdd = 12343;  // a size no other block of this device has
+    be.begin_capture();
+    const float* freed = nullptr;
+    {
+      SideBranch branch(be);
+      {
+        Tensor mine = Tensor::empty(Shape{kOdd}, sim);
+        be.fill32(mine.ptr(), kOdd, 0);
+        freed = mine.ptr();
+      }
+      branch.end();
+      Tensor main = Tensor::empty(Shape{kOdd}, sim);
+      be.fill32(main.ptr(), kOdd, 0);
+      QVERIFY(main.ptr() != freed);
+    }
+    {
+      // Joined: the two blocks freed during the capture serve the next two.
+      Tensor one = Tensor::empty(Shape{kOdd}, sim), two = Tensor::empty(Shape{kOdd}, sim);
+      be.fill32(one.ptr(), kOdd, 0);
+      be.fill32(two.ptr(), kOdd, 0);
+      QVERIFY(one.ptr() == freed || two.ptr() == freed);
+    }
+    GraphPtr graph = be.end_capture();
+    be.replay(graph);
+    be.synchronize();
+
+    Tensor x = Tensor::zeros(Shape{64}, sim);
+    be.begin_capture();
+    be.begin_branch();
+    be.add_scalar(64, 1.0f, x.ptr());
+    be.end_branch();
+    STRATA_EXPECT_ERROR(be.end_capture(), ErrorKind::Runtime, "not joined");
+    be.join_branch();
+    be.allow_branches(false);
+    // The device works as before afterwards; the abandoned capture ran nothing.
+    be.add_scalar(64, 2.0f, x.ptr());
+    QCOMPARE(x.values(), std::vector<float>(64, 2.0f));
   }
 
   void capture_records_and_replay_repeats() {

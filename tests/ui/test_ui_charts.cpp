@@ -51,6 +51,7 @@ private Q_SLOTS:
   void runHistorySaysWhyARunFailed();
   void settingsDiffMarksDifferences();
   void parameterServerRunFromFolder();
+  void runSummaryCountsInEnglish();
 };
 
 // TensorBoard's debiased EMA in closed form: s_n = sum_i (1-w) w^(n-i) x_i / (1 - w^n).
@@ -741,6 +742,31 @@ StepEvent ps_step(int i, int lost_from) {
   return s;
 }
 }  // namespace
+
+// A stored run of one step on one server reads "1 server" and "1 step".
+void ChartsTest::runSummaryCountsInEnglish() {
+  QTemporaryDir dir;
+  const std::string project = dir.filePath("p.strata").toStdString();
+  const std::string run_dir = runs_folder_for(project) + "/20250104-100000";
+  QDir().mkpath(QString::fromStdString(run_dir));
+  RunStartedEvent r;
+  r.strategy = "parameter_server";
+  r.replicas = 1;
+  r.devices = {"cpu:0"};
+  r.steps_per_epoch = 1;
+  r.epochs = 1;
+  r.servers = 1;
+  {
+    std::ofstream out(run_dir + "/events.jsonl");
+    out << event_to_jsonl(r) << "\n" << event_to_jsonl(ps_step(1, 0)) << "\n";
+    FinishedEvent f;
+    f.steps = 1;
+    out << event_to_jsonl(f) << "\n";
+  }
+  const auto list = list_runs(project);
+  QCOMPARE(list.size(), size_t(1));
+  QCOMPARE(QString::fromStdString(list[0].summary), QString("parameter_server x1 · 1 server · completed · 1 step"));
+}
 
 void ChartsTest::parameterServerRunFromFolder() {
   QTemporaryDir dir;

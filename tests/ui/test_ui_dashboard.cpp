@@ -189,6 +189,7 @@ private Q_SLOTS:
   void unavailableStrategiesAreDisabled();
   void strategyPageNeverClips();
   void settingsPagesFitTheirWidth();
+  void deviceListFitsANarrowPanel();
   void modelEditorChecksShapes();
   void mirroredRunFillsCharts();
   void timelineTabFillsDuringRun();
@@ -421,6 +422,40 @@ void DashboardTest::settingsPagesFitTheirWidth() {
     QApplication::processEvents();
     QVERIFY2(field_columns(dataset) == 1, qPrintable(source->currentText()));
   }
+}
+
+namespace {
+// A GPU with a long name, as a workstation's CUDA build lists it.
+GpuInventory long_named_gpu() {
+  DeviceInfo gpu{Device{DeviceKind::Gpu, 0}, "NVIDIA RTX 6000 Ada Generation Laptop GPU with a very long model name",
+                 int64_t{48} << 30, 1, "compute capability 8.9, 142 SMs, driver 13.0, CUDA runtime 13.0"};
+  return {{gpu}, {}};
+}
+}  // namespace
+
+// A long device name is shortened in the middle, not scrolled sideways; the
+// whole line and the GPU's capability are the item's tooltip.
+void DashboardTest::deviceListFitsANarrowPanel() {
+  const GpuProvider cuda = set_gpu_provider(GpuProvider{long_named_gpu, nullptr, nullptr});
+  const auto restore = qScopeGuard([&] { set_gpu_provider(cuda); });
+  DevicesPanel panel;
+  panel.resize(320, 400);
+  panel.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&panel));
+  auto* list = panel.findChild<QListWidget*>("deviceList");
+  QVERIFY(list);
+  QListWidgetItem* gpu = nullptr;
+  for (int i = 0; i < list->count(); ++i)
+    if (list->item(i)->data(Qt::UserRole).toString() == "gpu:0") gpu = list->item(i);
+  QVERIFY(gpu);
+  QVERIFY(list->fontMetrics().horizontalAdvance(gpu->text()) > list->viewport()->width());
+  QVERIFY(!list->horizontalScrollBar()->isVisible());
+  QCOMPARE(list->textElideMode(), Qt::ElideMiddle);
+  QVERIFY2(gpu->toolTip().contains("Laptop GPU with a very long model name · 48.0 GiB device memory"),
+           qPrintable(gpu->toolTip()));
+  QVERIFY2(gpu->toolTip().contains("compute capability 8.9"), qPrintable(gpu->toolTip()));
+  // A GPU is there: no "No GPU" line.
+  for (auto* label : panel.findChildren<QLabel*>()) QVERIFY2(!label->text().startsWith("No GPU"), qPrintable(label->text()));
 }
 
 void DashboardTest::modelEditorChecksShapes() {

@@ -104,9 +104,9 @@ void BackendComparison::convolution() {
       const bool forward = offers(way, Direction::Forward), data = offers(way, Direction::BackwardData),
                  filter = offers(way, Direction::BackwardFilter);
       std::string unoffered;
-      for (const auto& [offered, name] :
+      for (const auto& [is_offered, name] :
            {std::pair{forward, "forward"}, {data, "gradient of the input"}, {filter, "gradient of the kernel"}})
-        if (!offered) unoffered += (unoffered.empty() ? "" : ", ") + std::string(name);
+        if (!is_offered) unoffered += (unoffered.empty() ? "" : ", ") + std::string(name);
       if (!unoffered.empty())
         std::printf("%s: not offered for the %s (checked through the other ways)\n", shape.c_str(), unoffered.c_str());
       // The case's calls on both sides, and whether the forced way ran them:

@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/Error.h"
@@ -42,10 +43,20 @@ void SimBackend::run(std::function<void(CpuBackend&)> op) {
 
 void SimBackend::begin_branch() {
   // As on CUDA: none while one is open or ended and not joined, on any device.
-  if (branch_allowances_ <= 0 || t_sim_branch_of || t_sim_unjoined_of || stream_.capturing()) return;
+  if (branch_allowances_ <= 0 || t_sim_branch_of || t_sim_unjoined_of) return;
   if (side_busy_.exchange(true)) return;
   try {
-    side_.wait(stream_.record());
+    // Inside a capture the side stream joins it, as a CUDA stream that waits
+    // for an event of a capturing one does: the graph then holds both
+    // streams' work, forked and joined, and each replay runs the two beside
+    // each other again.
+    const EventPtr fork = stream_.record();
+    {
+      std::lock_guard lock(capture_mutex_);
+      if (capture_ && !side_.capturing()) side_.begin_capture();
+      if (capture_) capture_->branch_open = true;
+    }
+    side_.wait(fork);
   } catch (...) {
     side_busy_ = false;
     throw;
@@ -71,13 +82,21 @@ void SimBackend::join_branch() noexcept {
   try {
     stream_.wait(side_.record());
   } catch (...) {
-    // Out of host memory for an event: the host waits for the side's work instead.
+    // Out of host memory for an event: the host waits for the side's work
+    // instead (inside a capture that throws too, and the capture's end
+    // reports the branch unjoined).
     try {
       side_.synchronize();
     } catch (...) {
       // Its failure is rethrown by the next synchronize().
     }
+    return;
   }
+  std::lock_guard lock(capture_mutex_);
+  if (!capture_) return;
+  // The branch's frees are ordered before the main stream's work from here.
+  capture_->branch_open = false;
+  capture_->free.merge(capture_->branch_freed);
 }
 
 template <typename T>
@@ -96,16 +115,18 @@ T* SimBackend::view(T* p, const char* op) const {
 namespace {
 class SimGraph final : public DeviceGraph {
 public:
-  SimGraph(std::shared_ptr<const SimStream::Recording> ops, std::vector<std::pair<void*, size_t>> blocks,
-           SimArena& arena, SimStream& stream)
-      : ops(std::move(ops)), blocks_(std::move(blocks)), arena_(arena), stream_(stream) {}
+  SimGraph(std::shared_ptr<const SimStream::Recording> ops, std::shared_ptr<const SimStream::Recording> side_ops,
+           std::vector<std::pair<void*, size_t>> blocks, SimArena& arena, SimStream& stream)
+      : ops(std::move(ops)), side_ops(std::move(side_ops)), blocks_(std::move(blocks)), arena_(arena), stream_(stream) {}
   ~SimGraph() override {
-    // Returned in stream order: replays already queued still use the memory.
+    // Returned in stream order: replays already queued still use the memory
+    // (the side stream's part of each ends before the main stream's does).
     stream_.enqueue([blocks = std::move(blocks_), &arena = arena_] {
       for (auto [p, bytes] : blocks) arena.deallocate(p, bytes);
     });
   }
   const std::shared_ptr<const SimStream::Recording> ops;
+  const std::shared_ptr<const SimStream::Recording> side_ops;  // null: no branch was forked
 
 private:
   std::vector<std::pair<void*, size_t>> blocks_;
@@ -126,36 +147,66 @@ void SimBackend::begin_capture() {
 GraphPtr SimBackend::end_capture() {
   auto ops = std::make_shared<const SimStream::Recording>(stream_.end_capture());
   Capture c;
+  std::shared_ptr<const SimStream::Recording> side_ops;
   {
     std::lock_guard lock(capture_mutex_);
     c = std::move(*capture_);
     capture_.reset();
+    if (side_.capturing()) side_ops = std::make_shared<const SimStream::Recording>(side_.end_capture());
+  }
+  auto give_back = [&] {
+    for (auto [p, bytes] : c.deferred) arena_.deallocate(p, bytes);
+    for (auto [bytes, p] : c.free) arena_.deallocate(p, bytes);
+    for (auto [bytes, p] : c.branch_freed) arena_.deallocate(p, bytes);
+  };
+  if (c.branch_open) {
+    // As CUDA's cudaErrorStreamCaptureUnjoined: a replay's main stream would
+    // end before the branch's work, and memory it frees could reach others
+    // while the branch still uses it.
+    give_back();
+    throw runtime_error(device().str() + ": a side branch forked during the capture was not joined before its end");
   }
   if (!c.live.empty()) {
     // Memory still in use would be written by every replay behind its
     // owner's back: the captured code must free what it allocates.
-    for (auto [p, bytes] : c.deferred) arena_.deallocate(p, bytes);
-    for (auto [bytes, p] : c.free) arena_.deallocate(p, bytes);
+    give_back();
     throw runtime_error(device().str() + ": " + std::to_string(c.live.size()) +
                         " allocations made during the capture are still in use at its end");
   }
   // Older memory freed while capturing is still read or written by every
   // replay: it returns to the arena with the graph, not before.
   c.owned.insert(c.owned.end(), c.deferred.begin(), c.deferred.end());
-  counters().graph_operations = static_cast<int64_t>(ops->ops.size());
-  return std::make_shared<SimGraph>(std::move(ops), std::move(c.owned), arena_, stream_);
+  counters().graph_operations = static_cast<int64_t>(ops->ops.size() + (side_ops ? side_ops->ops.size() : 0));
+  return std::make_shared<SimGraph>(std::move(ops), std::move(side_ops), std::move(c.owned), arena_, stream_);
 }
 
 void SimBackend::replay(const GraphPtr& graph) {
   auto* g = dynamic_cast<const SimGraph*>(graph.get());
   if (!g) throw runtime_error(device().str() + ": replay given a graph of another device");
-  stream_.replay(g->ops);
+  const uint64_t id = SimStream::next_replay();
+  if (!g->side_ops) {
+    stream_.replay(g->ops, id);
+    return;
+  }
+  // As CudaBackend's: another thread's branch is joined before the replay
+  // is queued, and none forks until it is (the side stream's kernels
+  // state is one thread's).
+  while (side_busy_.exchange(true)) std::this_thread::yield();
+  struct Release {
+    std::atomic<bool>& busy;
+    ~Release() { busy = false; }
+  } release{side_busy_};
+  stream_.replay(g->ops, id);
+  side_.replay(g->side_ops, id);
 }
 
 void* SimBackend::allocate(size_t bytes) {
   {
     std::lock_guard lock(capture_mutex_);
-    if (capture_) {
+    // A captured branch takes fresh memory: a block the main stream freed
+    // after the fork is not ordered before the branch's work in a replay
+    // (CUDA's graph memory reuses a block only along the graph's edges).
+    if (capture_ && !in_branch()) {
       if (auto it = capture_->free.find(bytes); it != capture_->free.end()) {
         void* p = it->second;
         capture_->free.erase(it);
@@ -200,7 +251,9 @@ void SimBackend::deallocate(void* p, size_t bytes) {
   {
     std::lock_guard lock(capture_mutex_);
     if (capture_) {
-      if (capture_->live.erase(p)) capture_->free.emplace(bytes, p);
+      // Freed inside a branch, a block serves the main stream only after
+      // the join orders the branch's work before it.
+      if (capture_->live.erase(p)) (in_branch() ? capture_->branch_freed : capture_->free).emplace(bytes, p);
       else capture_->deferred.emplace_back(p, bytes);
       return;
     }

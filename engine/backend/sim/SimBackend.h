@@ -123,8 +123,9 @@ public:
   // work really runs beside the main stream's, so a step that reads a
   // gradient before the join, or frees memory the branch still uses, goes
   // wrong here too. Memory freed inside a branch returns to the arena in the
-  // branch's order. Not inside a capture (a recording holds one stream's
-  // work): the work stays on the main stream there.
+  // branch's order. Inside a capture the side stream joins it and the graph
+  // holds both streams' work, replayed beside each other with their fork
+  // and join; a branch left unjoined fails the capture's end.
   void allow_branches(bool allowed) override { branch_allowances_ += allowed ? 1 : -1; }
   void begin_branch() override;
   void end_branch() noexcept override;
@@ -158,6 +159,10 @@ private:
     // allocate (CUDA refuses such a free node), and its replays still use
     // it, so it is returned with the graph.
     std::vector<std::pair<void*, size_t>> deferred;
+    // Blocks freed inside a branch forked during the capture: free for the
+    // main stream's allocations once the branch is joined.
+    std::multimap<size_t, void*> branch_freed;
+    bool branch_open = false;  // forked during the capture, not yet joined
   };
   std::mutex capture_mutex_;
   std::optional<Capture> capture_;

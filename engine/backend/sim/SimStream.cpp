@@ -11,29 +11,37 @@
 namespace strata {
 
 namespace {
+// The replay the stream's thread is running (0: none), and the last one queued.
+thread_local uint64_t t_replay = 0;
+std::atomic<uint64_t> g_replays{0};
+
 class SimEvent final : public DeviceEvent {
 public:
   SimEvent(uint64_t copies_before, bool captured) : copies_before(copies_before), captured(captured) {}
   const uint64_t copies_before;  // copies to the host queued before this event
   // Recorded while the stream was captured: as on CUDA (cudaErrorCapturedEvent),
   // only the same capture may wait for it; the host and later work may not.
+  // Every replay records it again, and a wait in a replay is for that
+  // replay's record (the streams of one replay share its number): a record
+  // left over from the previous replay must not let the next one through.
   const bool captured;
   void signal() {
     {
       std::lock_guard lock(mutex_);
-      done_ = true;
+      signaled_ = captured ? t_replay : 1;
     }
     cv_.notify_all();
   }
   void wait() {
+    const uint64_t want = captured ? t_replay : 1;
     std::unique_lock lock(mutex_);
-    cv_.wait(lock, [&] { return done_; });
+    cv_.wait(lock, [&] { return signaled_ >= want; });
   }
 
 private:
   std::mutex mutex_;
   std::condition_variable cv_;
-  bool done_ = false;
+  uint64_t signaled_ = 0;  // the replay that last recorded it (uncaptured: 1 once recorded)
 };
 
 class SimTimingMark final : public DeviceEvent {
@@ -43,9 +51,6 @@ public:
   // another replay leaves it pending.
   std::atomic<uint64_t> awaited{0};
 };
-// The replay the stream's thread is running (0: none), and the last one queued.
-thread_local uint64_t t_replay = 0;
-std::atomic<uint64_t> g_replays{0};
 }  // namespace
 
 SimStream::SimStream(std::string name) : name_(std::move(name)), thread_([this] { loop(); }) {}
@@ -91,8 +96,9 @@ bool SimStream::capturing() {
   return capturing_;
 }
 
-void SimStream::replay(std::shared_ptr<const Recording> ops) {
-  const uint64_t replay = ++g_replays;
+uint64_t SimStream::next_replay() { return ++g_replays; }
+
+void SimStream::replay(std::shared_ptr<const Recording> ops, uint64_t replay) {
   for (const EventPtr& m : ops->marks) {
     auto& mark = static_cast<SimTimingMark&>(*m);
     mark.awaited.store(replay, std::memory_order_relaxed);

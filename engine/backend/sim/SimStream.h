@@ -58,8 +58,12 @@ public:
   void begin_capture();
   Recording end_capture();
   bool capturing();
+  // A replay's number, for every stream that runs a part of it (a step
+  // that forked a side branch was recorded on two): its events and timing
+  // marks are that replay's.
+  static uint64_t next_replay();
   // Queues a recording's operations, in order, as one item.
-  void replay(std::shared_ptr<const Recording> ops);
+  void replay(std::shared_ptr<const Recording> ops, uint64_t replay);
 
 private:
   struct Landing {
