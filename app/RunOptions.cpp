@@ -77,6 +77,7 @@ void print_usage(std::FILE* out) {
                "  --min-shard-bytes B   parameter_server: split variables into pieces of at least B bytes (0 = whole)\n"
                "  --straggler R[:F]     benchmarks/demos: replica R takes F (2) times as long per step\n"
                "  --fail-worker W@STEP  demos/tests: parameter_server worker W fails at its step STEP\n"
+               "  --fail-replica R@STEP demos/tests: replica R of a synchronous strategy fails at step STEP\n"
                "  --fail-server S@N     demos/tests: parameter server S fails at its update N (the run fails)\n"
                "  --collective-timeout S  seconds a collective waits for the other ranks (or, NCCL, the other\n"
                "                        GPUs) before failing (300)\n"
@@ -253,6 +254,12 @@ RunOptions parse_run_options(int argc, char** argv) {
       set([worker, step](RunConfig& c) {
         c.strategy.fail_worker = worker;
         c.strategy.fail_worker_step = step;
+      });
+    } else if (a == "--fail-replica") {
+      const auto [replica, step] = index_at(a, value(), "R@STEP");
+      set([replica, step](RunConfig& c) {
+        c.strategy.fail_replica = replica;
+        c.strategy.fail_replica_step = step;
       });
     } else if (a == "--fail-server") {
       const auto [server, update] = index_at(a, value(), "S@UPDATE");

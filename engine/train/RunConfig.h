@@ -157,6 +157,12 @@ struct StrategyConfig {
   int64_t fail_worker_step = 0;
   int fail_server = -1;  // server `fail_server` fails at its update `fail_server_update`
   int64_t fail_server_update = 0;
+  // Replica `fail_replica` of a synchronous strategy fails as the run's step
+  // `fail_replica_step` starts, its peers going on into the step's
+  // collectives; that step runs op by op (a replayed step graph runs no
+  // host code), the graphs captured before it staying alive.
+  int fail_replica = -1;
+  int64_t fail_replica_step = 0;
 };
 
 // The step timeline (docs/timeline.md). How a run executes, not what it

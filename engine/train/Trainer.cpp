@@ -77,6 +77,9 @@ void Trainer::prepare() {
   if (config_.strategy.straggler >= strategy_->num_replicas_in_sync())
     throw bad_input("straggler: replica " + std::to_string(config_.strategy.straggler) + " does not exist (" +
                     std::to_string(strategy_->num_replicas_in_sync()) + " replicas)");
+  if (config_.strategy.fail_replica >= strategy_->num_replicas_in_sync())
+    throw bad_input("fail_replica: replica " + std::to_string(config_.strategy.fail_replica) + " does not exist (" +
+                    std::to_string(strategy_->num_replicas_in_sync()) + " replicas)");
   if (config_.strategy.straggler >= 0 && !(config_.strategy.slowdown >= 1.0))
     throw bad_input("straggler: the slowdown must be at least 1, got " + std::to_string(config_.strategy.slowdown));
   if (t.batch_size < strategy_->num_replicas_in_sync())
@@ -114,6 +117,8 @@ void Trainer::prepare() {
     throw bad_input(
         "fail_worker/fail_server: only parameter_server workers and servers can be failed on purpose (the strategy is " +
         strategy_->name() + ")");
+  if (ps_ && config_.strategy.fail_replica >= 0)
+    throw bad_input("fail_replica: a parameter_server run fails a worker (fail_worker) or a server (fail_server)");
   const auto out = model_->summary(data_.train->example_shape()).back().output_shape;
   if (out.rank() != 1 || out[0] < data_.train->num_classes())
     throw bad_input("model: the last layer gives " + out.str() + " outputs per example but the dataset has " +
@@ -160,7 +165,8 @@ void Trainer::set_span_listener(StepTracer::Listener listener) {
 std::optional<PerReplica<Trainer::StepResult>> Trainer::run_step(const PerReplica<Batch>& inputs, int64_t step,
                                                                  DistributedDataset& dist) {
   traced_step_ = step;
-  if (step_graph_) {
+  const bool failing = step == config_.strategy.fail_replica_step && config_.strategy.fail_replica >= 0;
+  if (step_graph_ && !failing) {
     // A replay runs no host code: device scalars the eager step rewrites
     // when they change (the loss scale after a partial batch) are set here.
     for (int r = 0; r < inputs.num_replicas(); ++r)
@@ -197,7 +203,8 @@ std::optional<PerReplica<Trainer::StepResult>> Trainer::run_step(const PerReplic
     // replay, read one step late. The replicas' host time is only their
     // queueing; the device lanes of the timeline show their compute.
     const PerReplica<Tensor> stats = strategy_->run(
-        [this, &dist](ReplicaContext& ctx, const Batch& input) {
+        [this, &dist, failing](ReplicaContext& ctx, const Batch& input) {
+          if (failing) fail_on_purpose(ctx);
           const trace::ScopedSpan frame(recorder(), trace::SpanKind::Step, ctx.lane(), traced_step_);
           Batch in;
           return queue_train_step(ctx, input, dist, in);
@@ -206,7 +213,19 @@ std::optional<PerReplica<Trainer::StepResult>> Trainer::run_step(const PerReplic
     queue_stats(std::vector<Tensor>(stats.begin(), stats.end()), -1);
     return std::nullopt;
   }
-  return strategy_->run([this, &dist](ReplicaContext& ctx, const Batch& in) { return train_step(ctx, in, dist); }, inputs);
+  return strategy_->run(
+      [this, &dist, failing](ReplicaContext& ctx, const Batch& in) {
+        if (failing) fail_on_purpose(ctx);
+        return train_step(ctx, in, dist);
+      },
+      inputs);
+}
+
+void Trainer::fail_on_purpose(const ReplicaContext& ctx) const {
+  const int replica = ctx.replica_id_in_sync_group();
+  if (replica != config_.strategy.fail_replica) return;
+  throw runtime_error("replica " + std::to_string(replica) + " (" + ctx.device().str() + ") failed (injected at step " +
+                      std::to_string(config_.strategy.fail_replica_step) + ")");
 }
 
 void Trainer::queue_stats(const std::vector<Tensor>& stats, int graph) {

@@ -155,6 +155,8 @@ private:
   std::vector<LossScale> loss_scales_;  // one per local replica, sized in prepare()
   // TrainingLoop: the bookkeeping a parameter-server run shares.
   void straggle(int replica, double step_seconds) const override;
+  // RunConfig's fail_replica: throws on that replica, as its step starts.
+  void fail_on_purpose(const ReplicaContext& ctx) const;
   void wait_while_paused() override;
   bool stop_requested() const override { return stop_; }
   double elapsed() const override;

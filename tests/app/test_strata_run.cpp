@@ -514,6 +514,24 @@ private slots:
     }
   }
 
+  // --fail-replica R@STEP: replica R fails as step STEP starts, its peer
+  // already in the step's all-reduce; exit 1, the message naming the replica,
+  // its device and the step. Its bad forms are bad input.
+  void failing_replica_exit_1() {
+    Result r = run({kTiny, "--no-run-dir", "--events", "jsonl", "--strategy", "mirrored", "--devices", "cpu:0,cpu:1",
+                    "--fail-replica", "1@3"});
+    QVERIFY2(r.status == QProcess::NormalExit && r.exit_code == 1, qPrintable(describe(r)));
+    const QJsonObject fin = QJsonDocument::fromJson(r.out_lines().last().toUtf8()).object();
+    QCOMPARE(fin["type"].toString(), QString("finished"));
+    QCOMPARE(fin["status"].toString(), QString("failed"));
+    QVERIFY2(fin["message"].toString().contains("replica 1 (cpu:1) failed (injected at step 3)"), qPrintable(describe(r)));
+    const QStringList mirrored{kTiny, "--no-run-dir", "--strategy", "mirrored", "--devices", "cpu:0,cpu:1"};
+    expect_bad_input(mirrored + QStringList{"--fail-replica", "1"}, {"--fail-replica", "R@STEP"});
+    expect_bad_input(mirrored + QStringList{"--fail-replica", "2@3"}, {"fail_replica", "replica 2 does not exist"});
+    expect_bad_input({kTiny, "--no-run-dir", "--strategy", "parameter_server", "--fail-replica", "0@3"},
+                     {"fail_replica", "fail_worker"});
+  }
+
   // A model too large for the device: exit 1 (a training failure, not bad
   // input), typed as out of device memory in the finished event and the run
   // folder, the message naming the device and the remedy. On sim with 1 GiB:

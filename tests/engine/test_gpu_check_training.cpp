@@ -42,12 +42,15 @@ private slots:
 
   void errors_section_passes_on_sim() {
     // sim:8 does not exist; sim:0 refuses more than its 16 GiB and then
-    // still computes.
+    // still computes; a replica failing beside captured step graphs fails
+    // the run naming it, and the device trains the next run.
     ErrorsSection section;
     const auto records = section.run({Device{DeviceKind::Sim, 0}, 1, {}, {}});
-    QCOMPARE(records.size(), size_t{4});
+    QCOMPARE(records.size(), size_t{6});
     for (const auto& r : records) QVERIFY2(r.passed, (r.shape + ": " + r.detail).c_str());
     QVERIFY2(records[0].detail.find("sim:0 to sim:7") != std::string::npos, records[0].detail.c_str());
+    QVERIFY2(records[4].detail.find("replica 1 (sim:0) failed (injected at step 8)") != std::string::npos,
+             records[4].detail.c_str());
   }
 
   void multi_device_section_passes_on_sim() {

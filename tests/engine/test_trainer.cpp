@@ -778,6 +778,58 @@ private slots:
     QCOMPARE(QString::fromStdString(logs.back().level), QString("error"));
   }
 
+  // fail_replica (strata-run --fail-replica): a replica that fails while its
+  // peers go on into the step's collectives ends the run as failed, naming
+  // it, rather than leaving the peers waiting; with step graphs, beside the
+  // graphs captured before (the case NCCL's captured communicators need).
+  // The devices work for the next run.
+  void a_failing_replica_fails_the_run_naming_it_data() {
+    QTest::addColumn<QStringList>("devices");
+    QTest::addColumn<bool>("graphs");
+    QTest::newRow("cpu:0,cpu:1") << QStringList{"cpu:0", "cpu:1"} << false;
+    QTest::newRow("sim:0 x2, step graphs") << QStringList{"sim:0", "sim:0"} << true;
+    QTest::newRow("sim:0,sim:1, read late") << QStringList{"sim:0", "sim:1"} << false;
+  }
+  void a_failing_replica_fails_the_run_naming_it() {
+    QFETCH(QStringList, devices);
+    QFETCH(bool, graphs);
+    RunConfig config = synthetic_config(1);
+    config.strategy.name = "mirrored";
+    config.strategy.devices.clear();
+    for (const QString& d : devices) config.strategy.devices.push_back(d.toStdString());
+    config.training.step_graphs = graphs;
+    config.strategy.fail_replica = 1;
+    config.strategy.fail_replica_step = 6;
+    RecordingSink sink;
+    FinishedEvent fin;
+    {
+      Trainer trainer(config, sink);
+      fin = trainer.run();
+    }
+    QCOMPARE(QString(status_name(fin.status)), QString("failed"));
+    const std::string want = "replica 1 (" + config.strategy.devices[1] + ") failed (injected at step 6)";
+    QVERIFY2(fin.message.find(want) != std::string::npos, fin.message.c_str());
+    // The steps before it were trained and reported (read late: up to the one before).
+    const auto steps = sink.all<StepEvent>();
+    QVERIFY2(steps.size() >= 4 && steps.size() <= 5, qPrintable(QString::number(steps.size())));
+    if (graphs) {
+      bool captured = false;
+      for (const LogEvent& l : sink.all<LogEvent>())
+        captured = captured || l.message.find("captured as a graph") != std::string::npos;
+      QVERIFY(captured);
+    }
+    // Out of range, refused before anything runs.
+    config.strategy.fail_replica = 2;
+    RecordingSink refused_sink;
+    Trainer refused(config, refused_sink);
+    STRATA_EXPECT_ERROR(refused.prepare(), ErrorKind::BadInput, "fail_replica: replica 2 does not exist (2 replicas)");
+    // The same devices train the next run to its end.
+    config.strategy.fail_replica = -1;
+    RecordingSink next_sink;
+    Trainer next(config, next_sink);
+    QCOMPARE(QString(status_name(next.run().status)), QString("completed"));
+  }
+
   void no_full_batch_caught_by_prepare() {
     // 800 training examples, batch 1000, drop_remainder: not one step. The
     // Trainer promises bad input from prepare(), before anything runs.
