@@ -1,15 +1,11 @@
 #include "ErrorsSection.h"
 
-#include <chrono>
 #include <functional>
-#include <future>
 #include <limits>
-#include <thread>
 
 #include "TrainingRun.h"
 #include "backend/Backend.h"
 #include "core/Tensor.h"
-#include "distribute/collectives/CrossDeviceOps.h"
 #include "train/Trainer.h"
 
 namespace strata::gpu_check {
@@ -50,78 +46,6 @@ size_t memory_bytes(const Device& device) {
   for (const DeviceInfo& gpu : gpu_inventory().gpus)
     if (gpu.device == device) return static_cast<size_t>(gpu.memory_bytes);
   throw runtime_error(device.str() + " is not in the list of GPUs");
-}
-
-// A replica failing while its peers are inside the step's collectives,
-// after the step graph captured them (RunConfig::fail_replica): the run
-// fails naming the replica within `limit` seconds, and the device trains the
-// next run. On a GPU the four replicas reduce through NCCL where it loads,
-// whose communicator the captured graph holds: aborting it would wait for
-// that graph's end, which comes only after the run's (a hang before
-// 2026-12-06).
-std::vector<CheckRecord> failing_replica(const Device& device, double limit) {
-  RunConfig c = example_mlp(device, 12, "sgd");
-  c.strategy.name = "mirrored";
-  c.strategy.devices.assign(4, device.str());
-  std::string via = "device memory";
-  if (device.kind == DeviceKind::Gpu) try {
-      select_cross_device_ops(std::vector<Device>(4, device), "nccl");
-      c.strategy.cross_device_ops = "nccl";
-      via = "NCCL";
-    } catch (const std::exception&) {
-      // Without NCCL the same case through device memory.
-    }
-  c.strategy.fail_replica = 1;
-  c.strategy.fail_replica_step = 8;
-  const std::string shape = "mirrored x4 on " + device.str() + " (" + via + "), step graphs, replica 1 fails at step 8";
-  CheckRecord r{"errors", shape, 0, 0, true, ""};
-  // On a thread of its own: a hang is this case's failure, not the check's.
-  auto outcome = std::make_shared<std::promise<FinishedEvent>>();
-  std::future<FinishedEvent> finished = outcome->get_future();
-  std::thread run([c, outcome] {
-    try {
-      Collector events;
-      Trainer trainer(c, events);
-      outcome->set_value(trainer.run());
-    } catch (...) {
-      outcome->set_exception(std::current_exception());
-    }
-  });
-  if (finished.wait_for(std::chrono::duration<double>(limit)) != std::future_status::ready) {
-    run.detach();  // still inside the engine: the next sections may not run either
-    r.passed = false;
-    r.max_error = std::numeric_limits<double>::infinity();
-    r.detail = "the run did not end within " + std::to_string(static_cast<int>(limit)) + " s";
-    return {r};
-  }
-  run.join();
-  try {
-    const FinishedEvent fin = finished.get();
-    r.detail = fin.message;
-    const std::string want = "replica 1 (" + device.str() + ") failed (injected at step 8)";
-    if (fin.status != RunStatus::Failed || fin.message.find(want) == std::string::npos) {
-      r.passed = false;
-      r.max_error = std::numeric_limits<double>::infinity();
-      r.detail = std::string("ended ") + status_name(fin.status) + ", not failed with '" + want + "': " + fin.message;
-    }
-  } catch (const std::exception& e) {
-    r.passed = false;
-    r.max_error = std::numeric_limits<double>::infinity();
-    r.detail = std::string("the run threw instead of failing: ") + e.what();
-  }
-  std::vector<CheckRecord> out{r};
-  if (!r.passed) return out;
-  c.strategy.fail_replica = -1;
-  for (CheckRecord& next : guarded("errors", [&] {
-         train(c);
-         return std::vector<CheckRecord>{CheckRecord{"errors",
-                                                     "after the failed run: the same " +
-                                                         std::to_string(c.strategy.devices.size()) +
-                                                         " replicas train 12 steps on " + device.str(),
-                                                     0, 0, true, ""}};
-       }))
-    out.push_back(next);
-  return out;
 }
 
 }  // namespace
@@ -175,7 +99,6 @@ std::vector<CheckRecord> ErrorsSection::run(const SectionContext& context) {
                      return std::vector<CheckRecord>{r};
                    }),
            context);
-  announce(out, failing_replica(device, 120), context);
   return out;
 }
 

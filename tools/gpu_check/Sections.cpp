@@ -2,6 +2,7 @@
 
 #include "BenchSection.h"
 #include "ErrorsSection.h"
+#include "FailuresSection.h"
 #include "MultiDeviceSection.h"
 #include "OpsSection.h"
 #include "TrainingSection.h"
@@ -18,6 +19,8 @@ std::vector<std::unique_ptr<CheckSection>> all_sections() {
   out.push_back(std::make_unique<MnistSection>());
   out.push_back(std::make_unique<BenchSection>());
   out.push_back(std::make_unique<BenchSection>(true));
+  // Last: a run it leaves hanging could hold the device (FailuresSection.h).
+  out.push_back(std::make_unique<FailuresSection>());
   return out;
 }
 

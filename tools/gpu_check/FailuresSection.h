@@ -1,0 +1,22 @@
+#pragma once
+#include "CheckSection.h"
+
+namespace strata::gpu_check {
+
+// "failures": a replica failing mid-run beside step graphs that captured the
+// collectives (RunConfig::fail_replica). Last of all the sections: a hang
+// is this section's failure, and the run it leaves on its thread may still
+// hold the device, which would distort every later section.
+class FailuresSection final : public CheckSection {
+public:
+  // `limit`: seconds the failing run has to end.
+  explicit FailuresSection(double limit = 120) : limit_(limit) {}
+  std::string name() const override { return "failures"; }
+  std::string title() const override { return "Failures: a replica failing beside captured collectives ends the run"; }
+  std::vector<CheckRecord> run(const SectionContext& context) override;
+
+private:
+  double limit_;
+};
+
+}  // namespace strata::gpu_check
