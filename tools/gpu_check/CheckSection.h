@@ -46,6 +46,10 @@ public:
   virtual std::string appendix() const { return {}; }
   // Whether a run that names no sections runs this one (else only when named).
   virtual bool by_default() const { return true; }
+  // Whether run() left engine work behind on a thread of its own (a run
+  // that hung): the check then ends without tearing the device down, which
+  // would wait for that work.
+  virtual bool left_work_running() const { return false; }
 };
 
 }  // namespace strata::gpu_check

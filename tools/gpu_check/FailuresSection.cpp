@@ -22,7 +22,7 @@ namespace {
 // that graph's end, which comes only after the run's (NcclAllReduce::fail
 // leaves such a communicator to the end since 2026-12-06; a hang before,
 // by a reading of NCCL's source, not yet seen on a GPU).
-std::vector<CheckRecord> failing_replica(const Device& device, double limit) {
+std::vector<CheckRecord> failing_replica(const Device& device, double limit, bool& hung) {
   RunConfig c = example_mlp(device, 12, "sgd");
   c.strategy.name = "mirrored";
   c.strategy.devices.assign(4, device.str());
@@ -51,7 +51,8 @@ std::vector<CheckRecord> failing_replica(const Device& device, double limit) {
     }
   });
   if (finished.wait_for(std::chrono::duration<double>(limit)) != std::future_status::ready) {
-    run.detach();  // still inside the engine: the next sections may not run either
+    run.detach();  // still inside the engine (left_work_running)
+    hung = true;
     r.passed = false;
     r.max_error = std::numeric_limits<double>::infinity();
     r.detail = "the run did not end within " + std::to_string(static_cast<int>(limit)) + " s";
@@ -85,7 +86,7 @@ std::vector<CheckRecord> failing_replica(const Device& device, double limit) {
 
 std::vector<CheckRecord> FailuresSection::run(const SectionContext& context) {
   std::vector<CheckRecord> out;
-  announce(out, failing_replica(context.device, limit_), context);
+  announce(out, failing_replica(context.device, limit_, hung_), context);
   return out;
 }
 

@@ -14,9 +14,11 @@ public:
   std::string name() const override { return "failures"; }
   std::string title() const override { return "Failures: a replica failing beside captured collectives ends the run"; }
   std::vector<CheckRecord> run(const SectionContext& context) override;
+  bool left_work_running() const override { return hung_; }
 
 private:
   double limit_;
+  bool hung_ = false;
 };
 
 }  // namespace strata::gpu_check
