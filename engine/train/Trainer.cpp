@@ -80,6 +80,9 @@ void Trainer::prepare() {
   if (config_.strategy.fail_replica >= strategy_->num_replicas_in_sync())
     throw bad_input("fail_replica: replica " + std::to_string(config_.strategy.fail_replica) + " does not exist (" +
                     std::to_string(strategy_->num_replicas_in_sync()) + " replicas)");
+  if (config_.strategy.fail_replica >= 0 && config_.strategy.fail_replica_step < 1)
+    throw bad_input("fail_replica_step: the step replica " + std::to_string(config_.strategy.fail_replica) +
+                    " fails at counts from 1, got " + std::to_string(config_.strategy.fail_replica_step));
   if (config_.strategy.straggler >= 0 && !(config_.strategy.slowdown >= 1.0))
     throw bad_input("straggler: the slowdown must be at least 1, got " + std::to_string(config_.strategy.slowdown));
   if (t.batch_size < strategy_->num_replicas_in_sync())

@@ -316,9 +316,9 @@ private slots:
   }
 
   // A block the branch frees during a capture serves the main stream only
-  // after the join (before it, a replay's branch may still use it), and a
-  // branch left unjoined fails the capture's end (CUDA:
-  // cudaErrorStreamCaptureUnjoined).
+  // after the join (before it, a replay's branch may still use it), the
+  // branch reuses only blocks ordered before its work, and a branch left
+  // unjoined fails the capture's end (CUDA: cudaErrorStreamCaptureUnjoined).
   void a_captured_branch_keeps_its_memory_to_the_join_and_must_be_joined() {
     const Device sim{DeviceKind::Sim, 4};
     Backend& be = backend_for(sim);
@@ -347,6 +347,30 @@ private slots:
     }
     GraphPtr graph = be.end_capture();
     be.replay(graph);
+    be.synchronize();
+
+    // A captured branch reuses what it freed itself and what was freed
+    // before its fork, never a block the main stream freed after the fork.
+    constexpr int64_t kBefore = 12347, kAfter = 12349, kOwn = 12351;
+    const auto made = [&](int64_t n) {
+      Tensor t = Tensor::empty(Shape{n}, sim);
+      be.fill32(t.ptr(), n, 0);
+      return t;
+    };
+    be.begin_capture();
+    const float* before = made(kBefore).ptr();  // freed on the main stream before the fork
+    {
+      SideBranch branch(be);
+      const float* after = nullptr;
+      std::thread main_stream([&] { after = made(kAfter).ptr(); });  // another thread's work: the main stream's
+      main_stream.join();
+      const Tensor not_after = made(kAfter), reused = made(kBefore);
+      QVERIFY(not_after.ptr() != after);
+      QCOMPARE(reused.ptr(), before);
+      const float* own = made(kOwn).ptr();
+      QCOMPARE(made(kOwn).ptr(), own);
+    }
+    be.replay(be.end_capture());
     be.synchronize();
 
     Tensor x = Tensor::zeros(Shape{64}, sim);

@@ -823,6 +823,10 @@ private slots:
     RecordingSink refused_sink;
     Trainer refused(config, refused_sink);
     STRATA_EXPECT_ERROR(refused.prepare(), ErrorKind::BadInput, "fail_replica: replica 2 does not exist (2 replicas)");
+    config.strategy.fail_replica = 1;
+    config.strategy.fail_replica_step = 0;
+    Trainer never(config, refused_sink);
+    STRATA_EXPECT_ERROR(never.prepare(), ErrorKind::BadInput, "fail_replica_step", "counts from 1, got 0");
     // The same devices train the next run to its end.
     config.strategy.fail_replica = -1;
     RecordingSink next_sink;

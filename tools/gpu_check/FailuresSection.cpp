@@ -43,9 +43,15 @@ std::vector<CheckRecord> failing_replica(const Device& device, double limit, boo
   std::future<FinishedEvent> finished = outcome->get_future();
   std::thread run([c, outcome] {
     try {
-      Collector events;
-      Trainer trainer(c, events);
-      outcome->set_value(trainer.run());
+      FinishedEvent fin;
+      {
+        // Ended before the outcome is given: its end (the step graph's,
+        // then the communicators') is where a hang would be.
+        Collector events;
+        Trainer trainer(c, events);
+        fin = trainer.run();
+      }
+      outcome->set_value(fin);
     } catch (...) {
       outcome->set_exception(std::current_exception());
     }

@@ -199,6 +199,7 @@ int main(int argc, char** argv) {
            std::to_string(seed) + ", " + header.date);
 
   std::vector<SectionResult> results;
+  bool hung = false;  // a section left a hung run behind (CheckSection::left_work_running)
   // The report is rewritten after every section, so a run cut short (a crash
   // in a kernel, the GPU machine's time limit) still leaves one that says
   // which sections finished and which never ran.
@@ -243,20 +244,25 @@ int main(int argc, char** argv) {
     out.line("   " + std::to_string(result.records.size() - static_cast<size_t>(failures(result))) + " of " +
              std::to_string(result.records.size()) + " passed" + secs);
     results.push_back(std::move(result));
+    // A hung run still holds the device: the sections after it are not
+    // run (the report names them), and the process ends below without
+    // tearing the device down, which would wait for that run.
+    if (section->left_work_running()) {
+      hung = true;
+      break;
+    }
   }
   const std::string summary = summary_line(results);
   out.line(summary);
 
-  if (!report_path.empty()) {
-    if (!write_report(results.size())) return 2;
-    out.line("report: " + report_path);
+  const bool reported = write_report(results.size());
+  if (reported && !report_path.empty()) out.line("report: " + report_path);
+  if (hung) {
+    out.line("a section left a hung run behind: ending without tearing the device down");
+    std::fflush(nullptr);
+    std::_Exit(reported ? 1 : 2);
   }
-  for (const CheckSection* section : chosen)
-    if (section->left_work_running()) {
-      out.line("a section left a hung run behind: ending without tearing the device down");
-      std::fflush(nullptr);
-      std::_Exit(1);
-    }
+  if (!reported) return 2;
   for (const auto& r : results)
     if (failures(r) > 0) return 1;
   return 0;

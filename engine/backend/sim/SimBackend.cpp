@@ -51,12 +51,15 @@ void SimBackend::begin_branch() {
     // streams' work, forked and joined, and each replay runs the two beside
     // each other again.
     const EventPtr fork = stream_.record();
-    {
-      std::lock_guard lock(capture_mutex_);
-      if (capture_ && !side_.capturing()) side_.begin_capture();
-      if (capture_) capture_->branch_open = true;
-    }
+    std::lock_guard lock(capture_mutex_);
+    if (capture_ && !side_.capturing()) side_.begin_capture();
     side_.wait(fork);
+    if (capture_) {
+      capture_->branch_open = true;
+      // Blocks freed before the fork are ordered before the branch's work.
+      capture_->before_fork.clear();
+      for (const auto& [bytes, p] : capture_->free) capture_->before_fork.insert(p);
+    }
   } catch (...) {
     side_busy_ = false;
     throw;
@@ -96,6 +99,7 @@ void SimBackend::join_branch() noexcept {
   if (!capture_) return;
   // The branch's frees are ordered before the main stream's work from here.
   capture_->branch_open = false;
+  capture_->before_fork.clear();
   capture_->free.merge(capture_->branch_freed);
 }
 
@@ -183,19 +187,20 @@ GraphPtr SimBackend::end_capture() {
 void SimBackend::replay(const GraphPtr& graph) {
   auto* g = dynamic_cast<const SimGraph*>(graph.get());
   if (!g) throw runtime_error(device().str() + ": replay given a graph of another device");
-  const uint64_t id = SimStream::next_replay();
   if (!g->side_ops) {
-    stream_.replay(g->ops, id);
+    stream_.replay(g->ops, SimStream::next_replay());
     return;
   }
   // As CudaBackend's: another thread's branch is joined before the replay
   // is queued, and none forks until it is (the side stream's kernels
-  // state is one thread's).
+  // state is one thread's). The number is taken once the side stream is
+  // this replay's, so replays are queued in the order of their numbers.
   while (side_busy_.exchange(true)) std::this_thread::yield();
   struct Release {
     std::atomic<bool>& busy;
     ~Release() { busy = false; }
   } release{side_busy_};
+  const uint64_t id = SimStream::next_replay();
   stream_.replay(g->ops, id);
   side_.replay(g->side_ops, id);
 }
@@ -203,13 +208,11 @@ void SimBackend::replay(const GraphPtr& graph) {
 void* SimBackend::allocate(size_t bytes) {
   {
     std::lock_guard lock(capture_mutex_);
-    // A captured branch takes fresh memory: a block the main stream freed
-    // after the fork is not ordered before the branch's work in a replay
-    // (CUDA's graph memory reuses a block only along the graph's edges).
-    if (capture_ && !in_branch()) {
-      if (auto it = capture_->free.find(bytes); it != capture_->free.end()) {
-        void* p = it->second;
-        capture_->free.erase(it);
+    // CUDA's graph memory reuses a block only along the graph's edges: a
+    // captured branch takes what was freed before its fork or by itself,
+    // never a block the main stream freed after the fork.
+    if (capture_) {
+      if (void* p = take_freed(bytes)) {
         capture_->live.insert(p);
         poison(p, bytes);
         return p;
@@ -236,6 +239,27 @@ void* SimBackend::allocate(size_t bytes) {
   }
   poison(p, bytes);
   return p;
+}
+
+void* SimBackend::take_freed(size_t bytes) {
+  Capture& c = *capture_;
+  auto take = [](std::multimap<size_t, void*>& blocks, std::multimap<size_t, void*>::iterator it) {
+    void* p = it->second;
+    blocks.erase(it);
+    return p;
+  };
+  if (!in_branch()) {
+    auto it = c.free.find(bytes);
+    if (it == c.free.end()) return nullptr;
+    c.before_fork.erase(it->second);  // freed again later, it is not from before the fork
+    return take(c.free, it);
+  }
+  // A branch: its own frees, then one from before its fork.
+  if (auto own = c.branch_freed.find(bytes); own != c.branch_freed.end()) return take(c.branch_freed, own);
+  auto [first, last] = c.free.equal_range(bytes);
+  for (auto it = first; it != last; ++it)
+    if (c.before_fork.erase(it->second)) return take(c.free, it);
+  return nullptr;
 }
 
 void SimBackend::poison(void* p, size_t bytes) {

@@ -162,8 +162,14 @@ private:
     // Blocks freed inside a branch forked during the capture: free for the
     // main stream's allocations once the branch is joined.
     std::multimap<size_t, void*> branch_freed;
-    bool branch_open = false;  // forked during the capture, not yet joined
+    std::set<void*> before_fork;  // the blocks `free` held when the open branch forked
+    bool branch_open = false;     // forked during the capture, not yet joined
   };
+  // During a capture, under capture_mutex_: a freed block of `bytes` the
+  // calling thread may take, taken out of the free lists (nullptr: none).
+  // The main stream takes any; a branch its own, or one freed before its
+  // fork.
+  void* take_freed(size_t bytes);
   std::mutex capture_mutex_;
   std::optional<Capture> capture_;
 

@@ -1,5 +1,6 @@
 #include "backend/sim/SimStream.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <utility>
@@ -28,7 +29,7 @@ public:
   void signal() {
     {
       std::lock_guard lock(mutex_);
-      signaled_ = captured ? t_replay : 1;
+      signaled_ = std::max(signaled_, captured ? t_replay : 1);
     }
     cv_.notify_all();
   }
@@ -104,10 +105,21 @@ void SimStream::replay(std::shared_ptr<const Recording> ops, uint64_t replay) {
     mark.awaited.store(replay, std::memory_order_relaxed);
     mark.time_us.store(-1.0, std::memory_order_release);
   }
-  enqueue([ops, replay] {
-    t_replay = replay;
-    for (const auto& op : ops->ops) op();
-    t_replay = 0;
+  enqueue([this, ops, replay] {
+    struct Replaying {
+      explicit Replaying(uint64_t n) { t_replay = n; }
+      ~Replaying() { t_replay = 0; }
+    } replaying(replay);
+    // As the stream runs queued work: a failing operation's error is the
+    // next synchronize()'s, and the operations after it still run. A part
+    // that stopped at the failure would leave its events unrecorded, and the
+    // other stream's part of the replay waiting for them for ever.
+    for (const auto& op : ops->ops) try {
+        op();
+      } catch (...) {
+        std::lock_guard lock(mutex_);
+        if (!error_) error_ = std::current_exception();
+      }
   });
 }
 
