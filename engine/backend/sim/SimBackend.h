@@ -163,7 +163,11 @@ private:
     // main stream's allocations once the branch is joined.
     std::multimap<size_t, void*> branch_freed;
     std::set<void*> before_fork;  // the blocks `free` held when the open branch forked
-    bool branch_open = false;     // forked during the capture, not yet joined
+    // Forked during the capture, not yet joined. No default member
+    // initializer: clang then finds Capture not default-constructible inside
+    // SimBackend (std::optional<Capture>::emplace()); emplace() value-
+    // initializes it, which makes this false.
+    bool branch_open;
   };
   // During a capture, under capture_mutex_: a freed block of `bytes` the
   // calling thread may take, taken out of the free lists (nullptr: none).
