@@ -728,6 +728,18 @@ void ChartsTest::settingsDiffMarksDifferences() {
 namespace {
 // Step i of a stored 2-worker, 2-server run: staleness cycles 0,1,2; worker
 // 1 is reported lost from step `lost_from` on (0 = never).
+// The start of a stored parameter-server run: `workers` on cpu:0.., one epoch.
+RunStartedEvent ps_started(int workers, int64_t steps, int servers) {
+  RunStartedEvent r;
+  r.strategy = "parameter_server";
+  r.replicas = workers;
+  for (int w = 0; w < workers; ++w) r.devices.push_back("cpu:" + std::to_string(w));
+  r.steps_per_epoch = steps;
+  r.epochs = 1;
+  r.servers = servers;
+  return r;
+}
+
 StepEvent ps_step(int i, int lost_from) {
   StepEvent s;
   s.step = s.epoch_step = i;
@@ -749,13 +761,7 @@ void ChartsTest::runSummaryCountsInEnglish() {
   const std::string project = dir.filePath("p.strata").toStdString();
   const std::string run_dir = runs_folder_for(project) + "/20250104-100000";
   QDir().mkpath(QString::fromStdString(run_dir));
-  RunStartedEvent r;
-  r.strategy = "parameter_server";
-  r.replicas = 1;
-  r.devices = {"cpu:0"};
-  r.steps_per_epoch = 1;
-  r.epochs = 1;
-  r.servers = 1;
+  const RunStartedEvent r = ps_started(1, 1, 1);
   {
     std::ofstream out(run_dir + "/events.jsonl");
     out << event_to_jsonl(r) << "\n" << event_to_jsonl(ps_step(1, 0)) << "\n";
@@ -773,13 +779,7 @@ void ChartsTest::parameterServerRunFromFolder() {
   const std::string project = dir.filePath("p.strata").toStdString();
   const std::string run_dir = runs_folder_for(project) + "/20250103-100000";
   QDir().mkpath(QString::fromStdString(run_dir));
-  RunStartedEvent r;
-  r.strategy = "parameter_server";
-  r.replicas = 2;
-  r.devices = {"cpu:0", "cpu:1"};
-  r.steps_per_epoch = 6;
-  r.epochs = 1;
-  r.servers = 2;
+  RunStartedEvent r = ps_started(2, 6, 2);
   r.staleness_bound = 2;
   r.shards = "server 0: dense/kernel; server 1: dense/bias";
   {
