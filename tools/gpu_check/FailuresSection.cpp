@@ -7,7 +7,6 @@
 #include <thread>
 
 #include "TrainingRun.h"
-#include "distribute/collectives/CrossDeviceOps.h"
 #include "train/Trainer.h"
 
 namespace strata::gpu_check {
@@ -26,14 +25,10 @@ std::vector<CheckRecord> failing_replica(const Device& device, double limit, boo
   RunConfig c = example_mlp(device, 12, "sgd");
   c.strategy.name = "mirrored";
   c.strategy.devices.assign(4, device.str());
-  std::string via = "device memory";
-  if (device.kind == DeviceKind::Gpu) try {
-      select_cross_device_ops(std::vector<Device>(4, device), "nccl");
-      c.strategy.cross_device_ops = "nccl";
-      via = "NCCL";
-    } catch (const std::exception&) {
-      // Without NCCL the same case through device memory.
-    }
+  // Without NCCL the same case through device memory.
+  const bool nccl = nccl_missing(device, 4).empty();
+  if (nccl) c.strategy.cross_device_ops = "nccl";
+  const std::string via = nccl ? "NCCL" : "device memory";
   c.strategy.fail_replica = 1;
   c.strategy.fail_replica_step = 8;
   const std::string shape = "mirrored x4 on " + device.str() + " (" + via + "), step graphs, replica 1 fails at step 8";

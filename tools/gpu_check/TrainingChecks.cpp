@@ -14,7 +14,6 @@
 
 #include "backend/Backend.h"
 #include "core/Error.h"
-#include "distribute/collectives/CrossDeviceOps.h"
 #include "project/ProjectFile.h"
 #include "trace/Span.h"
 #include "train/Trainer.h"
@@ -118,13 +117,8 @@ std::vector<CheckRecord> check_shared_device(const Device& device, int steps) {
     // Without NCCL (not built in, or its library not loaded) that is a
     // failure of its own, and the replicas still run through device memory.
     const bool gpu = device.kind == DeviceKind::Gpu;
-    std::string nccl_missing;
-    if (gpu) try {
-        select_cross_device_ops(std::vector<Device>(4, device), "nccl");
-      } catch (const std::exception& e) {
-        nccl_missing = e.what();
-      }
-    const bool nccl = gpu && nccl_missing.empty();
+    const std::string why_no_nccl = gpu ? nccl_missing(device, 4) : std::string();
+    const bool nccl = gpu && why_no_nccl.empty();
     c.strategy.cross_device_ops = nccl ? "nccl" : gpu ? "device_local" : "auto";
     const Run four = train(c);
     const std::string via = " (" + c.strategy.cross_device_ops + ")";
@@ -133,7 +127,7 @@ std::vector<CheckRecord> check_shared_device(const Device& device, int steps) {
     compare_weights(out, "mirrored_x4_shared", four, 3, one, 1e-5);
     if (gpu && !nccl)
       out.push_back(CheckRecord{"nccl_vs_device_local", "4 replicas on one GPU", std::numeric_limits<double>::infinity(), 0,
-                                false, "not measured: " + nccl_missing});
+                                false, "not measured: " + why_no_nccl});
     if (nccl) {
       c.strategy.cross_device_ops = "device_local";
       const Run local = train(c);

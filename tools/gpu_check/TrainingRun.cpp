@@ -4,6 +4,7 @@
 #include <mutex>
 
 #include "ResultComparison.h"
+#include "distribute/collectives/CrossDeviceOps.h"
 #include "project/ProjectFile.h"
 #include "train/Trainer.h"
 
@@ -30,6 +31,16 @@ RunConfig example_mlp(const Device& device, int64_t steps, const std::string& op
 
 RunConfig example_for_speed(const std::string& name, const Device& device, int64_t steps) {
   return name == "fashion-mlp" ? example_mlp(device, steps, "adam") : example(name, device, steps);
+}
+
+std::string nccl_missing(const Device& device, int replicas) {
+  if (device.kind != DeviceKind::Gpu) return device.str() + " is not a GPU";
+  try {
+    select_cross_device_ops(std::vector<Device>(static_cast<size_t>(replicas), device), "nccl");
+    return {};
+  } catch (const std::exception& e) {
+    return e.what();
+  }
 }
 
 double median_of(std::vector<double>& v) {

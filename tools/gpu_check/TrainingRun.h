@@ -27,6 +27,10 @@ RunConfig example_mlp(const Device& device, int64_t steps, const std::string& op
 // other project as it is.
 RunConfig example_for_speed(const std::string& name, const Device& device, int64_t steps);
 
+// Whether NCCL serves `replicas` replicas sharing GPU `device` (built in and
+// its library loaded); when not, why (empty when it does). Not a GPU: why too.
+std::string nccl_missing(const Device& device, int replicas);
+
 // The median of `v` (reordered; not empty).
 double median_of(std::vector<double>& v);
 
