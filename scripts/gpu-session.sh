@@ -11,8 +11,11 @@
 # GPU_SESSION_BUDGET (seconds, default 540): the whole call; the check gets
 # GPU_CHECK_BUDGET (default 330) of it, the sanitizer at most 150 s of what
 # is left, and the examples the rest (they need about 40 s on an H200).
-# GPU_CHECK_SECTIONS defaults to ops,training,bench here (the differential
-# suite against PyTorch and the TF32 table are the check's own defaults).
+# GPU_CHECK_SECTIONS defaults to ops,errors,training,bench,failures here:
+# errors and failures take seconds when they pass (failures at most 120 s,
+# and it runs last), and what they check has never run on a GPU; mnist is
+# left to the examples trained in full, multi needs two GPUs, and the
+# differential suite and the TF32 table are for a second call.
 # Results in $OUT (default gpu-check-out/): gpu-report.md, gpu-check.log,
 # sanitize-memcheck.log, accuracy.md, session.md (what ran, each exit
 # status) and rest.tgz (every other file: the device tool brings back a few
@@ -40,7 +43,7 @@ pack() {
     [ -n "$files" ] && tar czf rest.tgz --remove-files $files)
 }
 
-GPU_CHECK_SECTIONS="${GPU_CHECK_SECTIONS:-ops,training,bench}" GPU_CHECK_BUDGET="${GPU_CHECK_BUDGET:-330}" \
+GPU_CHECK_SECTIONS="${GPU_CHECK_SECTIONS:-ops,errors,training,bench,failures}" GPU_CHECK_BUDGET="${GPU_CHECK_BUDGET:-330}" \
   scripts/gpu-check.sh "$deps"
 check=$?
 note "- scripts/gpu-check.sh: exit $check after $(( $(date +%s) - t0 )) s"
