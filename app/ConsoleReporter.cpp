@@ -107,8 +107,8 @@ void ConsoleReporter::emit(const Event& event) {
     // "completed: stopped early after …": the status once, never twice.
     const char* status = status_name(f->status);
     const bool says_status = f->message.rfind(status, 0) == 0;
-    std::fprintf(out_, "%s%s%s (%lld steps, %.1f s)\n", says_status ? "" : status, says_status ? "" : ": ",
-                 f->message.c_str(), static_cast<long long>(f->steps), f->time);
+    std::fprintf(out_, "%s%s%s (%lld %s, %.1f s)\n", says_status ? "" : status, says_status ? "" : ": ", f->message.c_str(),
+                 static_cast<long long>(f->steps), f->steps == 1 ? "step" : "steps", f->time);
   }
   std::fflush(out_);
 }

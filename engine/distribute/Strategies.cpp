@@ -13,7 +13,8 @@ std::vector<std::string> strategy_names() {
 std::unique_ptr<Strategy> make_strategy(const std::string& name, const StrategyOptions& options) {
   if (name == "one_device") {
     if (options.devices.size() > 1)
-      throw bad_input("one_device: takes exactly one device, got " + std::to_string(options.devices.size()));
+      throw bad_input("one_device: takes exactly one device, got " + std::to_string(options.devices.size()) +
+                      "; for a replica on each, choose mirrored (strata-run --strategy mirrored)");
     return std::make_unique<OneDeviceStrategy>(options.devices.empty() ? Device{} : options.devices.front(), options);
   }
   if (name == "mirrored") return std::make_unique<MirroredStrategy>(options.devices, options);
