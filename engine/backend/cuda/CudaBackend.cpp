@@ -290,14 +290,6 @@ void CudaBackend::begin_branch() {
   // this one's work stays on the main stream.
   if (branch_->busy.exchange(true)) return;
   try {
-    if (!branch_reduce_fits(main)) {
-      // The branch's reduction buffers are smaller than the main stream's
-      // (another run grew those while this thread had no branch) and cannot
-      // grow now: the work stays on the main stream, which every reduction
-      // fits.
-      branch_->busy = false;
-      return;
-    }
     STRATA_CUDA(cudaEventRecord(branch_->fork, main));
     STRATA_CUDA(cudaStreamWaitEvent(branch_->stream, branch_->fork, 0));
   } catch (...) {
@@ -748,34 +740,9 @@ void CudaBackend::sum_rows(const float* x, int64_t rows, int64_t cols, float* ou
 }
 
 cuda::ReduceScratch CudaBackend::reduce_scratch(cudaStream_t s, int64_t rows, int64_t channels) {
-  const cuda::ReduceScratchSize size = cuda::channel_reduce_scratch_size(rows, channels);
-  if (!in_branch()) {
-    grow_reduce(reduce_main_, size, s);
-    return {reduce_main_.partials, static_cast<unsigned*>(reduce_main_.tickets)};
-  }
-  // The main stream's grow with the branch's (its new tickets zeroed on the
-  // main stream, before its next kernel), so they are never the smaller: a
-  // later step may run this reduction there (the branch busy with another
-  // thread's work), and inside a capture neither can grow.
-  grow_reduce(branch_->reduce, size, s);
-  grow_reduce(reduce_main_, size, stream_);
-  return {branch_->reduce.partials, static_cast<unsigned*>(branch_->reduce.tickets)};
-}
-
-bool CudaBackend::branch_reduce_fits(cudaStream_t main) {
-  std::lock_guard lock(scratch_mutex_);
-  ReduceBuffers& b = branch_->reduce;
-  if (b.partial_bytes >= reduce_main_.partial_bytes && b.ticket_bytes >= reduce_main_.ticket_bytes) return true;
-  if (cuda::capturing(main)) return false;
-  // This thread holds the branch, which forks from `main` after the new
-  // tickets' zeroing there; the old buffers stay for graphs that name them.
-  try {
-    grow_reduce(b, cuda::ReduceScratchSize{reduce_main_.partial_bytes, reduce_main_.ticket_bytes}, main);
-  } catch (const std::exception& e) {
-    if (!is_device_memory_exhausted(e)) throw;
-    return false;  // a branch only overlaps work
-  }
-  return true;
+  ReduceBuffers& r = in_branch() ? branch_->reduce : reduce_main_;
+  grow_reduce(r, cuda::channel_reduce_scratch_size(rows, channels), s);
+  return {r.partials, static_cast<unsigned*>(r.tickets)};
 }
 
 void CudaBackend::grow_reduce(ReduceBuffers& r, const cuda::ReduceScratchSize& size, cudaStream_t s) {

@@ -258,11 +258,6 @@ private:
   // `r` grown to at least `size`, its new tickets zeroed on `s` (the stream
   // that uses them, or one it forks from); under scratch_mutex_.
   void grow_reduce(ReduceBuffers& r, const cuda::ReduceScratchSize& size, cudaStream_t s);
-  // Whether the branch's reduction buffers are at least the main stream's
-  // (which every reduction so far fits), growing them first outside a
-  // capture of `main` where there is room; by begin_branch, which holds the
-  // branch. Takes scratch_mutex_.
-  bool branch_reduce_fits(cudaStream_t main);
   std::vector<void*> retired_scratch_;  // outgrown scratch buffers (scratch())
   // While a capture is under way: what it allocated (the graph frees those),
   // and older memory freed meanwhile, which a graph cannot free (CUDA
