@@ -13,9 +13,10 @@
 # is left, and the examples the rest (they need about 40 s on an H200).
 # GPU_CHECK_SECTIONS defaults to ops,errors,training,bench,failures here:
 # errors and failures take seconds when they pass (failures at most 120 s,
-# and it runs last), and what they check has never run on a GPU; mnist is
-# left to the examples trained in full, multi needs two GPUs, and the
-# differential suite and the TF32 table are for a second call.
+# and it runs last), and parts of what they check have not run on a GPU
+# (the typed out-of-device-memory error; a replica failing beside captured
+# collectives); mnist is left to the examples trained in full, multi needs
+# two GPUs, and the differential suite and the TF32 table to a second call.
 # Results in $OUT (default gpu-check-out/): gpu-report.md, gpu-check.log,
 # sanitize-memcheck.log, accuracy.md, session.md (what ran, each exit
 # status) and rest.tgz (every other file: the device tool brings back a few
