@@ -234,7 +234,9 @@ private slots:
     // The analytic form with the mask applied: d/dx sum(r * mask * x) = r * mask.
     STRATA_COMPARE_OK(compare(grads[0].span(), want, 1e-6, 1e-6, "dropout d/dx == r * mask"));
     const double frac = double(dropped) / double(x.numel());
-    QVERIFY2(frac > 0.25 && frac < 0.55, qPrintable(QString("dropped fraction %1 for rate 0.4").arg(frac)));
+    // 2,000 draws: the fraction's standard deviation is 0.011, so +-0.05 is
+    // 4.5 of them, and a rate of 0.3 or 0.5 would fail.
+    QVERIFY2(frac > 0.35 && frac < 0.45, qPrintable(QString("dropped fraction %1 for rate 0.4").arg(frac)));
 
     // A second training call draws a different mask.
     Tensor y2 = layer.call(x, true);

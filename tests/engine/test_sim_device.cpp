@@ -64,6 +64,10 @@ class TestSimDevice : public QObject {
   Q_OBJECT
 
 private slots:
+  void initTestCase() {
+    qInfo("random seed %llu (set STRATA_TEST_SEED to replay)", static_cast<unsigned long long>(testutil::process_seed()));
+  }
+
   void host_accessors_name_the_device() {
     Tensor t = Tensor::zeros(Shape{3}, kSim);
     QCOMPARE(t.device(), kSim);
