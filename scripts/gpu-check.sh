@@ -9,8 +9,9 @@
 # bandwidth); the Fashion-MNIST MLP and CNN; then the benchmark tables beside
 # PyTorch (bench/pytorch_gpu_peer.py: the MLP and the CNN) when the machine
 # has it. Then the differential suite against PyTorch with the engine on
-# gpu:0, and last, in a process of its own with STRATA_TF32=1, the CNN's
-# throughput with TF32 beside PyTorch's (appended to the report).
+# gpu:0, and last, each in a process of its own, the CNN's throughput with
+# TF32 (STRATA_TF32=1) and with non-deterministic convolutions
+# (STRATA_DETERMINISTIC=0) beside PyTorch's (appended to the report).
 #
 #   scripts/gpu-check.sh [DEPS_DIR]
 #
@@ -36,7 +37,8 @@
 # GPU_CHECK_SECTIONS (default: everything) narrows a second run to what the
 # first one left failing or unfinished: a comma-separated list of
 # strata-gpu-check's sections (--list-sections), plus `vs-torch` for the
-# differential suite and `bench-tf32` for the TF32 table; e.g.
+# differential suite, `bench-tf32` for the TF32 table and `bench-nondet` for
+# the table with non-deterministic convolutions; e.g.
 # GPU_CHECK_SECTIONS=training,bench GPU_CHECK_BUDGET=200.
 set -uo pipefail
 # A relative GPU_CHECK_PEER_FILE names a file from where the script was started.
@@ -47,8 +49,9 @@ budget="${GPU_CHECK_BUDGET:-340}"
 wanted="${GPU_CHECK_SECTIONS:-}"
 # Whether part $1 runs: all of them unless GPU_CHECK_SECTIONS names some.
 runs() { [ -z "$wanted" ] || [[ ",$wanted," == *",$1,"* ]]; }
-# The strata-gpu-check sections named (vs-torch and bench-tf32 are this script's).
-check_sections=$(echo "$wanted" | tr ',' '\n' | grep -v -x -e vs-torch -e bench-tf32 | paste -sd, -)
+# The strata-gpu-check sections named (vs-torch, bench-tf32 and bench-nondet
+# are this script's: the last two run in processes of their own).
+check_sections=$(echo "$wanted" | tr ',' '\n' | grep -v -x -e vs-torch -e bench-tf32 -e bench-nondet | paste -sd, -)
 t0=$(date +%s)
 left() { echo $((budget - ($(date +%s) - t0))); }
 if [ ! -d "${1:-gpu-carry}/fashion-mnist" ]; then
@@ -110,7 +113,7 @@ if [ -n "$peer_file" ]; then
   # of GPU measured them, not measured again.
   echo "PyTorch's figures from $GPU_CHECK_PEER_FILE (not measured in this run)"
   peer_args=(--peer "$out/pytorch_gpu_peer.jsonl")
-elif ! runs bench && ! runs bench-tf32; then
+elif ! runs bench && ! runs bench-tf32 && ! runs bench-nondet; then
   echo "no benchmark asked for (GPU_CHECK_SECTIONS=$wanted): PyTorch's figures were not measured"
 elif python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
   # Bounded: a peer that hangs (a capture, the driver coming up) must not take the run.
@@ -136,7 +139,7 @@ check_limit=$(( $(left) - 90 ))
 [ "$check_limit" -lt 60 ] && check_limit=60
 section_args=()
 [ -n "$check_sections" ] && section_args=(--sections "$check_sections")
-# Only the suite or the TF32 table asked for: gpu:0 is still opened (the
+# Only the suite or the second-process tables asked for: gpu:0 is still opened (the
 # errors section, seconds), so a GPU that cannot be is named first.
 [ -n "$wanted" ] && [ -z "$check_sections" ] && section_args=(--sections errors)
 timeout -k 10 "$check_limit" build-gpu/tools/gpu_check/strata-gpu-check --device gpu:0 --report "$out/gpu-report.md" \
@@ -158,8 +161,10 @@ fi
 echo "== against PyTorch"
 # gpu:0 could not be opened (the log says why): nothing on it can be compared.
 [ "$rc" -eq 2 ] && finish 2
-# The TF32 table comes after the suite and keeps a minute for itself.
-suite_limit=$(( $(left) - 70 ))
+# The second-process tables come after the suite and keep a minute each.
+suite_limit=$(( $(left) - 10 ))
+runs bench-tf32 && suite_limit=$(( suite_limit - 60 ))
+runs bench-nondet && suite_limit=$(( suite_limit - 60 ))
 if ! runs vs-torch; then
   echo "the differential suite was not asked for (GPU_CHECK_SECTIONS=$wanted)"
 elif ! python3 -c 'import torch' 2>/dev/null; then
@@ -179,25 +184,32 @@ else
   esac
 fi
 
-echo "== TF32"
-tf32_limit=$(( $(left) - 5 ))
-if ! runs bench-tf32; then
-  echo "the TF32 table was not asked for (GPU_CHECK_SECTIONS=$wanted)"
-elif [ ${#peer_args[@]} -eq 0 ]; then
-  echo "no PyTorch peer: the TF32 table was not measured"
-elif [ "$tf32_limit" -lt 40 ]; then
-  echo "the TF32 table was not measured: ${tf32_limit} s of the ${budget} s budget left"
-else
-  # The backend chooses its arithmetic once per process: a process of its own.
-  STRATA_TF32=1 timeout -k 5 "$tf32_limit" build-gpu/tools/gpu_check/strata-gpu-check --device gpu:0 \
-    --sections bench-tf32 --report "$out/gpu-report-tf32.md" "${peer_args[@]}"
-  tf32_rc=$?
-  if [ -f "$out/gpu-report-tf32.md" ]; then
-    { printf '\n---\n\n'; cat "$out/gpu-report-tf32.md"; } >> "$out/gpu-report.md"
+# The second-process tables: the backend chooses its arithmetic and its
+# convolution algorithms once per process, from the environment, so each
+# runs in a process of its own, its report appended to the first.
+# variant SECTION SETTING WHAT
+variant() {
+  local section=$1 setting=$2 what=$3 limit=$(( $(left) - 5 ))
+  echo "== $section"
+  if ! runs "$section"; then
+    echo "the $what was not asked for (GPU_CHECK_SECTIONS=$wanted)"
+  elif [ ${#peer_args[@]} -eq 0 ]; then
+    echo "no PyTorch peer: the $what was not measured"
+  elif [ "$limit" -lt 40 ]; then
+    echo "the $what was not measured: ${limit} s of the ${budget} s budget left"
+  else
+    env "$setting" timeout -k 5 "$limit" build-gpu/tools/gpu_check/strata-gpu-check --device gpu:0 \
+      --sections "$section" --report "$out/gpu-report-$section.md" "${peer_args[@]}"
+    local variant_rc=$?
+    if [ -f "$out/gpu-report-$section.md" ]; then
+      { printf '\n---\n\n'; cat "$out/gpu-report-$section.md"; } >> "$out/gpu-report.md"
+    fi
+    if [ "$variant_rc" -ne 0 ]; then
+      echo "the ${section} run (the $what) ended with exit $variant_rc"
+      [ "$rc" -eq 0 ] && rc=1
+    fi
   fi
-  if [ "$tf32_rc" -ne 0 ]; then
-    echo "the TF32 table's run ended with exit $tf32_rc"
-    [ "$rc" -eq 0 ] && rc=1
-  fi
-fi
+}
+variant bench-tf32 STRATA_TF32=1 "TF32 table"
+variant bench-nondet STRATA_DETERMINISTIC=0 "table with non-deterministic convolutions"
 finish $rc

@@ -11,12 +11,14 @@
 # GPU_SESSION_BUDGET (seconds, default 540): the whole call; the check gets
 # GPU_CHECK_BUDGET (default 330) of it, the sanitizer at most 150 s of what
 # is left, and the examples the rest (they need about 40 s on an H200).
-# GPU_CHECK_SECTIONS defaults to ops,errors,training,bench,failures here:
-# errors and failures take seconds when they pass (failures at most 120 s,
-# and it runs last), and parts of what they check have not run on a GPU
-# (the typed out-of-device-memory error; a replica failing beside captured
-# collectives); mnist is left to the examples trained in full, multi needs
-# two GPUs, and the differential suite and the TF32 table to a second call.
+# GPU_CHECK_SECTIONS defaults to ops,errors,training,bench,failures,bench-nondet
+# here: errors and failures take seconds when they pass (failures at most
+# 120 s, and it runs last), and parts of what they check have not run on a
+# GPU (the typed out-of-device-memory error; a replica failing beside
+# captured collectives); bench-nondet (the CNN with cuDNN's non-deterministic
+# convolutions, as PyTorch runs them) in what is left of the check's budget;
+# mnist is left to the examples trained in full, multi needs two GPUs, and
+# the differential suite and the TF32 table to a second call.
 # Results in $OUT (default gpu-check-out/): gpu-report.md, gpu-check.log,
 # sanitize-memcheck.log, accuracy.md, session.md (what ran, each exit
 # status) and rest.tgz (every other file: the device tool brings back a few
@@ -44,7 +46,7 @@ pack() {
     [ -n "$files" ] && tar czf rest.tgz --remove-files $files)
 }
 
-GPU_CHECK_SECTIONS="${GPU_CHECK_SECTIONS:-ops,errors,training,bench,failures}" GPU_CHECK_BUDGET="${GPU_CHECK_BUDGET:-330}" \
+GPU_CHECK_SECTIONS="${GPU_CHECK_SECTIONS:-ops,errors,training,bench,failures,bench-nondet}" GPU_CHECK_BUDGET="${GPU_CHECK_BUDGET:-330}" \
   scripts/gpu-check.sh "$deps"
 check=$?
 note "- scripts/gpu-check.sh: exit $check after $(( $(date +%s) - t0 )) s"

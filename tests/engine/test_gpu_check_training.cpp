@@ -10,8 +10,11 @@
 // on gpu:0 too.
 #include <QtTest/QtTest>
 
+#include <cstdlib>
 #include <set>
+#include <tuple>
 
+#include "BenchSection.h"
 #include "ConvolutionChoices.h"
 #include "ErrorsSection.h"
 #include "FailuresSection.h"
@@ -63,6 +66,28 @@ private slots:
              records[0].detail.c_str());
     // Last of all: a run it leaves hanging would hold the device for the rest.
     QCOMPARE(all_sections().back()->name(), std::string("failures"));
+  }
+
+  void second_process_tables_refuse_the_wrong_process() {
+    // The TF32 and non-deterministic tables measure what the environment
+    // chose for the whole process: started without it, each says so and
+    // fails rather than measuring the defaults under its title.
+    if (std::getenv("STRATA_TF32") || std::getenv("STRATA_DETERMINISTIC")) QSKIP("the environment sets the choice");
+    const SectionContext sim{Device{DeviceKind::Sim, 0}, 1, {}, {}};
+    for (auto [variant, name, setting] :
+         {std::tuple{BenchSection::Variant::Tf32, "bench-tf32", "STRATA_TF32=1"},
+          std::tuple{BenchSection::Variant::NonDeterministic, "bench-nondet", "STRATA_DETERMINISTIC=0"}}) {
+      BenchSection section(variant);
+      QCOMPARE(section.name(), std::string(name));
+      QVERIFY(!section.by_default());
+      const auto records = section.run(sim);
+      QCOMPARE(records.size(), size_t{1});
+      QVERIFY(!records[0].passed);
+      QVERIFY2(records[0].detail.find(setting) != std::string::npos, records[0].detail.c_str());
+      QVERIFY2(section.appendix().find(std::string("started with ") + setting) != std::string::npos,
+               section.appendix().c_str());
+    }
+    QVERIFY(BenchSection().by_default());
   }
 
   void multi_device_section_passes_on_sim() {

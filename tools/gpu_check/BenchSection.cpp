@@ -58,11 +58,12 @@ struct Model {
 // A row that could not be measured says why in the table and fails a record,
 // and the other rows are still measured.
 // With `tf32` (the process runs with STRATA_TF32=1) Strata's figure is
-// compared with the peer's graph with TF32 on, else with TF32 off.
+// compared with the peer's graph with TF32 on, else with TF32 off. `variant`
+// ends the title.
 std::string table(const Device& device, const Model& m, const std::map<PeerKey, double>& peer, bool tf32,
-                  std::vector<CheckRecord>& failures) {
+                  std::vector<CheckRecord>& failures, const std::string& variant = "") {
   std::string md =
-      std::string("### ") + m.title + (tf32 ? ", TF32 on both sides" : "") + "\n\n" +
+      std::string("### ") + m.title + variant + "\n\n" +
       "| batch | Strata samples/s | step | device operations per step | new device memory | PyTorch eager | PyTorch "
       "graph | PyTorch graph TF32 | Strata / graph" +
       (tf32 ? " TF32" : "") + " | goal |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
@@ -201,22 +202,51 @@ std::string cnn_step_on_device(const Device& device, const Model& cnn, std::vect
 }
 }  // namespace
 
+std::string BenchSection::name() const {
+  switch (variant_) {
+    case Variant::Tf32: return "bench-tf32";
+    case Variant::NonDeterministic: return "bench-nondet";
+    case Variant::Float32: break;
+  }
+  return "bench";
+}
+
+std::string BenchSection::title() const {
+  switch (variant_) {
+    case Variant::Tf32: return "Training-step throughput with TF32 (STRATA_TF32=1) beside PyTorch's";
+    case Variant::NonDeterministic:
+      return "Training-step throughput with non-deterministic convolutions (STRATA_DETERMINISTIC=0) beside PyTorch's";
+    case Variant::Float32: break;
+  }
+  return "Training-step throughput beside PyTorch";
+}
+
 std::vector<CheckRecord> BenchSection::run(const SectionContext& context) {
   const auto peer = read_peer(context.peer_results);
   std::vector<CheckRecord> failures;
   const Model cnn{"cnn", "fashion-cnn", "TF-tutorial CNN", {64, 256, 1024}, 64};
-  if (tf32_) {
-    // The backend chooses its arithmetic once per process, from the environment.
-    const char* env = std::getenv("STRATA_TF32");
-    if (!env || std::string(env) != "1") {
-      table_ = "not measured: run this section in a process started with STRATA_TF32=1\n";
-      return {CheckRecord{"bench", "TF32", std::numeric_limits<double>::infinity(), 0, false,
-                          "STRATA_TF32=1 is not set: the backend would measure float32"}};
+  if (variant_ != Variant::Float32) {
+    // The backend chooses its arithmetic and its convolution algorithms once
+    // per process, from the environment.
+    const bool tf32 = variant_ == Variant::Tf32;
+    const std::string setting = tf32 ? "STRATA_TF32=1" : "STRATA_DETERMINISTIC=0";
+    const char* env = std::getenv(tf32 ? "STRATA_TF32" : "STRATA_DETERMINISTIC");
+    if (!env || std::string(env) != (tf32 ? "1" : "0")) {
+      table_ = "not measured: run this section in a process started with " + setting + "\n";
+      return {CheckRecord{"bench", name(), std::numeric_limits<double>::infinity(), 0, false,
+                          setting + " is not set: the backend would measure its defaults"}};
     }
-    table_ = table(context.device, cnn, peer, true, failures) +
-             "Strata with STRATA_TF32=1 (TF32 tensor cores in cuBLASLt and cuDNN), measured as in the float32 table, "
-             "against PyTorch graph-captured with TF32 on (torch.backends.cuda.matmul.allow_tf32 and "
-             "torch.backends.cudnn.allow_tf32).\n\n";
+    if (tf32)
+      table_ = table(context.device, cnn, peer, true, failures, ", TF32 on both sides") +
+               "Strata with STRATA_TF32=1 (TF32 tensor cores in cuBLASLt and cuDNN), measured as in the float32 table, "
+               "against PyTorch graph-captured with TF32 on (torch.backends.cuda.matmul.allow_tf32 and "
+               "torch.backends.cudnn.allow_tf32).\n\n";
+    else
+      table_ = table(context.device, cnn, peer, false, failures, ", non-deterministic convolutions") +
+               "Strata with STRATA_DETERMINISTIC=0 (cuDNN's convolution algorithms that sum with atomics compete in "
+               "the race: a replayed step no longer reproduces the first one's bits), float32, measured as in the "
+               "float32 table, against PyTorch graph-captured in float32 (whose cuDNN runs such algorithms by "
+               "default).\n\n";
     table_ += cnn_step_on_device(context.device, cnn, failures);
     return failures;
   }

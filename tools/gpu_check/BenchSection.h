@@ -13,21 +13,22 @@ namespace strata::gpu_check {
 // tracing costs. Figures, not checks: the tables are the appendix.
 // "bench-tf32" (named only, in a process started with STRATA_TF32=1, since
 // the backend chooses its arithmetic once per process): the CNN's table
-// with TF32 against the peer's TF32 graph.
+// with TF32 against the peer's TF32 graph. "bench-nondet" (the same, with
+// STRATA_DETERMINISTIC=0): the CNN's float32 table with cuDNN's
+// non-deterministic convolution algorithms in the race, as PyTorch's cuDNN
+// runs by default, against the peer's float32 graph.
 class BenchSection final : public CheckSection {
 public:
-  explicit BenchSection(bool tf32 = false) : tf32_(tf32) {}
-  std::string name() const override { return tf32_ ? "bench-tf32" : "bench"; }
-  std::string title() const override {
-    return tf32_ ? "Training-step throughput with TF32 (STRATA_TF32=1) beside PyTorch's"
-                 : "Training-step throughput beside PyTorch";
-  }
-  bool by_default() const override { return !tf32_; }
+  enum class Variant { Float32, Tf32, NonDeterministic };
+  explicit BenchSection(Variant variant = Variant::Float32) : variant_(variant) {}
+  std::string name() const override;
+  std::string title() const override;
+  bool by_default() const override { return variant_ == Variant::Float32; }
   std::vector<CheckRecord> run(const SectionContext& context) override;
   std::string appendix() const override { return table_; }
 
 private:
-  bool tf32_;
+  Variant variant_;
   std::string table_;
 };
 

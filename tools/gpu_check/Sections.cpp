@@ -18,7 +18,8 @@ std::vector<std::unique_ptr<CheckSection>> all_sections() {
   out.push_back(std::make_unique<MultiDeviceSection>());
   out.push_back(std::make_unique<MnistSection>());
   out.push_back(std::make_unique<BenchSection>());
-  out.push_back(std::make_unique<BenchSection>(true));
+  out.push_back(std::make_unique<BenchSection>(BenchSection::Variant::Tf32));
+  out.push_back(std::make_unique<BenchSection>(BenchSection::Variant::NonDeterministic));
   // Last: a run it leaves hanging could hold the device (FailuresSection.h).
   out.push_back(std::make_unique<FailuresSection>());
   return out;

@@ -31,7 +31,8 @@ void usage(std::FILE* out) {
                "compares the results, printing one line per check.\n\n"
                "options:\n"
                "  --device DEVICE     the device under test: gpu:N, or sim:N (the simulated accelerator)\n"
-               "  --sections A,B      sections to run (default: all but bench-tf32; see --list-sections)\n"
+               "  --sections A,B      sections to run (default: all but bench-tf32 and bench-nondet;\n"
+               "                      see --list-sections)\n"
                "  --report FILE.md    write a markdown report\n"
                "  --log FILE          write the printed lines to FILE too\n"
                "  --seed N            seed of the random inputs (default: a fresh one, printed)\n"
@@ -139,7 +140,7 @@ int main(int argc, char** argv) {
         usage(stdout);
         return 0;
       } else if (a == "--list-sections") {
-        for (const auto& s : sections) std::printf("%-10s %s\n", s->name().c_str(), s->title().c_str());
+        for (const auto& s : sections) std::printf("%-12s %s\n", s->name().c_str(), s->title().c_str());
         return 0;
       } else if (a == "--device") {
         device_text = value();

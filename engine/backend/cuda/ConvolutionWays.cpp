@@ -45,6 +45,11 @@ bool convolution_log() {
   return on;
 }
 
+bool convolution_deterministic() {
+  static const bool on = !env_is("STRATA_DETERMINISTIC", "0");
+  return on;
+}
+
 ConvolutionWays::ConvolutionWays() {
   if (const char* v = std::getenv("STRATA_CONV_WAY")) forced_ = v;
 }
@@ -52,8 +57,10 @@ ConvolutionWays::ConvolutionWays() {
 void ConvolutionWays::keep_in_file(const std::string& gpu_model, bool tf32) {
   const char* v = std::getenv("STRATA_CONV_WAYS_FILE");
   if (!v) return;
-  // "NVIDIA_H200:fp32": one field, whatever spaces the model's name has.
-  std::string profile = gpu_model + (tf32 ? ":tf32" : ":fp32");
+  // "NVIDIA_H200:fp32": one field, whatever spaces the model's name has;
+  // ":nondet" where non-deterministic algorithms compete (their times would
+  // mislead a deterministic run).
+  std::string profile = gpu_model + (tf32 ? ":tf32" : ":fp32") + (convolution_deterministic() ? "" : ":nondet");
   for (char& c : profile)
     if (std::isspace(static_cast<unsigned char>(c))) c = '_';
   // Lines of the profile, the fourteen key numbers and a way's name, as save()

@@ -22,11 +22,22 @@ namespace strata::cuda {
 // on the same, heuristic, choices.
 bool convolution_autotune();
 bool convolution_log();
+// Whether convolutions keep to deterministic algorithms (on unless
+// STRATA_DETERMINISTIC=0; read once per process, as STRATA_TF32 is). Off,
+// cuDNN's algorithms that sum with atomics compete too, as in PyTorch by
+// default (torch.backends.cudnn.deterministic False): on an H200 the
+// TF-tutorial CNN's kernel gradients took 0.07-0.23 ms that way where the
+// deterministic ones took 0.36-1.35 ms. The price: a replayed step and a
+// resumed run no longer reproduce the first one's bits (mirrored replicas
+// still hold the same weights: each sums its own gradient, and the
+// all-reduce hands every one the same sum).
+bool convolution_deterministic();
 
 // For each convolution shape and direction, which of several deterministic
-// ways runs it: cuDNN's best deterministic algorithm in the NHWC layout the
-// layers use, the same in NCHW (its float32 implicit-GEMM kernels are
-// NCHW's; the tensors are transposed to and from it), the patch matrix and
+// ways (see convolution_deterministic()) runs it: cuDNN's best deterministic
+// algorithm in the NHWC layout the layers use, the same in NCHW (its float32
+// implicit-GEMM kernels are NCHW's; the tensors are transposed to and from
+// it), the patch matrix and
 // a cuBLASLt product over slices of the batch small enough to stay in L2,
 // or over the whole batch. None wins everywhere: on an H200 cuDNN's
 // deterministic NHWC filter gradients of the TF-tutorial CNN took 0.36 ms at

@@ -49,7 +49,8 @@ bool inexact(cudnnConvolutionBwdFilterAlgo_t a) {
 // Winograd, see inexact()), fits the workspace budget
 // and is deterministic: the others (backward-filter algorithms 0 and 3,
 // backward-data 0) add with atomics, so a replayed step or a resumed run
-// would drift from its first bits. Both orders are asked under float32
+// would drift from its first bits (allowed with STRATA_DETERMINISTIC=0, see
+// convolution_deterministic()). Both orders are asked under float32
 // arithmetic without TF32 (CUDNN_FMA_MATH), so they hold FMA algorithms;
 // CUDNN_DEFAULT_MATH lets cuDNN use TF32 tensor cores on Ampere and later.
 // Where none qualifies the caller refuses the shape, which then takes
@@ -77,7 +78,7 @@ auto choose(Rank rank, Find find, WorkspaceOf workspace_of, bool tf32, bool tran
     }
     for (int i = 0; i < count; ++i) {
       const Perf& p = perf[i];
-      if (p.status != CUDNN_STATUS_SUCCESS || p.determinism != CUDNN_DETERMINISTIC) continue;
+      if (p.status != CUDNN_STATUS_SUCCESS || (convolution_deterministic() && p.determinism != CUDNN_DETERMINISTIC)) continue;
       if (!transforms && inexact(p.algo)) continue;
       if (!tf32 && (p.mathType == CUDNN_TENSOR_OP_MATH || p.mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION)) continue;
       // A measured time is of the math type listed: without TF32 only FMA
@@ -103,8 +104,8 @@ auto choose(Rank rank, Find find, WorkspaceOf workspace_of, bool tf32, bool tran
     // Nothing measured qualified (e.g. every candidate's buffers failed to
     // allocate beside the pool): the heuristics' list next.
   }
-  throw runtime_error(what + ": cuDNN offers no deterministic float32 algorithm within a " + std::to_string(kBudget >> 20) +
-                      " MiB workspace for this convolution");
+  throw runtime_error(what + ": cuDNN offers no " + (convolution_deterministic() ? "deterministic " : "") +
+                      "float32 algorithm within a " + std::to_string(kBudget >> 20) + " MiB workspace for this convolution");
 }
 }  // namespace
 

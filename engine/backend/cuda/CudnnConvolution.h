@@ -29,8 +29,9 @@ namespace strata::cuda {
 // Float32 arithmetic (CUDNN_FMA_MATH) unless STRATA_TF32=1, as the matrix
 // products, and no FFT or Winograd algorithm for the kernel gradient (their
 // transforms lose several times a float32 sum's precision over a sum of the
-// whole batch; see inexact() in the .cpp). Deterministic algorithms only, so
-// a replayed step and a resumed run compute the same bits; a direction
+// whole batch; see inexact() in the .cpp). Deterministic algorithms only
+// (unless STRATA_DETERMINISTIC=0: convolution_deterministic()), so a
+// replayed step and a resumed run compute the same bits; a direction
 // with none takes the other convolution ways (CudaBackend::ways_for) while
 // the shape's other directions keep theirs.
 class CudnnConvolution final : public CudnnConvolver {

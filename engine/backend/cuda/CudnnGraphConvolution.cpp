@@ -79,6 +79,8 @@ bool allowed(const CudnnDescriptor& engine, bool tf32, bool transforms) {
   for (int64_t i = 0; i < std::min<int64_t>(n_numerical, CUDNN_NUMERICAL_NOTE_TYPE_COUNT); ++i) {
     switch (numerical[i]) {
       case CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC:
+        if (convolution_deterministic()) return false;
+        break;
       case CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS:
       case CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION: return false;
       case CUDNN_NUMERICAL_NOTE_TENSOR_CORE:
@@ -343,11 +345,11 @@ CudnnDescriptor CudnnGraphConvolution::choose(Plans& p, const CudnnDescriptor& o
   if (convolution_log() && !passed_over.empty())
     std::fprintf(stderr, "%s: passed over%s\n", what.c_str(), passed_over.c_str());
   if (candidates.empty())
-    throw runtime_error(what + ": cuDNN's heuristics offer no deterministic float32 engine within a " +
-                        std::to_string(kWorkspaceBudget >> 20) + " MiB workspace for this convolution (" +
-                        std::to_string(listed) + " listed: " + std::to_string(disallowed) +
-                        " passed over for their numerical or behaviour notes, " + std::to_string(unfinalized) +
-                        " whose plan cuDNN did not finalize, " + std::to_string(oversized) +
+    throw runtime_error(what + ": cuDNN's heuristics offer no " + (convolution_deterministic() ? "deterministic " : "") +
+                        "float32 engine within a " + std::to_string(kWorkspaceBudget >> 20) +
+                        " MiB workspace for this convolution (" + std::to_string(listed) +
+                        " listed: " + std::to_string(disallowed) + " passed over for their numerical or behaviour notes, " +
+                        std::to_string(unfinalized) + " whose plan cuDNN did not finalize, " + std::to_string(oversized) +
                         " over the workspace; STRATA_CUDNN_LOG=1 names them)");
 
   // Timed on this GPU unless autotuning is off or the stream is being

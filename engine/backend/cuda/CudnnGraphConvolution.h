@@ -29,7 +29,8 @@ namespace strata::cuda {
 // took 0.54 ms where the legacy deterministic algorithm took 0.83 ms.
 //
 // The same numerical rules as the legacy way, read from each engine's
-// numerical notes: deterministic engines only; without STRATA_TF32=1 no
+// numerical notes: deterministic engines only (unless STRATA_DETERMINISTIC=0,
+// convolution_deterministic()); without STRATA_TF32=1 no
 // tensor-core (TF32) engine and no FFT or Winograd transform for the kernel
 // gradient; never inputs
 // converted down or reduced precision sums. Engines that compile kernels at
