@@ -515,6 +515,13 @@ void Trainer::emit_run_started(int64_t steps_per_epoch) {
   started.threads_per_replica = strategy_->threads_per_replica();
   if (ps_) ps_->describe(started);
   sink_.emit(started);
+  // Asked for, not a default: more compute threads than logical CPUs take
+  // turns on the cores, and every step waits for the last of them.
+  if (t.threads > hardware_threads())
+    log("warning", "training.threads: " + std::to_string(t.threads) + " compute threads on " +
+                       std::to_string(hardware_threads()) +
+                       " logical CPUs take turns on the cores and slow every step; choose at most " +
+                       std::to_string(hardware_threads()) + ", or 0 for every core");
   if (start_.step > 0)
     sink_.emit(LogEvent{"info", "resumed at step " + std::to_string(start_.step) + " (epoch " + std::to_string(start_.epoch) +
                                     (start_.epoch_complete ? ", complete" : ", step " + std::to_string(start_.epoch_step)) + ")",

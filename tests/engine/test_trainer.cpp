@@ -745,6 +745,32 @@ private slots:
     for (size_t i = 0; i < stopped.steps.size(); ++i) QCOMPARE(stopped.steps[i].loss, b.steps[i].loss);
   }
 
+  void more_threads_than_cpus_warns() {
+    // Asked for explicitly, more threads than logical CPUs are said to slow
+    // the run; the default (0: every core) and a fitting count say nothing.
+    auto warnings = [](int threads) {
+      RecordingSink sink;
+      RunConfig c = synthetic_config(1);
+      c.training.max_steps_per_epoch = 2;
+      c.training.threads = threads;
+      Trainer trainer(c, sink);
+      trainer.prepare();
+      std::vector<std::string> out;
+      if (trainer.run().status != RunStatus::Completed) out.push_back("the run did not complete");
+      for (const LogEvent& l : sink.all<LogEvent>())
+        if (l.level == "warning") out.push_back(l.message);
+      return out;
+    };
+    const int cpus = hardware_threads();
+    const auto over = warnings(cpus + 1);
+    QCOMPARE(over.size(), size_t{1});
+    QVERIFY2(over[0].find(std::to_string(cpus + 1) + " compute threads on " + std::to_string(cpus) + " logical CPUs") !=
+                 std::string::npos,
+             over[0].c_str());
+    QVERIFY(warnings(0).empty());
+    QVERIFY(warnings(1).empty());
+  }
+
   void stop_before_run() {
     RecordingSink sink;
     Trainer trainer(synthetic_config(3), sink);
