@@ -142,7 +142,10 @@ section_args=()
 # Only the suite or the second-process tables asked for: gpu:0 is still opened (the
 # errors section, seconds), so a GPU that cannot be is named first.
 [ -n "$wanted" ] && [ -z "$check_sections" ] && section_args=(--sections errors)
-timeout -k 10 "$check_limit" build-gpu/tools/gpu_check/strata-gpu-check --device gpu:0 --report "$out/gpu-report.md" \
+# The main check runs with the backend's defaults whatever the caller
+# exported: its bit-equality checks need deterministic float32 arithmetic.
+env -u STRATA_TF32 -u STRATA_DETERMINISTIC \
+  timeout -k 10 "$check_limit" build-gpu/tools/gpu_check/strata-gpu-check --device gpu:0 --report "$out/gpu-report.md" \
   "${section_args[@]}" "${peer_args[@]}"
 rc=$?
 if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
@@ -173,7 +176,8 @@ elif [ "$suite_limit" -lt 60 ]; then
   echo "the differential suite did not run: ${suite_limit} s of the ${budget} s budget left"
 else
   # Each case is printed as it finishes, so a suite stopped by its limit keeps what it did.
-  timeout -k 5 "$suite_limit" python3 tests/torch/test_vs_torch.py build-gpu/tools/torch_probe/strata-probe \
+  env -u STRATA_TF32 -u STRATA_DETERMINISTIC \
+    timeout -k 5 "$suite_limit" python3 tests/torch/test_vs_torch.py build-gpu/tools/torch_probe/strata-probe \
     --device gpu:0 --fashion-mnist "$deps/fashion-mnist" | tee "$out/vs-torch-gpu.txt"
   torch_rc=${PIPESTATUS[0]}
   case "$torch_rc" in
@@ -187,9 +191,11 @@ fi
 # The second-process tables: the backend chooses its arithmetic and its
 # convolution algorithms once per process, from the environment, so each
 # runs in a process of its own, its report appended to the first.
-# variant SECTION SETTING WHAT
+# variant SECTION SETTING WHAT RESERVE: RESERVE seconds are left for what
+# follows (the next table's minute). Each process has its own setting and
+# not the other's.
 variant() {
-  local section=$1 setting=$2 what=$3 limit=$(( $(left) - 5 ))
+  local section=$1 setting=$2 what=$3 limit=$(( $(left) - 5 - $4 ))
   echo "== $section"
   if ! runs "$section"; then
     echo "the $what was not asked for (GPU_CHECK_SECTIONS=$wanted)"
@@ -198,7 +204,7 @@ variant() {
   elif [ "$limit" -lt 40 ]; then
     echo "the $what was not measured: ${limit} s of the ${budget} s budget left"
   else
-    env "$setting" timeout -k 5 "$limit" build-gpu/tools/gpu_check/strata-gpu-check --device gpu:0 \
+    env -u STRATA_TF32 -u STRATA_DETERMINISTIC "$setting" timeout -k 5 "$limit" build-gpu/tools/gpu_check/strata-gpu-check --device gpu:0 \
       --sections "$section" --report "$out/gpu-report-$section.md" "${peer_args[@]}"
     local variant_rc=$?
     if [ -f "$out/gpu-report-$section.md" ]; then
@@ -210,6 +216,6 @@ variant() {
     fi
   fi
 }
-variant bench-tf32 STRATA_TF32=1 "TF32 table"
-variant bench-nondet STRATA_DETERMINISTIC=0 "table with non-deterministic convolutions"
+variant bench-tf32 STRATA_TF32=1 "TF32 table" "$(runs bench-nondet && echo 60 || echo 0)"
+variant bench-nondet STRATA_DETERMINISTIC=0 "table with non-deterministic convolutions" 0
 finish $rc

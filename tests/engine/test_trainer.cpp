@@ -714,8 +714,8 @@ private slots:
       QCOMPARE(QString(status_name(a.fin.status)), QString("completed"));
       QCOMPARE(a.steps.size(), size_t{48});
       QCOMPARE(a.steps.size(), b.steps.size());
-      // Read late: every step but the 6 before a checkpoint (every 7th)
-      // and the 3 that end an epoch; with read_late off: none.
+      // Read late: every step but the 6 a checkpoint is written after
+      // (7, 14, ..., 42) and the 3 that end an epoch; with read_late off: none.
       QCOMPARE(ahead[mode], 48 - 6 - 3);
       for (size_t i = 0; i < a.steps.size(); ++i) {
         QCOMPARE(a.steps[i].step, static_cast<int64_t>(i + 1));

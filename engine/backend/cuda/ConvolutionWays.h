@@ -25,9 +25,9 @@ bool convolution_log();
 // Whether convolutions keep to deterministic algorithms (on unless
 // STRATA_DETERMINISTIC=0; read once per process, as STRATA_TF32 is). Off,
 // cuDNN's algorithms that sum with atomics compete too, as in PyTorch by
-// default (torch.backends.cudnn.deterministic False): on an H200 the
-// TF-tutorial CNN's kernel gradients took 0.07-0.23 ms that way where the
-// deterministic ones took 0.36-1.35 ms. The price: a replayed step and a
+// default (torch.backends.cudnn.deterministic False): cudnnFind on an H200
+// timed the TF-tutorial CNN's kernel gradients 1.1 to 5.3 times faster that
+// way (at batch 64: 0.07-0.11 ms against 0.36 ms). The price: a replayed step and a
 // resumed run no longer reproduce the first one's bits (mirrored replicas
 // still hold the same weights: each sums its own gradient, and the
 // all-reduce hands every one the same sum).
@@ -51,8 +51,9 @@ bool convolution_deterministic();
 // (a shape found there is not timed again), each new one appended; so a run
 // under a profiler, which slows every kernel and would distort the timing,
 // runs what an earlier run chose. Each line names the GPU model and the
-// arithmetic (float32 or TF32) it was timed with, and only lines of this
-// GPU's model and arithmetic are read: one file serves every kind of run.
+// arithmetic (float32 or TF32, and whether non-deterministic algorithms
+// competed) it was timed with, and only lines of this GPU's model and
+// arithmetic are read: one file serves every kind of run.
 //
 // STRATA_CONV_WAY=<name> (or force()) runs one way for every shape instead
 // (for profiling and for checking each way); a way a shape does not offer,
