@@ -517,11 +517,10 @@ void Trainer::emit_run_started(int64_t steps_per_epoch) {
   sink_.emit(started);
   // Asked for, not a default: more compute threads than logical CPUs take
   // turns on the cores, and every step waits for the last of them.
-  if (t.threads > hardware_threads())
-    log("warning", "training.threads: " + std::to_string(t.threads) + " compute threads on " +
-                       std::to_string(hardware_threads()) +
-                       " logical CPUs take turns on the cores and slow every step; choose at most " +
-                       std::to_string(hardware_threads()) + ", or 0 for every core");
+  if (const int cpus = hardware_threads(); t.threads > cpus)
+    log("warning", "training.threads: " + std::to_string(t.threads) + " compute threads on " + std::to_string(cpus) +
+                       " logical CPUs take turns on the cores and slow every step; choose at most " + std::to_string(cpus) +
+                       ", or 0 for every core");
   if (start_.step > 0)
     sink_.emit(LogEvent{"info", "resumed at step " + std::to_string(start_.step) + " (epoch " + std::to_string(start_.epoch) +
                                     (start_.epoch_complete ? ", complete" : ", step " + std::to_string(start_.epoch_step)) + ")",

@@ -726,8 +726,6 @@ void ChartsTest::settingsDiffMarksDifferences() {
 }
 
 namespace {
-// Step i of a stored 2-worker, 2-server run: staleness cycles 0,1,2; worker
-// 1 is reported lost from step `lost_from` on (0 = never).
 // The start of a stored parameter-server run: `workers` on cpu:0.., one epoch.
 RunStartedEvent ps_started(int workers, int64_t steps, int servers) {
   RunStartedEvent r;
@@ -740,6 +738,8 @@ RunStartedEvent ps_started(int workers, int64_t steps, int servers) {
   return r;
 }
 
+// Step i of a stored 2-worker, 2-server run: staleness cycles 0,1,2; worker
+// 1 is reported lost from step `lost_from` on (0 = never).
 StepEvent ps_step(int i, int lost_from) {
   StepEvent s;
   s.step = s.epoch_step = i;

@@ -202,52 +202,52 @@ std::string cnn_step_on_device(const Device& device, const Model& cnn, std::vect
 }
 }  // namespace
 
-std::string BenchSection::name() const {
-  switch (variant_) {
-    case Variant::Tf32: return "bench-tf32";
-    case Variant::NonDeterministic: return "bench-nondet";
-    case Variant::Float32: break;
-  }
-  return "bench";
-}
+namespace {
+// What tells the variants apart, indexed by BenchSection::Variant. The
+// second-process ones need `env`=`value` in their process's environment.
+struct VariantInfo {
+  const char* name;
+  const char* title;
+  const char* env;
+  const char* value;
+  bool tf32;                 // against the peer's TF32 graph
+  const char* table_suffix;  // ends the CNN table's title
+  const char* note;          // under the table
+};
+constexpr VariantInfo kVariants[] = {
+    {"bench", "Training-step throughput beside PyTorch", nullptr, nullptr, false, "", ""},
+    {"bench-tf32", "Training-step throughput with TF32 (STRATA_TF32=1) beside PyTorch's", "STRATA_TF32", "1", true,
+     ", TF32 on both sides",
+     "Strata with STRATA_TF32=1 (TF32 tensor cores in cuBLASLt and cuDNN), measured as in the float32 table, against "
+     "PyTorch graph-captured with TF32 on (torch.backends.cuda.matmul.allow_tf32 and torch.backends.cudnn.allow_tf32).\n\n"},
+    {"bench-nondet", "Training-step throughput with non-deterministic convolutions (STRATA_DETERMINISTIC=0) beside PyTorch's",
+     "STRATA_DETERMINISTIC", "0", false, ", non-deterministic convolutions",
+     "Strata with STRATA_DETERMINISTIC=0 (cuDNN's convolution algorithms that sum with atomics compete in the race: a "
+     "replayed step no longer reproduces the first one's bits), float32, measured as in the float32 table, against "
+     "PyTorch graph-captured in float32 (whose cuDNN runs such algorithms by default).\n\n"},
+};
+const VariantInfo& info(BenchSection::Variant v) { return kVariants[static_cast<int>(v)]; }
+}  // namespace
 
-std::string BenchSection::title() const {
-  switch (variant_) {
-    case Variant::Tf32: return "Training-step throughput with TF32 (STRATA_TF32=1) beside PyTorch's";
-    case Variant::NonDeterministic:
-      return "Training-step throughput with non-deterministic convolutions (STRATA_DETERMINISTIC=0) beside PyTorch's";
-    case Variant::Float32: break;
-  }
-  return "Training-step throughput beside PyTorch";
-}
+std::string BenchSection::name() const { return info(variant_).name; }
+std::string BenchSection::title() const { return info(variant_).title; }
 
 std::vector<CheckRecord> BenchSection::run(const SectionContext& context) {
   const auto peer = read_peer(context.peer_results);
   std::vector<CheckRecord> failures;
   const Model cnn{"cnn", "fashion-cnn", "TF-tutorial CNN", {64, 256, 1024}, 64};
-  if (variant_ != Variant::Float32) {
+  if (const VariantInfo& v = info(variant_); v.env) {
     // The backend chooses its arithmetic and its convolution algorithms once
     // per process, from the environment.
-    const bool tf32 = variant_ == Variant::Tf32;
-    const std::string setting = tf32 ? "STRATA_TF32=1" : "STRATA_DETERMINISTIC=0";
-    const char* env = std::getenv(tf32 ? "STRATA_TF32" : "STRATA_DETERMINISTIC");
-    if (!env || std::string(env) != (tf32 ? "1" : "0")) {
+    const std::string setting = std::string(v.env) + "=" + v.value;
+    const char* env = std::getenv(v.env);
+    if (!env || std::string(env) != v.value) {
       table_ = "not measured: run this section in a process started with " + setting + "\n";
       return {CheckRecord{"bench", name(), std::numeric_limits<double>::infinity(), 0, false,
                           setting + " is not set: the backend would measure its defaults"}};
     }
-    if (tf32)
-      table_ = table(context.device, cnn, peer, true, failures, ", TF32 on both sides") +
-               "Strata with STRATA_TF32=1 (TF32 tensor cores in cuBLASLt and cuDNN), measured as in the float32 table, "
-               "against PyTorch graph-captured with TF32 on (torch.backends.cuda.matmul.allow_tf32 and "
-               "torch.backends.cudnn.allow_tf32).\n\n";
-    else
-      table_ = table(context.device, cnn, peer, false, failures, ", non-deterministic convolutions") +
-               "Strata with STRATA_DETERMINISTIC=0 (cuDNN's convolution algorithms that sum with atomics compete in "
-               "the race: a replayed step no longer reproduces the first one's bits), float32, measured as in the "
-               "float32 table, against PyTorch graph-captured in float32 (whose cuDNN runs such algorithms by "
-               "default).\n\n";
-    table_ += cnn_step_on_device(context.device, cnn, failures);
+    table_ = table(context.device, cnn, peer, v.tf32, failures, v.table_suffix) + v.note +
+             cnn_step_on_device(context.device, cnn, failures);
     return failures;
   }
   std::string md = table(context.device, Model{"mlp", "fashion-mlp", "MLP (784-256-128-10)", {128, 1024, 8192}, 128}, peer,

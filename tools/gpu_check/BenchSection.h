@@ -19,7 +19,7 @@ namespace strata::gpu_check {
 // runs by default, against the peer's float32 graph.
 class BenchSection final : public CheckSection {
 public:
-  enum class Variant { Float32, Tf32, NonDeterministic };
+  enum class Variant { Float32, Tf32, NonDeterministic };  // in the order of kVariants (the .cpp)
   explicit BenchSection(Variant variant = Variant::Float32) : variant_(variant) {}
   std::string name() const override;
   std::string title() const override;

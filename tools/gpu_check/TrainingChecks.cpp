@@ -117,8 +117,8 @@ std::vector<CheckRecord> check_shared_device(const Device& device, int steps) {
     // Without NCCL (not built in, or its library not loaded) that is a
     // failure of its own, and the replicas still run through device memory.
     const bool gpu = device.kind == DeviceKind::Gpu;
-    const std::string why_no_nccl = gpu ? nccl_missing(device, 4) : std::string();
-    const bool nccl = gpu && why_no_nccl.empty();
+    const std::string why_no_nccl = nccl_missing(device, 4);  // names a device that is not a GPU
+    const bool nccl = why_no_nccl.empty();
     c.strategy.cross_device_ops = nccl ? "nccl" : gpu ? "device_local" : "auto";
     const Run four = train(c);
     const std::string via = " (" + c.strategy.cross_device_ops + ")";
