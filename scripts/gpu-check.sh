@@ -164,10 +164,13 @@ fi
 echo "== against PyTorch"
 # gpu:0 could not be opened (the log says why): nothing on it can be compared.
 [ "$rc" -eq 2 ] && finish 2
-# The second-process tables come after the suite and keep a minute each.
+# The second-process tables come after the suite and keep a minute each
+# (none without a PyTorch peer: they are not measured then).
 suite_limit=$(( $(left) - 10 ))
-runs bench-tf32 && suite_limit=$(( suite_limit - 60 ))
-runs bench-nondet && suite_limit=$(( suite_limit - 60 ))
+if [ ${#peer_args[@]} -gt 0 ]; then
+  runs bench-tf32 && suite_limit=$(( suite_limit - 60 ))
+  runs bench-nondet && suite_limit=$(( suite_limit - 60 ))
+fi
 if ! runs vs-torch; then
   echo "the differential suite was not asked for (GPU_CHECK_SECTIONS=$wanted)"
 elif ! python3 -c 'import torch' 2>/dev/null; then
@@ -193,7 +196,8 @@ fi
 # runs in a process of its own, its report appended to the first.
 # variant SECTION SETTING WHAT RESERVE: RESERVE seconds are left for what
 # follows (the next table's minute). Each process has its own setting and
-# not the other's.
+# not the other's; STRATA_CUDNN_LOG=1 puts its convolution choices in the log
+# (each cuDNN algorithm that won, and whether it is non-deterministic).
 variant() {
   local section=$1 setting=$2 what=$3 limit=$(( $(left) - 5 - $4 ))
   echo "== $section"
@@ -204,7 +208,7 @@ variant() {
   elif [ "$limit" -lt 40 ]; then
     echo "the $what was not measured: ${limit} s of the ${budget} s budget left"
   else
-    env -u STRATA_TF32 -u STRATA_DETERMINISTIC "$setting" timeout -k 5 "$limit" build-gpu/tools/gpu_check/strata-gpu-check --device gpu:0 \
+    env -u STRATA_TF32 -u STRATA_DETERMINISTIC "$setting" STRATA_CUDNN_LOG=1 timeout -k 5 "$limit" build-gpu/tools/gpu_check/strata-gpu-check --device gpu:0 \
       --sections "$section" --report "$out/gpu-report-$section.md" "${peer_args[@]}"
     local variant_rc=$?
     if [ -f "$out/gpu-report-$section.md" ]; then

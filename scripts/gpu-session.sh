@@ -13,7 +13,7 @@
 # is left, and the examples the rest (they need about 40 s on an H200).
 # GPU_CHECK_SECTIONS defaults to ops,errors,training,bench,failures,bench-nondet
 # here: errors and failures take seconds when they pass (failures at most
-# 120 s, and it runs last), and parts of what they check have not run on a
+# 45 s a run, and it runs last), and parts of what they check have not run on a
 # GPU (the typed out-of-device-memory error; a replica failing beside
 # captured collectives); bench-nondet (the CNN with cuDNN's non-deterministic
 # convolutions, as PyTorch runs them) in what is left of the check's budget;

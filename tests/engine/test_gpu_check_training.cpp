@@ -58,9 +58,18 @@ private slots:
   void failures_section_passes_on_sim() {
     // A replica failing beside captured step graphs fails the run naming
     // it, and the device trains the next run.
+    // Step graphs off for the process do not turn the case into one
+    // without them: it captures whatever the environment says.
+    const QByteArray before = qgetenv("STRATA_STEP_GRAPHS");
+    const bool had = qEnvironmentVariableIsSet("STRATA_STEP_GRAPHS");
+    qputenv("STRATA_STEP_GRAPHS", "0");
+    const auto restore = qScopeGuard([&] { had ? qputenv("STRATA_STEP_GRAPHS", before) : qunsetenv("STRATA_STEP_GRAPHS"); });
     FailuresSection section;
-    const auto records = section.run({Device{DeviceKind::Sim, 0}, 1, {}, {}});
+    size_t announced = 0;
+    const auto records = section.run({Device{DeviceKind::Sim, 0}, 1, [&](const CheckRecord&) { ++announced; }, {}});
     QCOMPARE(records.size(), size_t{2});
+    // Each record reported as it came (a later hang would not take it).
+    QCOMPARE(announced, size_t{2});
     for (const auto& r : records) QVERIFY2(r.passed, (r.shape + ": " + r.detail).c_str());
     QVERIFY2(records[0].detail.find("replica 1 (sim:0) failed (injected at step 8)") != std::string::npos,
              records[0].detail.c_str());

@@ -1,9 +1,9 @@
 #pragma once
-// A named part of the GPU check: the op comparison now; later a training step
-// against the CPU, 50 SGD steps, CUDA graph replay against eager, mirrored on
-// two devices, a Fashion-MNIST run, benchmarks. Each lives in its own file
-// and is listed in Sections.cpp; the program runs the ones asked for in
-// order, prints every record as it comes and reports them per section.
+// A named part of the GPU check: the operations against the CPU, the error
+// messages, training steps, several devices, Fashion-MNIST runs, benchmarks,
+// failures. Each lives in its own file and is listed in Sections.cpp; the
+// program runs the ones asked for in that list's order, prints every record
+// as it comes and reports them per section.
 #include <cstdint>
 #include <functional>
 #include <string>

@@ -56,6 +56,8 @@ void Collector::emit(const Event& e) {
     epoch_steps.push_back(s->epoch_step);
   }
   if (auto* ep = std::get_if<EpochEvent>(&e)) last_epoch = *ep;
+  if (auto* log = std::get_if<LogEvent>(&e); log && log->message.find("captured as a graph") != std::string::npos)
+    captured = true;
 }
 
 Run train(const RunConfig& config, std::vector<trace::Span>* spans) {

@@ -40,6 +40,7 @@ public:
   std::vector<double> step_times;
   std::vector<int64_t> epochs, epoch_steps;  // each step's epoch and its step within it (from 1)
   std::optional<EpochEvent> last_epoch;
+  bool captured = false;  // the trainer said it captured the step as a graph
   void emit(const Event& e) override;
 };
 

@@ -1,7 +1,8 @@
 // strata-gpu-check: checks a device backend against the CPU backend, section
 // by section, on the machine it runs on. Qt-free, so it builds and runs on a
 // GPU server without the dashboard's dependencies (docs/architecture.md §7). Exit codes:
-// 0 every check passed, 1 a check failed, 2 bad arguments or no such device.
+// 0 every check passed, 1 a check failed or the report could not be written,
+// 2 bad arguments or no such device (nothing was checked).
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -169,18 +170,21 @@ int main(int argc, char** argv) {
       for (auto& s : sections)
         if (s->by_default()) chosen.push_back(s.get());
     } else {
-      std::set<std::string> seen;
+      std::set<std::string> named;
       for (const auto& name : split(sections_text)) {
-        CheckSection* found = nullptr;
-        for (auto& s : sections)
-          if (s->name() == name) found = s.get();
-        if (!found) {
-          std::string known;
-          for (auto& s : sections) known += (known.empty() ? "" : ", ") + s->name();
-          throw bad_input("--sections: unknown section '" + name + "' (known: " + known + ")");
+        bool known = false;
+        for (auto& s : sections) known = known || s->name() == name;
+        if (!known) {
+          std::string all;
+          for (auto& s : sections) all += (all.empty() ? "" : ", ") + s->name();
+          throw bad_input("--sections: unknown section '" + name + "' (known: " + all + ")");
         }
-        if (seen.insert(name).second) chosen.push_back(found);
+        named.insert(name);
       }
+      // In the sections' own order, whatever the order named: failures, which
+      // may leave a hung run holding the device, stays last.
+      for (auto& s : sections)
+        if (named.count(s->name())) chosen.push_back(s.get());
       if (chosen.empty()) throw bad_input("--sections: no section named");
     }
     if (!log_path.empty()) out.open_log(log_path);
@@ -214,7 +218,7 @@ int main(int argc, char** argv) {
     return static_cast<bool>(report);
   };
   for (CheckSection* section : chosen) {
-    if (!write_report(results.size())) return 2;
+    if (!write_report(results.size())) return 1;
     out.line("== " + section->name() + ": " + section->title());
     SectionResult result{section->name(), section->title(), {}, 0, {}};
     const auto start = std::chrono::steady_clock::now();
@@ -261,9 +265,9 @@ int main(int argc, char** argv) {
   if (hung) {
     out.line("a section left a hung run behind: ending without tearing the device down");
     std::fflush(nullptr);
-    std::_Exit(reported ? 1 : 2);
+    std::_Exit(1);
   }
-  if (!reported) return 2;
+  if (!reported) return 1;
   for (const auto& r : results)
     if (failures(r) > 0) return 1;
   return 0;

@@ -93,10 +93,12 @@ auto choose(Rank rank, Find find, WorkspaceOf workspace_of, bool tf32, bool tran
       if (bytes > kBudget) continue;
       workspace = std::max(workspace, bytes);
       if (convolution_log()) {
+        // Whether it sums with atomics: what STRATA_DETERMINISTIC=0's table asks.
+        const char* kind = p.determinism == CUDNN_DETERMINISTIC ? "" : " (non-deterministic)";
         if (measured)
-          std::fprintf(stderr, "%s: algorithm %d, %.3f ms measured (fastest of any kind: %.3f ms)\n", what.c_str(),
-                       static_cast<int>(p.algo), static_cast<double>(p.time), static_cast<double>(perf[0].time));
-        else std::fprintf(stderr, "%s: algorithm %d (heuristics)\n", what.c_str(), static_cast<int>(p.algo));
+          std::fprintf(stderr, "%s: algorithm %d%s, %.3f ms measured (fastest of any kind: %.3f ms)\n", what.c_str(),
+                       static_cast<int>(p.algo), kind, static_cast<double>(p.time), static_cast<double>(perf[0].time));
+        else std::fprintf(stderr, "%s: algorithm %d%s (heuristics)\n", what.c_str(), static_cast<int>(p.algo), kind);
       }
       return std::make_pair(p.algo, math);
     }

@@ -161,7 +161,7 @@ void NcclAllReduce::start_all_reduce_sum(ReplicaGroup& group, int replica, Devic
     auto& cuda = static_cast<CudaBackend&>(be);
     EventPtr began = traced.spans ? cuda.record_timing_mark_on(g.stream) : nullptr;
     {
-      auto held = use(g);
+      auto held = use(g, compute);
       check(lib().ncclAllReduce(buffer.data, buffer.data, buffer.size, ncclFloat, ncclSum, g.comm, g.stream), g, held,
             "ncclAllReduce");
     }
@@ -202,7 +202,7 @@ void NcclAllReduce::grouped_pieces(int replica, const std::vector<DeviceSpan>& t
   STRATA_CUDA(cudaStreamWaitEvent(g.stream, g.ready, 0));
   const auto& api = lib();
   {
-    auto held = use(g);
+    auto held = use(g, compute);
     api.check(api.ncclGroupStart(), "ncclGroupStart");
     for (int owner = 0; owner < shards.replicas(); ++owner) {
       const int root = gpus_[static_cast<size_t>(gpu_of_[static_cast<size_t>(owner)])].rank;
@@ -249,10 +249,7 @@ void NcclAllReduce::all_gather(ReplicaGroup& group, int replica, const std::vect
 void NcclAllReduce::track(Gpu& g, cudaStream_t compute) {
   STRATA_CUDA(cudaEventRecord(g.done, g.stream));
   g.done_captured = cuda::capturing(compute);
-  if (g.done_captured) {
-    *g.captured = true;
-    return;
-  }
+  if (g.done_captured) return;  // use() marked the communicator captured
   cudaEvent_t event = nullptr;
   if (g.spare.empty()) {
     STRATA_CUDA(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
@@ -394,9 +391,12 @@ void NcclAllReduce::refuse_shared_gpus(int most) {
     }
 }
 
-std::unique_lock<std::timed_mutex> NcclAllReduce::use(Gpu& gpu) const {
+std::unique_lock<std::timed_mutex> NcclAllReduce::use(Gpu& gpu, cudaStream_t compute) const {
   std::unique_lock held(*gpu.calls);
   throw_if_failed();
+  // Marked before the call, under the lock fail() takes before it looks: a
+  // collective being captured is the graph's from the call on.
+  if (compute && cuda::capturing(compute)) *gpu.captured = true;
   return held;
 }
 
@@ -504,11 +504,12 @@ void NcclAllReduce::fail(const std::string& message) {
   // them alone (those a step graph holds it ends, after the graph).
   aborted_ = true;
   for (Gpu& g : gpus_) {
-    if (!g.comm || *g.captured) continue;  // see Gpu::captured
+    if (!g.comm) continue;
     // Waits for a call in progress on the communicator to return, but not
     // for ever: one stuck inside NCCL (a peer gone) is what the abort frees.
     std::unique_lock held(*g.calls, std::defer_lock);
     (void)held.try_lock_for(std::chrono::seconds(2));
+    if (*g.captured) continue;  // see Gpu::captured (set by use(), under this lock)
     lib().ncclCommAbort(g.comm);
     g.comm_ended = true;
   }

@@ -124,8 +124,9 @@ private:
   // Under mutex_.
   void track(Gpu& g, cudaStream_t compute);
   // Takes the GPU's communicator for an NCCL call; throws the failure the
-  // watchdog recorded, since an aborted communicator is freed.
-  std::unique_lock<std::timed_mutex> use(Gpu& gpu) const;
+  // watchdog recorded, since an aborted communicator is freed. A call that
+  // `compute` (when given) is capturing marks the communicator captured.
+  std::unique_lock<std::timed_mutex> use(Gpu& gpu, cudaStream_t compute = nullptr) const;
   // Waits for a non-blocking communicator to finish its current operation,
   // holding `held` (the GPU's communicator) only while it asks. On an error
   // or past the timeout it fails the communicators (fail()) and throws.
