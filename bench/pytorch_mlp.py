@@ -122,7 +122,9 @@ def main():
     info = blas_info()
     info.update({"bench": "pytorch_info", "torch": torch.__version__, "flush_denormal": flushed,
                  "python": sys.executable, "ATEN_CPU_CAPABILITY": os.environ.get("ATEN_CPU_CAPABILITY"),
-                 "adam": "foreach"})
+                 "adam": "foreach",
+                 # The allocator the scripts gave it (bench/pytorch_allocator.py).
+                 "allocator": os.environ.get("LD_PRELOAD") or os.environ.get("GLIBC_TUNABLES") or "glibc"})
     print(json.dumps(info), flush=True)
 
     thread_counts = [int(t) for t in args.threads.split(",")]

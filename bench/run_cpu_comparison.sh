@@ -11,6 +11,9 @@
 # PEER_CORETYPE (OpenBLAS kernel set for PyTorch; default: the fastest that
 # computes correctly here, picked by bench/pytorch_coretype.py --pick; the
 # environment's OPENBLAS_CORETYPE is ignored, it may name a slow safe set),
+# PEER_ALLOCATOR (glibc, glibc-kept, tcmalloc or jemalloc: PyTorch's malloc;
+# default: the fastest, bench/pytorch_allocator.py --pick: glibc gives large
+# freed blocks back to the system, and every step faults them in again),
 # PEER_CAPABILITY (ATEN_CPU_CAPABILITY for PyTorch's element-wise kernels;
 # default: the fastest correct one, bench/pytorch_capability.py --pick; the
 # CNN peers then run under every correct one and keep the faster),
@@ -24,7 +27,7 @@
 set -euo pipefail
 
 if [[ $# -lt 1 || "$1" == -h || "$1" == --help ]]; then
-  sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,/^set -euo/{/^#/p}' "$0" | sed 's/^# \{0,1\}//'
   exit 2
 fi
 BUILD=$(cd "$1" && pwd)
@@ -62,6 +65,18 @@ PEER_CORETYPE=${PEER_CORETYPE:-DEFAULT}
 echo "PyTorch peer: OpenBLAS from $BLAS_DIR, OPENBLAS_CORETYPE=$PEER_CORETYPE" >&2
 torch_env=(env LD_LIBRARY_PATH="$BLAS_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
 [[ "$PEER_CORETYPE" != DEFAULT ]] && torch_env+=(OPENBLAS_CORETYPE="$PEER_CORETYPE")
+# Its memory allocator: with glibc's defaults each step of the CNN (and, less,
+# the MLP) faults its large tensors in again, as PyTorch's tuning guide warns.
+if [[ -z "${PEER_ALLOCATOR:-}" && "${SUMMARY_ONLY:-0}" != 1 ]]; then
+  echo "probing memory allocators for the PyTorch peer (bench/pytorch_allocator.py)..." >&2
+  PEER_ALLOCATOR=$("${torch_env[@]}" "$PY" "$HERE/pytorch_allocator.py" --pick 2>>"$OUT.probe")
+  sed 's/^/  /' "$OUT.probe" | grep '"allocator"' >&2
+fi
+if [[ -n "${PEER_ALLOCATOR:-}" ]]; then
+  allocator_env=$("$PY" "$HERE/pytorch_allocator.py" --env "$PEER_ALLOCATOR") || exit 2
+  [[ -n "$allocator_env" ]] && torch_env+=("$allocator_env")
+  echo "PyTorch peer: allocator $PEER_ALLOCATOR${allocator_env:+ ($allocator_env)}" >&2
+fi
 # And its element-wise kernels: PyTorch's own pick by CPU capability is not
 # always its fastest (AVX2 on an AVX-512 EPYC).
 CNN_CAPABILITIES=${PEER_CAPABILITY:-}
@@ -251,7 +266,8 @@ if len({k[2] for k in cnn_caps}) > 1:
           + ", ".join(f"{m} {t}t {c} {statistics.median(v):,.0f}" for (m, t, c), v in sorted(cnn_caps.items())))
 print(f"\nPyTorch peer: {info.get('torch')} BLAS {info.get('blas_libs')} core {info.get('openblas_core')}"
       f" (OPENBLAS_CORETYPE={info.get('OPENBLAS_CORETYPE')}), ATEN_CPU_CAPABILITY={info.get('ATEN_CPU_CAPABILITY')},"
-      f" Adam {info.get('adam', 'for-loop')}, flush_denormal={info.get('flush_denormal')}")
+      f" Adam {info.get('adam', 'for-loop')}, flush_denormal={info.get('flush_denormal')},"
+      f" allocator {info.get('allocator', 'glibc (not recorded)')}")
 print(f"other processes' CPU use during each repetition, in cores: {[noise[k] for k in sorted(noise)]}")
 all_reps = set(noise)
 quiet = {k for k, v in noise.items() if v < QUIET}
