@@ -110,6 +110,8 @@ def main():
     if args.env is not None:
         if args.env not in CANDIDATES:
             sys.exit(f"pytorch_allocator: unknown allocator '{args.env}' (known: {', '.join(CANDIDATES)})")
+        if args.env not in available():
+            sys.exit(f"pytorch_allocator: {args.env} is not installed here ({CANDIDATES[args.env][1]} missing)")
         if CANDIDATES[args.env]:
             print("=".join(CANDIDATES[args.env]))
         return
