@@ -9,8 +9,9 @@ page-faults them in again. On a 2-core AMD EPYC (Zen 5) guest that made
 PyTorch's CNN steps 2.3x slower (117 ms against 50 ms a step) and its MLP's
 1.5x; PyTorch's performance tuning guide recommends another allocator
 (tcmalloc, jemalloc) for this reason. For each candidate this starts a
-fresh /usr/bin/python3 (with the environment given, so the kernel sets the
-other probes picked stay), trains the TF-tutorial CNN (bench/pytorch_cnn.py)
+fresh interpreter (the one running this script, /usr/bin/python3 in the
+scripts; with the environment given, so the kernel sets the other probes
+picked stay), trains the TF-tutorial CNN (bench/pytorch_cnn.py)
 on fixed data with Adam (foreach) for a few steps, checks that its loss is
 the default allocator's to the bit (an allocator must not change the
 arithmetic), and reports the best of several short timings. One JSON line
@@ -120,7 +121,10 @@ def main():
     for _ in range(args.rounds):
         for name in available():  # glibc first: the loss every other must reproduce
             r = probe(name, args.threads, args.trials)
-            if reference is None and name == "glibc" and "error" not in r:
+            if name == "glibc" and "error" in r:
+                # Without glibc's loss nothing can be checked: its failure is the probe's.
+                sys.exit(f"pytorch_allocator: the peer failed with glibc's allocator: {r['error']}")
+            if reference is None and name == "glibc":
                 reference = r["loss_after_5_steps"]
             r["correct"] = "error" not in r and r["loss_after_5_steps"] == reference
             report(r, best, name, "best_samples_per_sec", args.pick)

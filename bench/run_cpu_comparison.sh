@@ -43,6 +43,8 @@ CNN_PROJECT="$ROOT/resources/examples/fashion-cnn.strata"
 CNN_BN_PROJECT="$ROOT/resources/examples/fashion-cnn-bn.strata"
 CNN_BN_STEPS=${CNN_BN_STEPS:-30}
 unset OPENBLAS_CORETYPE
+# The peer's allocator is the probe's choice (PEER_ALLOCATOR), not the caller's.
+unset LD_PRELOAD GLIBC_TUNABLES
 BLAS_DIR=${OPENBLAS_LIB_DIR:-/usr/lib/x86_64-linux-gnu/openblas-openmp}
 BENCH_TRAIN="$BUILD/bench/bench_train"
 STRATA_RUN="$BUILD/app/strata-run"
@@ -53,12 +55,13 @@ done
 "$PY" -c 'import torch' 2>/dev/null || { echo "$PY has no torch (apt install python3-torch)" >&2; exit 2; }
 
 OUT=${OUT:-$(mktemp /tmp/strata-cpu-comparison.XXXXXX.jsonl)}
-if [[ "${SUMMARY_ONLY:-0}" == 1 ]]; then REPS=0; SKIP_FULL_RUN=1; else : >"$OUT"; fi
+if [[ "${SUMMARY_ONLY:-0}" == 1 ]]; then REPS=0; SKIP_FULL_RUN=1; else : >"$OUT"; : >"$OUT.probe"; fi
 # The peer in its best correct configuration: OpenBLAS (openmp build) with
 # the kernel set the probe found fastest among those that compute correctly.
 if [[ -z "${PEER_CORETYPE:-}" && "${SUMMARY_ONLY:-0}" != 1 ]]; then
   echo "probing OpenBLAS kernel sets for the PyTorch peer (bench/pytorch_coretype.py)..." >&2
-  PEER_CORETYPE=$(OPENBLAS_LIB_DIR="$BLAS_DIR" "$PY" "$HERE/pytorch_coretype.py" --pick --rounds 2 --trials 15 2>>"$OUT.probe")
+  PEER_CORETYPE=$(OPENBLAS_LIB_DIR="$BLAS_DIR" "$PY" "$HERE/pytorch_coretype.py" --pick --rounds 2 --trials 15 2>>"$OUT.probe") ||
+    { tail -3 "$OUT.probe" >&2; exit 2; }
   sed 's/^/  /' "$OUT.probe" >&2
 fi
 PEER_CORETYPE=${PEER_CORETYPE:-DEFAULT}
@@ -69,7 +72,8 @@ torch_env=(env LD_LIBRARY_PATH="$BLAS_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
 # the MLP) faults its large tensors in again, as PyTorch's tuning guide warns.
 if [[ -z "${PEER_ALLOCATOR:-}" && "${SUMMARY_ONLY:-0}" != 1 ]]; then
   echo "probing memory allocators for the PyTorch peer (bench/pytorch_allocator.py)..." >&2
-  PEER_ALLOCATOR=$("${torch_env[@]}" "$PY" "$HERE/pytorch_allocator.py" --pick 2>>"$OUT.probe")
+  PEER_ALLOCATOR=$("${torch_env[@]}" "$PY" "$HERE/pytorch_allocator.py" --pick 2>>"$OUT.probe") ||
+    { tail -3 "$OUT.probe" >&2; exit 2; }
   sed 's/^/  /' "$OUT.probe" | grep '"allocator"' >&2
 fi
 if [[ -n "${PEER_ALLOCATOR:-}" ]]; then
@@ -82,7 +86,8 @@ fi
 CNN_CAPABILITIES=${PEER_CAPABILITY:-}
 if [[ -z "${PEER_CAPABILITY:-}" && "${SUMMARY_ONLY:-0}" != 1 ]]; then
   echo "probing ATen CPU kernel sets for the PyTorch peer (bench/pytorch_capability.py)..." >&2
-  PEER_CAPABILITY=$("${torch_env[@]}" "$PY" "$HERE/pytorch_capability.py" --pick --rounds 4 --trials 10 2>>"$OUT.probe")
+  PEER_CAPABILITY=$("${torch_env[@]}" "$PY" "$HERE/pytorch_capability.py" --pick --rounds 4 --trials 10 2>>"$OUT.probe") ||
+    { tail -3 "$OUT.probe" >&2; exit 2; }
   sed 's/^/  /' "$OUT.probe" | grep aten_cpu_capability >&2
   # The probe times the MLP. The CNNs' element-wise kernels (batch norm,
   # pooling, dropout) are others, and between AVX2 and AVX-512 the faster

@@ -40,7 +40,8 @@ void usage(std::FILE* out) {
                "  --peer FILE         the PyTorch peer's figures (bench/pytorch_gpu_peer.py output) for the\n"
                "                      benchmark section's table\n"
                "  --list-sections     print the sections and exit\n\n"
-               "exit codes: 0 all checks passed, 1 a check failed, 2 bad arguments or no such device\n");
+               "exit codes: 0 all checks passed, 1 a check failed or the report could not be written,\n"
+               "2 bad arguments or no such device (nothing checked)\n");
 }
 
 // Lines go to stdout and, with --log, to a file; flushed at once, so a crash

@@ -87,7 +87,9 @@ private:
     // collectives is destroyed, which a failing step's graph is not until the
     // run ends. fail() leaves such a communicator to release(), which runs
     // after the graph is gone; only one-GPU communicators are captured, and
-    // they wait for no peer. Read by fail() on another thread.
+    // they wait for no peer (NCCL versions that run a one-rank communicator's
+    // collectives without a plan of their own never get here: no graph holds
+    // it). Set by use(), read by fail() on another thread.
     std::unique_ptr<std::atomic<bool>> captured = std::make_unique<std::atomic<bool>>(false);
     bool comm_ended = false;  // aborted by fail(): release() leaves it alone
     // The collectives queued outside a capture and not yet seen finished,
