@@ -56,12 +56,14 @@ done
 
 OUT=${OUT:-$(mktemp /tmp/strata-cpu-comparison.XXXXXX.jsonl)}
 if [[ "${SUMMARY_ONLY:-0}" == 1 ]]; then REPS=0; SKIP_FULL_RUN=1; else : >"$OUT"; : >"$OUT.probe"; fi
+# A probe that found nothing usable says why in its last lines (its records
+# go to $OUT.probe): shown, rather than set -e ending the script unexplained.
+probe_failed() { tail -3 "$OUT.probe" >&2; exit 2; }
 # The peer in its best correct configuration: OpenBLAS (openmp build) with
 # the kernel set the probe found fastest among those that compute correctly.
 if [[ -z "${PEER_CORETYPE:-}" && "${SUMMARY_ONLY:-0}" != 1 ]]; then
   echo "probing OpenBLAS kernel sets for the PyTorch peer (bench/pytorch_coretype.py)..." >&2
-  PEER_CORETYPE=$(OPENBLAS_LIB_DIR="$BLAS_DIR" "$PY" "$HERE/pytorch_coretype.py" --pick --rounds 2 --trials 15 2>>"$OUT.probe") ||
-    { tail -3 "$OUT.probe" >&2; exit 2; }
+  PEER_CORETYPE=$(OPENBLAS_LIB_DIR="$BLAS_DIR" "$PY" "$HERE/pytorch_coretype.py" --pick --rounds 2 --trials 15 2>>"$OUT.probe") || probe_failed
   sed 's/^/  /' "$OUT.probe" >&2
 fi
 PEER_CORETYPE=${PEER_CORETYPE:-DEFAULT}
@@ -72,8 +74,7 @@ torch_env=(env LD_LIBRARY_PATH="$BLAS_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
 # the MLP) faults its large tensors in again, as PyTorch's tuning guide warns.
 if [[ -z "${PEER_ALLOCATOR:-}" && "${SUMMARY_ONLY:-0}" != 1 ]]; then
   echo "probing memory allocators for the PyTorch peer (bench/pytorch_allocator.py)..." >&2
-  PEER_ALLOCATOR=$("${torch_env[@]}" "$PY" "$HERE/pytorch_allocator.py" --pick 2>>"$OUT.probe") ||
-    { tail -3 "$OUT.probe" >&2; exit 2; }
+  PEER_ALLOCATOR=$("${torch_env[@]}" "$PY" "$HERE/pytorch_allocator.py" --pick 2>>"$OUT.probe") || probe_failed
   sed 's/^/  /' "$OUT.probe" | grep '"allocator"' >&2
 fi
 if [[ -n "${PEER_ALLOCATOR:-}" ]]; then
@@ -86,8 +87,7 @@ fi
 CNN_CAPABILITIES=${PEER_CAPABILITY:-}
 if [[ -z "${PEER_CAPABILITY:-}" && "${SUMMARY_ONLY:-0}" != 1 ]]; then
   echo "probing ATen CPU kernel sets for the PyTorch peer (bench/pytorch_capability.py)..." >&2
-  PEER_CAPABILITY=$("${torch_env[@]}" "$PY" "$HERE/pytorch_capability.py" --pick --rounds 4 --trials 10 2>>"$OUT.probe") ||
-    { tail -3 "$OUT.probe" >&2; exit 2; }
+  PEER_CAPABILITY=$("${torch_env[@]}" "$PY" "$HERE/pytorch_capability.py" --pick --rounds 4 --trials 10 2>>"$OUT.probe") || probe_failed
   sed 's/^/  /' "$OUT.probe" | grep aten_cpu_capability >&2
   # The probe times the MLP. The CNNs' element-wise kernels (batch norm,
   # pooling, dropout) are others, and between AVX2 and AVX-512 the faster

@@ -61,7 +61,7 @@ CheckRecord failed(CheckRecord r, const std::string& why) {
 // must end with, empty for a run that must complete. A captured step graph
 // is required either way: the case is about collectives a graph holds.
 CheckRecord judged(const RunConfig& c, double limit, const std::string& shape, const std::string& want, bool& hung) {
-  const CheckRecord r{"failures", shape, 0, 0, true, ""};
+  CheckRecord r{"failures", shape, 0, 0, true, ""};
   std::optional<Ended> e;
   try {
     e = run_within(c, limit);
@@ -78,9 +78,8 @@ CheckRecord judged(const RunConfig& c, double limit, const std::string& shape, c
     return failed(r, std::string("ended ") + status_name(fin.status) + ", not " + status_name(expected) +
                          (want.empty() ? "" : " with '" + want + "'") + ": " + fin.message);
   if (!e->captured) return failed(r, "the step was never captured as a graph: nothing was checked beside one");
-  CheckRecord ok = r;
-  ok.detail = fin.message;
-  return ok;
+  r.detail = fin.message;
+  return r;
 }
 
 }  // namespace
