@@ -41,7 +41,7 @@ class JsonlPrinter final : public EventSink {
 public:
   void emit(const Event& e) override {
     std::fputs((event_to_jsonl(e) + "\n").c_str(), stdout);
-    if (!std::holds_alternative<StepEvent>(e)) std::fflush(stdout);
+    if (!streams_per_step(e)) std::fflush(stdout);
   }
 };
 

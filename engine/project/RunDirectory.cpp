@@ -55,10 +55,10 @@ void RunDirectory::emit(const Event& event) {
     last_epoch_ = *e;
     have_epoch_ = true;
   }
-  // Flush at most once a second while steps stream, always on anything else,
-  // so a killed run loses at most a second of steps.
+  // Flush at most once a second while steps (and their step_spans) stream,
+  // always on anything else, so a killed run loses at most a second of steps.
   const auto now = std::chrono::steady_clock::now();
-  if (!std::holds_alternative<StepEvent>(event) || now - last_flush_ > std::chrono::seconds(1)) {
+  if (!streams_per_step(event) || now - last_flush_ > std::chrono::seconds(1)) {
     events_.flush();
     last_flush_ = now;
   }

@@ -6,8 +6,9 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include <csignal>
+#include <chrono>
 #include <cmath>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -451,6 +452,37 @@ private slots:
     QCOMPARE(m["strategy"].get<std::string>(), std::string("one_device"));
     QCOMPARE(m["final_epoch"]["val_accuracy"].get<double>(), 0.625);
     QVERIFY(leftover_temp_files(dir).empty());
+  }
+
+  // Steps and their step_spans (one of each per step when traced) stay in
+  // the stream's buffer for up to a second; anything else writes them out.
+  void run_directory_flushes_per_step_events_now_and_then() {
+    RunConfig c = project_from_json(valid_project());
+    const std::string dir = path("runs/flush");
+    RunDirectory rd(dir, c);
+    rd.emit(RunStartedEvent{});
+    const auto written = fs::file_size(dir + "/events.jsonl");
+    QVERIFY(written > 0);
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int64_t i = 1; i <= 3; ++i) {
+      StepEvent st;
+      st.step = i;
+      rd.emit(st);
+      StepSpansEvent sp;
+      sp.step = i;
+      sp.lanes = {"replica 0"};
+      sp.step_ms = {0.25};
+      rd.emit(sp);
+    }
+    // Written out only if a second passed (a very slow machine), as the rule says.
+    if (fs::file_size(dir + "/events.jsonl") != written)
+      QVERIFY(std::chrono::steady_clock::now() - t0 >= std::chrono::seconds(1));
+    rd.emit(LogEvent{"info", "a message", 0.5});
+    std::ifstream in(dir + "/events.jsonl");
+    std::vector<std::string> types;
+    for (std::string line; std::getline(in, line);) types.push_back(event_type(event_from_jsonl(line)));
+    QCOMPARE(types, (std::vector<std::string>{"run_started", "step", "step_spans", "step", "step_spans", "step", "step_spans",
+                                              "log"}));
   }
 
   void run_directory_unwritable() {
