@@ -91,6 +91,8 @@ void print_usage(std::FILE* out) {
                "  --trace FILE          record the step timeline: a Chrome trace file (Perfetto, chrome://tracing)\n"
                "                        and a step_spans event per step; under mpirun each rank writes\n"
                "                        FILE with .rankN before its extension\n"
+               "  --trace-max-mib N     the trace file's limit, 512 MiB by default (later spans are left out\n"
+               "                        of it, with a warning; 0: no limit)\n"
                "  --device-lanes MODE   with --trace, the GPUs' own lanes (timing marks in their streams):\n"
                "                        sampled (bursts of 20 steps, at most 4 a second; every step of\n"
                "                        a slow run), every-step, or off (the host's lanes only)\n"
@@ -276,6 +278,10 @@ RunOptions parse_run_options(int argc, char** argv) {
         c.trace.enabled = true;
         c.trace.file = file;
       });
+    } else if (a == "--trace-max-mib") {
+      const int mib = to_int(a, value());
+      if (mib < 0) throw bad_input("--trace-max-mib: must be 0 (no limit) or positive, got " + std::to_string(mib));
+      set([mib](RunConfig& c) { c.trace.max_file_mib = mib; });
     } else if (a == "--merge-traces") {
       o.command = RunOptions::Command::MergeTraces;
       o.merge_output = value();

@@ -86,14 +86,15 @@ Json other_data(const TraceMetadata& meta) {
 
 }  // namespace
 
-ChromeTraceWriter::ChromeTraceWriter(const std::string& path, TraceMetadata meta)
-    : path_(path), partial_(path + ".partial"), meta_(std::move(meta)) {
+ChromeTraceWriter::ChromeTraceWriter(const std::string& path, TraceMetadata meta, int64_t max_bytes)
+    : path_(path), partial_(path + ".partial"), meta_(std::move(meta)), max_bytes_(std::max<int64_t>(0, max_bytes)) {
   file_ = open_partial(path_, partial_);
   const std::string process = "rank " + std::to_string(meta_.rank) + (meta_.host.empty() ? "" : " (" + meta_.host + ")");
-  put(file_, "{\"traceEvents\":[\n");
-  put(file_, dumps(metadata_event("process_name", meta_.rank, 0, {{"name", process}})));
-  put(file_, ",\n");
-  put(file_, dumps(metadata_event("process_sort_index", meta_.rank, 0, {{"sort_index", meta_.rank}})));
+  const std::string head = "{\"traceEvents\":[\n" +
+                           dumps(metadata_event("process_name", meta_.rank, 0, {{"name", process}})) + ",\n" +
+                           dumps(metadata_event("process_sort_index", meta_.rank, 0, {{"sort_index", meta_.rank}}));
+  put(file_, head);
+  bytes_ = static_cast<int64_t>(head.size());
 }
 
 ChromeTraceWriter::~ChromeTraceWriter() {
@@ -111,6 +112,11 @@ void ChromeTraceWriter::write(const std::vector<Span>& spans) {
   for (const Span& s : spans) {
     // JSON has no NaN or infinity; such a span cannot be placed anyway.
     if (!std::isfinite(s.start_us) || !std::isfinite(s.duration_us)) continue;
+    if (left_out_ > 0) {  // full: once a span is left out, every later one is, so the file has no holes
+      ++left_out_;
+      continue;
+    }
+    const size_t before = out.size();
     // The file is one process's (pid meta.rank): a lane's own rank is not written.
     const Lane lane{s.lane.kind, s.lane.index};
     const int tid = lane_tid(lane);
@@ -146,9 +152,16 @@ void ChromeTraceWriter::write(const std::vector<Span>& spans) {
       number(s.bytes);
     }
     text("}}");
+    if (max_bytes_ > 0 && bytes_ + static_cast<int64_t>(out.size()) > max_bytes_) {
+      out.resize(before);  // this span (and a new lane's names) would pass the limit
+      left_out_ = 1;
+      first_step_left_out_ = s.step;
+      continue;
+    }
     ++written_;
   }
   put(file_, out);
+  bytes_ += static_cast<int64_t>(out.size());
 }
 
 void ChromeTraceWriter::close() {
@@ -156,6 +169,11 @@ void ChromeTraceWriter::close() {
   std::FILE* f = file_;
   file_ = nullptr;
   Json tail{{"displayTimeUnit", "ms"}, {"otherData", other_data(meta_)}};
+  if (left_out_ > 0) {
+    tail["otherData"]["max_bytes"] = max_bytes_;
+    tail["otherData"]["spans_left_out"] = left_out_;
+    tail["otherData"]["first_step_left_out"] = first_step_left_out_;
+  }
   std::string text = dumps(tail);  // {"displayTimeUnit":...}: its members continue the top-level object
   put(f, "\n],");
   put(f, text.substr(1));

@@ -23,21 +23,34 @@ struct TraceMetadata {
 // half-written file under the user's name. It holds one process, meta.rank:
 // the spans' own Lane::rank is not written. read_chrome_trace
 // (ChromeTraceReader.h) reads the files back.
+//
+// max_bytes (0: none) bounds the file: a long traced run would otherwise
+// fill the disk its checkpoints need, and a browser cannot open a file of
+// many GiB anyway. Spans that would take the file past it are left out and
+// counted (otherData's spans_left_out); the file stays a complete trace of
+// the run's beginning.
 class ChromeTraceWriter {
 public:
-  ChromeTraceWriter(const std::string& path, TraceMetadata meta);  // throws naming the path
-  ~ChromeTraceWriter();                                            // closes (finishes the file) if close() was not called
+  ChromeTraceWriter(const std::string& path, TraceMetadata meta, int64_t max_bytes = 0);  // throws naming the path
+  ~ChromeTraceWriter();  // closes (finishes the file) if close() was not called
   ChromeTraceWriter(const ChromeTraceWriter&) = delete;
   ChromeTraceWriter& operator=(const ChromeTraceWriter&) = delete;
   void write(const std::vector<Span>& spans);
   void close();
   int64_t spans_written() const { return written_; }
+  // Spans left out since the file reached max_bytes, and the step of the first of them (-1: none yet).
+  int64_t spans_left_out() const { return left_out_; }
+  int64_t first_step_left_out() const { return first_step_left_out_; }
 
 private:
   std::string path_, partial_;
   TraceMetadata meta_;
+  int64_t max_bytes_;
   std::FILE* file_ = nullptr;
+  int64_t bytes_ = 0;  // written so far
   int64_t written_ = 0;
+  int64_t left_out_ = 0;
+  int64_t first_step_left_out_ = -1;
   std::vector<Lane> named_lanes_;  // lanes whose thread_name metadata is written
 };
 

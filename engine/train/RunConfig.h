@@ -170,6 +170,11 @@ struct StrategyConfig {
 struct TraceConfig {
   bool enabled = false;
   std::string file;  // a Chrome trace file to write ("" = none; under mpirun each rank writes its own)
+  // The trace file's limit (0: none): about 440,000 steps of one replica's
+  // host lanes. Perfetto's in-browser UI holds what fits in the browser's
+  // memory (about 2 GB, its documentation says), and a run's folder must
+  // keep room for its checkpoints.
+  int64_t max_file_mib = 512;
   // Accelerators' device lanes (timing marks in their streams): in bursts of
   // steps (DeviceLaneSchedule), every step, or off (the host's lanes alone,
   // as a profiler's CPU-only activities).

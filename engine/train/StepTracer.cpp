@@ -23,9 +23,13 @@ StepTracer::~StepTracer() {
   }
 }
 
-void StepTracer::open_file(const std::string& path) {
+void StepTracer::open_file(const std::string& path, int64_t max_bytes) {
   stop_file();
-  file_ = std::make_unique<trace::ChromeTraceWriter>(path, meta_);
+  file_ = std::make_unique<trace::ChromeTraceWriter>(path, meta_, max_bytes);
+  file_path_ = path;
+  file_max_bytes_ = max_bytes;
+  file_full_at_step_ = -1;
+  file_full_reported_ = false;
   file_closing_ = false;
   file_thread_ = std::thread([this] { write_file(); });
 }
@@ -41,6 +45,7 @@ void StepTracer::write_file() {
     }
     try {
       file_->write(batch);
+      if (file_->spans_left_out() > 0) file_full_at_step_.store(file_->first_step_left_out(), std::memory_order_relaxed);
     } catch (...) {
       std::lock_guard lock(file_mutex_);
       file_error_ = std::current_exception();
@@ -69,6 +74,21 @@ void StepTracer::flush(double time, int64_t completed) {
   if (time - last_send_ < kFlushSeconds) return;
   last_send_ = time;
   send();
+  warn_if_file_full(time);
+}
+
+void StepTracer::warn_if_file_full(double time) {
+  const int64_t step = file_full_at_step_.load(std::memory_order_relaxed);
+  if (step < 0 || file_full_reported_) return;
+  file_full_reported_ = true;
+  const int64_t mib = file_max_bytes_ >> 20;
+  sink_.emit(LogEvent{"warning",
+                      "the trace file '" + file_path_ + "' reached its limit of " +
+                          (mib > 0 ? std::to_string(mib) + " MiB" : std::to_string(file_max_bytes_) + " bytes") +
+                          " at step " + std::to_string(step) +
+                          ": later spans are left out of it (the Timeline and the step_spans events go on; "
+                          "strata-run --trace-max-mib sets the limit, 0 removes it)",
+                      time});
 }
 
 void StepTracer::collect(double time, int64_t completed) {
@@ -141,6 +161,7 @@ void StepTracer::close(double time) {
                             " spans (recorded faster than they were collected, or device marks that could not be read)",
                         time});
   stop_file();
+  warn_if_file_full(time);  // the last spans may have filled it
 }
 
 double clock_offset_to_rank0_us(Cluster& cluster) {

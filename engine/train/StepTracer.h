@@ -1,4 +1,5 @@
 #pragma once
+#include <atomic>
 #include <condition_variable>
 #include <exception>
 #include <functional>
@@ -27,8 +28,9 @@ public:
   StepTracer& operator=(const StepTracer&) = delete;
   // Writes the spans to a Chrome trace file from now on (bad_input naming
   // it when it cannot be written), on a thread of its own: formatting and
-  // writing cost the training thread nothing.
-  void open_file(const std::string& path);
+  // writing cost the training thread nothing. At most max_bytes (0: no
+  // limit): later spans are left out of the file, with one warning.
+  void open_file(const std::string& path, int64_t max_bytes = 0);
 
   trace::TraceRecorder* recorder() { return &recorder_; }
   void set_listener(Listener listener) { listener_ = std::move(listener); }
@@ -60,6 +62,8 @@ private:
 
   void write_file();  // the file thread's loop
   void stop_file();   // ends the file thread; rethrows what it failed with
+  // Once, on the training thread: the file reached its limit.
+  void warn_if_file_full(double time);
 
   trace::TraceRecorder recorder_;
   trace::TraceMetadata meta_;
@@ -75,6 +79,11 @@ private:
   std::vector<trace::Span> file_queue_;  // spans for the file thread
   bool file_closing_ = false;
   std::exception_ptr file_error_;
+  std::string file_path_;
+  int64_t file_max_bytes_ = 0;
+  // The step of the first span left out of the file (set by the file thread; -1: none).
+  std::atomic<int64_t> file_full_at_step_{-1};
+  bool file_full_reported_ = false;
 };
 
 class Cluster;

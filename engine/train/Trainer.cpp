@@ -158,7 +158,7 @@ void Trainer::flush_trace(int64_t completed) {
 }
 
 void Trainer::write_trace_to(const std::string& file) {
-  if (tracer_) tracer_->open_file(file);
+  if (tracer_) tracer_->open_file(file, config_.trace.max_file_mib << 20);
 }
 
 void Trainer::set_span_listener(StepTracer::Listener listener) {

@@ -21,6 +21,7 @@
 #include "trace/DeviceLaneSchedule.h"
 #include "trace/StepBreakdown.h"
 #include "trace/TraceRecorder.h"
+#include "train/StepTracer.h"
 
 using namespace strata;
 using namespace strata::trace;
@@ -399,6 +400,77 @@ private slots:
     QCOMPARE(events_with_ph(doc, "X").size(), size_t{1});
     QCOMPARE(metadata(doc, "process_name", 0, 0).at("args").at("name").get<std::string>(), std::string("rank 0"));
     QVERIFY(!exists(file + ".partial"));
+  }
+
+  // A long run's file stops at its limit: whole spans up to it, every later
+  // one left out and counted, still a complete trace file.
+  void writer_stops_at_its_limit() {
+    const std::string file = path("limited.json");
+    const int64_t limit = 4096;
+    ChromeTraceWriter w(file, {"r", 0, "", 0}, limit);
+    std::vector<Span> want;
+    for (int64_t batch = 0; batch < 10; ++batch) {
+      std::vector<Span> spans;
+      for (int64_t i = 1; i <= 10; ++i)
+        spans.push_back(span(SpanKind::Forward, replica(0), batch * 10 + i, 1000.0 * (batch * 10 + i), 2));
+      w.write(spans);
+      want.insert(want.end(), spans.begin(), spans.end());
+    }
+    const int64_t written = w.spans_written();
+    QVERIFY2(written > 5 && written < 90, qPrintable(QString("%1 spans written").arg(written)));
+    QCOMPARE(written + w.spans_left_out(), int64_t{100});
+    QCOMPARE(w.first_step_left_out(), written + 1);  // one span a step, in order: no holes
+    w.close();
+    const auto size = std::filesystem::file_size(file);
+    QVERIFY2(size > static_cast<uintmax_t>(limit) - 200,
+             qPrintable(QString("%1 bytes").arg(size)));  // filled, less than a span short
+    QVERIFY2(size <= static_cast<uintmax_t>(limit) + 300,
+             qPrintable(QString("%1 bytes").arg(size)));  // and the closing lines
+    const json doc = read_json(file);
+    QCOMPARE(doc.at("otherData").at("spans_left_out").get<int64_t>(), 100 - written);
+    QCOMPARE(doc.at("otherData").at("first_step_left_out").get<int64_t>(), written + 1);
+    QCOMPARE(doc.at("otherData").at("max_bytes").get<int64_t>(), limit);
+    want.resize(static_cast<size_t>(written));
+    compare_spans(read_chrome_trace(file).spans, want);
+
+    // Under its limit a file says nothing of one.
+    const std::string roomy = path("roomy.json");
+    {
+      ChromeTraceWriter r(roomy, {"r", 0, "", 0}, 1 << 20);
+      r.write(want);
+      QCOMPARE(r.spans_left_out(), int64_t{0});
+    }
+    QVERIFY(!read_json(roomy).at("otherData").contains("spans_left_out"));
+  }
+
+  // The run hears of a full file once, with the file, its limit and the step.
+  void step_tracer_warns_once_when_its_file_is_full() {
+    struct Logs final : EventSink {
+      std::vector<LogEvent> logs;
+      void emit(const Event& e) override {
+        if (auto* l = std::get_if<LogEvent>(&e)) logs.push_back(*l);
+      }
+    } sink;
+    const std::string file = path("tracer-limited.json");
+    StepTracer tracer(TraceMetadata{"r", 0, "", 0}, sink);
+    tracer.open_file(file, 2048);
+    for (int64_t step = 1; step <= 200; ++step) {
+      { const ScopedSpan s(tracer.recorder(), SpanKind::Step, replica(0), step); }
+      tracer.flush(0.1 * static_cast<double>(step), step);  // each flush hands the spans to the file
+    }
+    tracer.close(30);
+    QCOMPARE(sink.logs.size(), size_t{1});
+    const LogEvent& warning = sink.logs.front();
+    QCOMPARE(warning.level, std::string("warning"));
+    QVERIFY2(warning.message.find(file) != std::string::npos && warning.message.find("2048 bytes") != std::string::npos &&
+                 warning.message.find("--trace-max-mib") != std::string::npos,
+             warning.message.c_str());
+    const json doc = read_json(file);
+    const int64_t first_left_out = doc.at("otherData").at("first_step_left_out").get<int64_t>();
+    QVERIFY2(warning.message.find("at step " + std::to_string(first_left_out) + ":") != std::string::npos,
+             warning.message.c_str());
+    QCOMPARE(static_cast<int64_t>(events_with_ph(doc, "X").size()) + doc.at("otherData").at("spans_left_out").get<int64_t>(),
+             int64_t{200});
   }
 
   void writer_errors_name_the_path() {
