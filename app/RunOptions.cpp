@@ -1,6 +1,8 @@
 #include "RunOptions.h"
 
 #include <cmath>
+#include <limits>
+#include <stdexcept>
 #include <tuple>
 
 #include "core/Device.h"
@@ -9,15 +11,28 @@
 namespace strata {
 
 namespace {
-int to_int(const std::string& flag, const std::string& v) {
+// A whole number within [lo, hi]: one outside is refused, never wrapped
+// (--batch-size 4294967360 would otherwise train with batch 64).
+int64_t to_integer(const std::string& flag, const std::string& v, int64_t lo, int64_t hi) {
+  long long n = 0;
   try {
     size_t pos = 0;
-    long long n = std::stoll(v, &pos);
+    n = std::stoll(v, &pos);
     if (pos != v.size()) throw 0;
-    return static_cast<int>(n);
+  } catch (const std::out_of_range&) {
+    n = v.starts_with('-') ? std::numeric_limits<long long>::min() : std::numeric_limits<long long>::max();
   } catch (...) {
     throw bad_input(flag + ": expected an integer, got '" + v + "'");
   }
+  if (n > hi) throw bad_input(flag + ": " + v + " is too large (at most " + std::to_string(hi) + ")");
+  if (n < lo) throw bad_input(flag + ": " + v + " is too small (at least " + std::to_string(lo) + ")");
+  return n;
+}
+int to_int(const std::string& flag, const std::string& v) {
+  return static_cast<int>(to_integer(flag, v, std::numeric_limits<int>::min(), std::numeric_limits<int>::max()));
+}
+int64_t to_int64(const std::string& flag, const std::string& v) {
+  return to_integer(flag, v, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());
 }
 double to_double(const std::string& flag, const std::string& v) {
   try {
@@ -44,7 +59,7 @@ std::pair<int, int64_t> index_at(const std::string& flag, const std::string& v, 
   const auto at = v.find('@');
   if (at == std::string::npos) throw bad_input(flag + ": expected " + form + ", got '" + v + "'");
   const int index = to_int(flag, v.substr(0, at));
-  const int64_t n = to_int(flag, v.substr(at + 1));
+  const int64_t n = to_int64(flag, v.substr(at + 1));
   if (index < 0 || n < 1)
     throw bad_input(flag + ": expected " + form + " with a first number >= 0 and a second >= 1, got '" + v + "'");
   return {index, n};
@@ -230,7 +245,7 @@ RunOptions parse_run_options(int argc, char** argv) {
         throw bad_input("--staleness: must be 0 (synchronous), a positive bound, or inf; got " + v);
       set([staleness](RunConfig& c) { c.strategy.staleness = staleness; });
     } else if (a == "--min-shard-bytes") {
-      const int64_t bytes = to_int(a, value());
+      const int64_t bytes = to_int64(a, value());
       if (bytes < 0) throw bad_input("--min-shard-bytes: must be 0 (whole variables) or positive");
       set([bytes](RunConfig& c) { c.strategy.min_shard_bytes = bytes; });
     } else if (a == "--straggler") {

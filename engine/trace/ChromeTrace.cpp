@@ -189,8 +189,14 @@ void merge_chrome_traces(const std::vector<std::string>& inputs, const std::stri
   };
   std::map<int64_t, RankSource> rank_files;  // which input holds each rank
   std::string run_name;
+  int64_t left_out = 0, first_step_left_out = -1;  // of every input that reached its limit
   for (const std::string& input : inputs) {
     TraceDocument doc = read_trace_document(input);
+    if (doc.spans_left_out > 0) {
+      left_out += doc.spans_left_out;
+      if (first_step_left_out < 0 || (doc.first_step_left_out >= 0 && doc.first_step_left_out < first_step_left_out))
+        first_step_left_out = doc.first_step_left_out;
+    }
     for (size_t i = 0; i < doc.ranks.size(); ++i) {
       auto [it, inserted] = rank_files.emplace(doc.ranks[i], RankSource{input, doc.hosts[i]});
       if (!inserted)
@@ -214,6 +220,10 @@ void merge_chrome_traces(const std::vector<std::string>& inputs, const std::stri
   Json tail{{"displayTimeUnit", "ms"},
             {"otherData",
              {{"strata_trace", 1}, {"run", run_name}, {"ranks", ranks}, {"hosts", hosts}, {"clock_offset_us", 0.0}}}};
+  if (left_out > 0) {
+    tail["otherData"]["spans_left_out"] = left_out;
+    tail["otherData"]["first_step_left_out"] = first_step_left_out;
+  }
   const std::string partial = output + ".partial";
   std::FILE* f = open_partial(output, partial);
   // One event a line, like the per-rank files, rather than one huge line.

@@ -78,6 +78,11 @@ TraceDocument read_trace_document(const std::string& path) {
       }
   }
   if (auto o = other->find("clock_offset_us"); o != other->end() && o->is_number()) out.clock_offset_us = o->get<double>();
+  if (auto n = other->find("spans_left_out"); n != other->end() && n->is_number_integer() && n->get<int64_t>() > 0) {
+    out.spans_left_out = n->get<int64_t>();
+    if (auto f = other->find("first_step_left_out"); f != other->end() && f->is_number_integer())
+      out.first_step_left_out = f->get<int64_t>();
+  }
   return out;
 }
 

@@ -31,6 +31,10 @@ struct TraceDocument {
   std::vector<int64_t> ranks;      // a per-rank file's rank; every rank of a merged file
   std::vector<std::string> hosts;  // beside ranks ("" where the file does not say)
   double clock_offset_us = 0;      // what puts the events' ts on rank 0's clock
+  // Spans left out when the file reached its size limit (ChromeTraceWriter),
+  // and the step of the first of them (-1: none).
+  int64_t spans_left_out = 0;
+  int64_t first_step_left_out = -1;
 };
 
 // Reads and checks `path`. Throws bad_input naming the file and the reason

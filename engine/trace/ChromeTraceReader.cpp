@@ -12,6 +12,8 @@ TraceContents read_chrome_trace(const std::string& path) {
   TraceContents out;
   out.path = path;
   out.run_name = doc.run_name;
+  out.spans_left_out = doc.spans_left_out;
+  out.first_step_left_out = doc.first_step_left_out;
   for (size_t i = 0; i < doc.ranks.size(); ++i) out.ranks.push_back({static_cast<int>(doc.ranks[i]), doc.hosts[i]});
   std::sort(out.ranks.begin(), out.ranks.end(), [](const TraceRank& a, const TraceRank& b) { return a.rank < b.rank; });
   // Lanes are told apart by rank only where a rank other than 0 is present:

@@ -28,6 +28,10 @@ struct TraceContents {
   // Complete events of a kind or a thread id this version does not know (a
   // newer writer's): left out rather than refusing the whole file.
   int64_t skipped = 0;
+  // Spans the writer left out when the file reached its size limit (the
+  // file holds the run's beginning), and the first step they belong to (-1: none).
+  int64_t spans_left_out = 0;
+  int64_t first_step_left_out = -1;
 };
 
 // Throws bad_input naming the file and the reason, as merge_chrome_traces

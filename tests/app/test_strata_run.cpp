@@ -417,7 +417,9 @@ private slots:
     // Zero or negative sizes given on the command line are bad input too, not ignored.
     for (const QStringList& opt :
          {QStringList{"--batch-size", "-5"}, QStringList{"--batch-size", "0"}, QStringList{"--max-steps", "-3"},
-          QStringList{"--threads", "-2"}, QStringList{"--trace-max-mib", "-1"}}) {
+          QStringList{"--threads", "-2"}, QStringList{"--trace-max-mib", "-1"},
+          // Too large for the field: refused, never wrapped (this one to batch 64).
+          QStringList{"--batch-size", "4294967360"}, QStringList{"--epochs", "99999999999999999999"}}) {
       Result r = run(QStringList{kTiny, "--no-run-dir", "--events", "jsonl", "--epochs", "1"} + opt);
       QVERIFY2(r.exit_code == 2 && r.err.contains(opt.first()), qPrintable(describe(r)));
     }

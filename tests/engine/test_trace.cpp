@@ -431,7 +431,15 @@ private slots:
     QCOMPARE(doc.at("otherData").at("first_step_left_out").get<int64_t>(), written + 1);
     QCOMPARE(doc.at("otherData").at("max_bytes").get<int64_t>(), limit);
     want.resize(static_cast<size_t>(written));
-    compare_spans(read_chrome_trace(file).spans, want);
+    const TraceContents read = read_chrome_trace(file);
+    compare_spans(read.spans, want);
+    QCOMPARE(read.spans_left_out, 100 - written);
+    QCOMPARE(read.first_step_left_out, written + 1);
+    // A merge keeps saying so.
+    const std::string merged = path("limited-merged.json");
+    merge_chrome_traces({file}, merged);
+    QCOMPARE(read_chrome_trace(merged).spans_left_out, 100 - written);
+    QCOMPARE(read_chrome_trace(merged).first_step_left_out, written + 1);
 
     // Under its limit a file says nothing of one.
     const std::string roomy = path("roomy.json");
@@ -441,6 +449,7 @@ private slots:
       QCOMPARE(r.spans_left_out(), int64_t{0});
     }
     QVERIFY(!read_json(roomy).at("otherData").contains("spans_left_out"));
+    QCOMPARE(read_chrome_trace(roomy).spans_left_out, int64_t{0});
   }
 
   // The run hears of a full file once, with the file, its limit and the step.

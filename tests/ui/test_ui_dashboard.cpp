@@ -778,6 +778,22 @@ void DashboardTest::timelineReadsTracesOffTheWindowThread() {
   QCOMPARE(timeline->shownFile(), big);
   QCOMPARE(timeline->fileStepCount(), 3000);
   QVERIFY2(timeline->sourceText().startsWith("long-run.json"), qPrintable(timeline->sourceText()));
+
+  // A file cut at its size limit says so, and from which step.
+  const QString cut = tmp_.filePath("cut-run.json");
+  int64_t first_left_out = -1;
+  {
+    trace::ChromeTraceWriter w(cut.toStdString(), {"cut run", 0, "", 0}, 64 * 1024);
+    w.write(rank_steps(3000, 1'000'000.0, 1.0));
+    first_left_out = w.first_step_left_out();
+  }
+  QVERIFY(first_left_out > 0);
+  win.w.openTrace(cut);
+  QTRY_VERIFY(!win.w.readingTrace());
+  QCOMPARE(timeline->shownFile(), cut);
+  QVERIFY2(timeline->sourceText().contains(QString("cut at its size limit: ")) &&
+               timeline->sourceText().contains(QString("from step %1 on left out").arg(first_left_out)),
+           qPrintable(timeline->sourceText()));
 }
 
 void DashboardTest::runHistoryOverlays() {
