@@ -14,18 +14,22 @@ namespace {
 // A whole number within [lo, hi]: one outside is refused, never wrapped
 // (--batch-size 4294967360 would otherwise train with batch 64).
 int64_t to_integer(const std::string& flag, const std::string& v, int64_t lo, int64_t hi) {
+  const bool negative = v.starts_with('-');
+  // Digits only, after an optional minus (stoll would also take spaces and a plus).
+  if (v.size() == (negative ? 1u : 0u) || v.find_first_not_of("0123456789", negative ? 1 : 0) != std::string::npos)
+    throw bad_input(flag + ": expected an integer, got '" + v + "'");
+  auto too = [&](bool large) {
+    return bad_input(flag + ": " + v +
+                     (large ? " is too large (at most " + std::to_string(hi) + ")"
+                            : " is too small (at least " + std::to_string(lo) + ")"));
+  };
   long long n = 0;
   try {
-    size_t pos = 0;
-    n = std::stoll(v, &pos);
-    if (pos != v.size()) throw 0;
+    n = std::stoll(v);
   } catch (const std::out_of_range&) {
-    n = v.starts_with('-') ? std::numeric_limits<long long>::min() : std::numeric_limits<long long>::max();
-  } catch (...) {
-    throw bad_input(flag + ": expected an integer, got '" + v + "'");
+    throw too(!negative);
   }
-  if (n > hi) throw bad_input(flag + ": " + v + " is too large (at most " + std::to_string(hi) + ")");
-  if (n < lo) throw bad_input(flag + ": " + v + " is too small (at least " + std::to_string(lo) + ")");
+  if (n > hi || n < lo) throw too(n > hi);
   return n;
 }
 int to_int(const std::string& flag, const std::string& v) {

@@ -18,6 +18,7 @@
 #include "project/RunSession.h"
 #include "trace/ChromeTrace.h"
 #include "train/EventJson.h"
+#include "train/StepFlushPolicy.h"
 
 using namespace strata;
 
@@ -40,22 +41,18 @@ private:
 
 // --events jsonl. A reader following the run live (the dashboard's
 // ProcessBridge, through mpirun) gets each event at once, except those of
-// every step: they go out at most every 50 ms (the dashboard draws ~30 times
-// a second), so a short step does not pay a write, nor does a slow one wait
-// for stdio's buffer to fill.
+// every step: they go out once 50 ms have passed (the dashboard draws ~30
+// times a second), so a short step does not pay a write, nor does a slow one
+// wait for stdio's buffer to fill.
 class JsonlPrinter final : public EventSink {
 public:
   void emit(const Event& e) override {
     std::fputs((event_to_jsonl(e) + "\n").c_str(), stdout);
-    const auto now = std::chrono::steady_clock::now();
-    if (!streams_per_step(e) || now - last_flush_ >= std::chrono::milliseconds(50)) {
-      std::fflush(stdout);
-      last_flush_ = now;
-    }
+    if (flush_.due(e)) std::fflush(stdout);
   }
 
 private:
-  std::chrono::steady_clock::time_point last_flush_{};
+  StepFlushPolicy flush_{std::chrono::milliseconds(50)};
 };
 
 // --list-devices: every device a replica can be placed on, GPUs with their

@@ -135,7 +135,8 @@ bool RunController::launchProcess(const RunConfig& config, const QString& run_di
   // --merge-traces puts them on one clock.
   if (!config.trace.file.empty())
     command_ << "--trace" << QString::fromStdString(config.trace.file) << "--device-lanes"
-             << trace::device_lanes_name(config.trace.device_lanes);
+             << trace::device_lanes_name(config.trace.device_lanes) << "--trace-max-mib"
+             << QString::number(config.trace.max_file_mib);
   log_->addLine("info", tr("launching: mpirun %1").arg(command_.join(' ')));
   process_->start(mpirun, command_);
   return true;

@@ -31,10 +31,12 @@ TimelineFile::TimelineFile(const trace::TraceContents& contents, int steps_shown
   parts << counted(static_cast<qint64>(steps_.size()), tr("step"), tr("steps"));
   if (contents.skipped > 0)
     parts << tr("%1 left out").arg(counted(contents.skipped, tr("unknown span event"), tr("unknown span events")));
-  if (contents.spans_left_out > 0)
-    parts << tr("cut at its size limit: %1 from step %2 on left out")
-                 .arg(counted(contents.spans_left_out, tr("span"), tr("spans")))
-                 .arg(contents.first_step_left_out);
+  if (contents.spans_left_out > 0) {
+    const QString spans = counted(contents.spans_left_out, tr("span"), tr("spans"));
+    parts << (contents.first_step_left_out >= 0
+                  ? tr("cut at its size limit: %1 left out, from step %2 on").arg(spans).arg(contents.first_step_left_out)
+                  : tr("cut at its size limit: %1 left out").arg(spans));
+  }
   description_ = tr("%1: %2").arg(QFileInfo(path_).fileName(), parts.join(" · "));
   // The last steps first, as live: where a run's steady state is.
   auto from = steps_.rbegin();

@@ -43,7 +43,6 @@ RunDirectory::RunDirectory(std::string dir, const RunConfig& config, bool resume
   events_.open(dir_ + "/events.jsonl", std::ios::out | (resume ? std::ios::app : std::ios::trunc));
   if (!events_) throw bad_input("run folder " + dir_ + ": cannot write events.jsonl (is the folder writable?)");
   if (!resume) write_file_atomically(dir_ + "/config.json", project_to_json(config).dump(2) + "\n");
-  last_flush_ = std::chrono::steady_clock::now();
 }
 
 RunDirectory::~RunDirectory() { events_.flush(); }
@@ -55,13 +54,8 @@ void RunDirectory::emit(const Event& event) {
     last_epoch_ = *e;
     have_epoch_ = true;
   }
-  // Flush at most once a second while steps (and their step_spans) stream,
-  // always on anything else, so a killed run loses at most a second of steps.
-  const auto now = std::chrono::steady_clock::now();
-  if (!streams_per_step(event) || now - last_flush_ > std::chrono::seconds(1)) {
-    events_.flush();
-    last_flush_ = now;
-  }
+  // Steps at most a second apart, so a killed run loses at most about a second of them.
+  if (flush_.due(event)) events_.flush();
   if (auto* f = std::get_if<FinishedEvent>(&event)) {
     Json m{{"status", status_name(f->status)}, {"message", f->message}, {"steps", f->steps}, {"epochs_completed", f->epochs_completed},
            {"time", f->time}, {"strategy", started_.strategy}, {"replicas", started_.replicas}};

@@ -6,6 +6,7 @@
 
 #include "train/Events.h"
 #include "train/RunConfig.h"
+#include "train/StepFlushPolicy.h"
 
 namespace strata {
 
@@ -31,7 +32,7 @@ public:
 private:
   std::string dir_;
   std::ofstream events_;
-  std::chrono::steady_clock::time_point last_flush_;
+  StepFlushPolicy flush_{std::chrono::seconds(1)};
   EpochEvent last_epoch_;
   bool have_epoch_ = false;
   RunStartedEvent started_;

@@ -113,7 +113,7 @@ void ChromeTraceWriter::write(const std::vector<Span>& spans) {
     // JSON has no NaN or infinity; such a span cannot be placed anyway.
     if (!std::isfinite(s.start_us) || !std::isfinite(s.duration_us)) continue;
     if (left_out_ > 0) {  // full: once a span is left out, every later one is, so the file has no holes
-      ++left_out_;
+      leave_out(s);
       continue;
     }
     const size_t before = out.size();
@@ -154,14 +154,21 @@ void ChromeTraceWriter::write(const std::vector<Span>& spans) {
     text("}}");
     if (max_bytes_ > 0 && bytes_ + static_cast<int64_t>(out.size()) > max_bytes_) {
       out.resize(before);  // this span (and a new lane's names) would pass the limit
-      left_out_ = 1;
-      first_step_left_out_ = s.step;
+      leave_out(s);
       continue;
     }
     ++written_;
   }
   put(file_, out);
   bytes_ += static_cast<int64_t>(out.size());
+}
+
+void ChromeTraceWriter::leave_out(const Span& s) {
+  ++left_out_;
+  // The earliest step that lost a span: spans come by start time, and
+  // another lane (a later replica, a worker a round behind) may still be in
+  // an earlier step than the span that first did not fit.
+  if (s.step >= 0 && (first_step_left_out_ < 0 || s.step < first_step_left_out_)) first_step_left_out_ = s.step;
 }
 
 void ChromeTraceWriter::close() {

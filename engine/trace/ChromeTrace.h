@@ -38,11 +38,14 @@ public:
   void write(const std::vector<Span>& spans);
   void close();
   int64_t spans_written() const { return written_; }
-  // Spans left out since the file reached max_bytes, and the step of the first of them (-1: none yet).
+  // Spans left out since the file reached max_bytes, and the earliest step
+  // among them (-1: none, or only spans of no step, such as an evaluation).
   int64_t spans_left_out() const { return left_out_; }
   int64_t first_step_left_out() const { return first_step_left_out_; }
 
 private:
+  void leave_out(const Span& s);
+
   std::string path_, partial_;
   TraceMetadata meta_;
   int64_t max_bytes_;

@@ -135,13 +135,6 @@ using Event = std::variant<RunStartedEvent, StepEvent, EpochEvent, DeviceStatsEv
 // The "type" tag of an event.
 const char* event_type(const Event& e);
 
-// Events that stream once per training step (a step, and with tracing its
-// step_spans). Writers of files and pipes flush these at most now and then,
-// everything else at once: a flush per step costs a short step a system call.
-inline bool streams_per_step(const Event& e) {
-  return std::holds_alternative<StepEvent>(e) || std::holds_alternative<StepSpansEvent>(e);
-}
-
 // Where events go. emit() is called on the training thread and must not
 // block on a UI: queue and return.
 class EventSink {

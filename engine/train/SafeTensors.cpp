@@ -5,10 +5,12 @@
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 
-#include "core/Error.h"
 #include "core/AtomicFile.h"
+#include "core/Error.h"
+#include "core/JsonInteger.h"
 
 namespace strata {
 
@@ -23,6 +25,19 @@ uint32_t crc_of(const std::string& bytes, size_t begin) {
   // crc32_z: crc32 takes a 32-bit length, and past 4 GiB would check only
   // the first (size mod 4 GiB) bytes.
   return static_cast<uint32_t>(crc32_z(0L, reinterpret_cast<const Bytef*>(bytes.data() + begin), bytes.size() - begin));
+}
+
+// A JSON array of whole numbers that each fit I; nullopt for anything else
+// (the JSON library would cast 1e30 to an integer: undefined behaviour).
+template <typename I>
+std::optional<std::vector<I>> integers(const nlohmann::json& v) {
+  if (!v.is_array()) return std::nullopt;
+  std::vector<I> out;
+  for (const nlohmann::json& e : v) {
+    if (!json_integer_fits<I>(e, false)) return std::nullopt;
+    out.push_back(e.get<I>());
+  }
+  return out;
 }
 
 std::string hex(uint32_t v) {
@@ -101,8 +116,12 @@ SafeTensorsFile read_safetensors(const std::string& path) {
     const auto& spec = header[name];
     try {
       const std::string dtype = spec.at("dtype");
-      const auto shape = spec.at("shape").get<std::vector<int64_t>>();
-      const auto off = spec.at("data_offsets").get<std::vector<size_t>>();
+      const auto shape_read = integers<int64_t>(spec.at("shape"));
+      if (!shape_read) throw bad_input(path + ": tensor '" + name + "': shape is not a list of whole numbers");
+      const auto off_read = integers<size_t>(spec.at("data_offsets"));
+      if (!off_read) throw bad_input(path + ": tensor '" + name + "': data_offsets is not a list of whole numbers");
+      const std::vector<int64_t>& shape = *shape_read;
+      const std::vector<size_t>& off = *off_read;
       if (dtype != "F32" && dtype != "I32") throw bad_input(path + ": tensor '" + name + "': dtype " + dtype + " unsupported");
       // The element count, checked against the file before anything is
       // allocated (a forged shape must not ask for terabytes or overflow).

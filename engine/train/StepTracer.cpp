@@ -28,6 +28,7 @@ void StepTracer::open_file(const std::string& path, int64_t max_bytes) {
   file_ = std::make_unique<trace::ChromeTraceWriter>(path, meta_, max_bytes);
   file_path_ = path;
   file_max_bytes_ = max_bytes;
+  file_full_ = false;
   file_full_at_step_ = -1;
   file_full_reported_ = false;
   file_closing_ = false;
@@ -45,7 +46,10 @@ void StepTracer::write_file() {
     }
     try {
       file_->write(batch);
-      if (file_->spans_left_out() > 0) file_full_at_step_.store(file_->first_step_left_out(), std::memory_order_relaxed);
+      if (file_->spans_left_out() > 0) {
+        file_full_at_step_.store(file_->first_step_left_out(), std::memory_order_relaxed);
+        file_full_.store(true, std::memory_order_release);
+      }
     } catch (...) {
       std::lock_guard lock(file_mutex_);
       file_error_ = std::current_exception();
@@ -78,14 +82,14 @@ void StepTracer::flush(double time, int64_t completed) {
 }
 
 void StepTracer::warn_if_file_full(double time) {
-  const int64_t step = file_full_at_step_.load(std::memory_order_relaxed);
-  if (step < 0 || file_full_reported_) return;
+  if (file_full_reported_ || !file_full_.load(std::memory_order_acquire)) return;
   file_full_reported_ = true;
+  const int64_t step = file_full_at_step_.load(std::memory_order_relaxed);
   const int64_t mib = file_max_bytes_ >> 20;
   sink_.emit(LogEvent{"warning",
                       "the trace file '" + file_path_ + "' reached its limit of " +
                           (mib > 0 ? std::to_string(mib) + " MiB" : std::to_string(file_max_bytes_) + " bytes") +
-                          " at step " + std::to_string(step) +
+                          (step >= 0 ? " at step " + std::to_string(step) : std::string()) +
                           ": later spans are left out of it (the Timeline and the step_spans events go on; "
                           "strata-run --trace-max-mib sets the limit, 0 removes it)",
                       time});

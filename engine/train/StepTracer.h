@@ -81,7 +81,8 @@ private:
   std::exception_ptr file_error_;
   std::string file_path_;
   int64_t file_max_bytes_ = 0;
-  // The step of the first span left out of the file (set by the file thread; -1: none).
+  // Set by the file thread once spans are left out of the file, with the earliest step among them (-1: none).
+  std::atomic<bool> file_full_{false};
   std::atomic<int64_t> file_full_at_step_{-1};
   bool file_full_reported_ = false;
 };

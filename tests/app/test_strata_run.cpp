@@ -419,7 +419,9 @@ private slots:
          {QStringList{"--batch-size", "-5"}, QStringList{"--batch-size", "0"}, QStringList{"--max-steps", "-3"},
           QStringList{"--threads", "-2"}, QStringList{"--trace-max-mib", "-1"},
           // Too large for the field: refused, never wrapped (this one to batch 64).
-          QStringList{"--batch-size", "4294967360"}, QStringList{"--epochs", "99999999999999999999"}}) {
+          QStringList{"--batch-size", "4294967360"}, QStringList{"--epochs", "99999999999999999999"},
+          QStringList{"--min-shard-bytes", "99999999999999999999"}, QStringList{"--batch-size", " 64"},
+          QStringList{"--batch-size", "+64"}}) {
       Result r = run(QStringList{kTiny, "--no-run-dir", "--events", "jsonl", "--epochs", "1"} + opt);
       QVERIFY2(r.exit_code == 2 && r.err.contains(opt.first()), qPrintable(describe(r)));
     }

@@ -13,12 +13,14 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <thread>
 
 #include "TestUtil.h"
 #include "project/ProjectFile.h"
 #include "project/RunDirectory.h"
 #include "project/RunNotes.h"
 #include "train/EventJson.h"
+#include "train/StepFlushPolicy.h"
 
 using namespace strata;
 using nlohmann::json;
@@ -483,6 +485,32 @@ private slots:
     for (std::string line; std::getline(in, line);) types.push_back(event_type(event_from_jsonl(line)));
     QCOMPARE(types, (std::vector<std::string>{"run_started", "step", "step_spans", "step", "step_spans", "step", "step_spans",
                                               "log"}));
+  }
+
+  // The writers' rule: anything but a step's events at once; a step's events
+  // once the period has passed, its step_spans with its step event.
+  void step_flush_policy() {
+    const StepEvent step;
+    const StepSpansEvent spans;
+    StepFlushPolicy never(std::chrono::hours(1));
+    QVERIFY(!never.due(step));
+    QVERIFY(!never.due(spans));
+    QVERIFY(never.due(LogEvent{}));
+    QVERIFY(never.due(EpochEvent{}));
+    QVERIFY(!never.due(spans));  // after a log event, not a flushed step
+    StepFlushPolicy always(std::chrono::seconds(0));
+    QVERIFY(always.due(step));
+    QVERIFY(always.due(spans));
+
+    const auto period = std::chrono::milliseconds(20);
+    StepFlushPolicy every(period);
+    std::this_thread::sleep_for(period * 2);
+    QVERIFY(every.due(step));  // the period has passed
+    const auto flushed = std::chrono::steady_clock::now();
+    QVERIFY(every.due(spans));  // the step's breakdown goes with it
+    const bool next_step_due = every.due(step);
+    // Not due again within the period (a machine too slow to ask in time proves nothing).
+    if (std::chrono::steady_clock::now() - flushed < period) QVERIFY(!next_step_due);
   }
 
   void run_directory_unwritable() {

@@ -452,6 +452,34 @@ private slots:
     QCOMPARE(read_chrome_trace(roomy).spans_left_out, int64_t{0});
   }
 
+  // The step named is the earliest that lost a span (another lane may still
+  // be in an earlier step), and spans of no step name none.
+  void writer_names_the_earliest_step_left_out() {
+    const std::string file = path("earliest.json");
+    ChromeTraceWriter w(file, {"r", 0, "", 0}, 1);  // smaller than the header: nothing fits
+    w.write({span(SpanKind::Evaluation, replica(0), -1, 10, 1)});
+    QCOMPARE(w.first_step_left_out(), int64_t{-1});
+    w.write({span(SpanKind::Forward, replica(0), 6, 20, 1), span(SpanKind::Forward, replica(1), 4, 21, 1)});
+    QCOMPARE(w.first_step_left_out(), int64_t{4});
+    QCOMPARE(w.spans_left_out(), int64_t{3});
+    w.close();
+    QCOMPARE(read_chrome_trace(file).spans.size(), size_t{0});
+
+    // Only spans of no step left out: the run still hears of it, without a step.
+    struct Logs final : EventSink {
+      std::vector<std::string> messages;
+      void emit(const Event& e) override {
+        if (auto* l = std::get_if<LogEvent>(&e)) messages.push_back(l->message);
+      }
+    } sink;
+    StepTracer tracer(TraceMetadata{"r", 0, "", 0}, sink);
+    tracer.open_file(path("unstepped.json"), 1);
+    { const ScopedSpan s(tracer.recorder(), SpanKind::Evaluation, replica(0), -1); }
+    tracer.close(1);
+    QCOMPARE(sink.messages.size(), size_t{1});
+    QVERIFY2(sink.messages[0].find("reached its limit of 1 bytes:") != std::string::npos, sink.messages[0].c_str());
+  }
+
   // The run hears of a full file once, with the file, its limit and the step.
   void step_tracer_warns_once_when_its_file_is_full() {
     struct Logs final : EventSink {

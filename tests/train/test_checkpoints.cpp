@@ -403,6 +403,41 @@ private slots:
     QVERIFY(p.readAllStandardOutput().contains("resuming from"));
   }
 
+  // A header's shape and offsets must be whole numbers: a float such as
+  // 1e30 is a clear error naming the tensor and the field (the JSON library
+  // would have cast it to an integer, undefined behaviour, found by fuzzing).
+  void safetensors_header_numbers_must_be_whole() {
+    QTemporaryDir tmp;
+    const std::string path = tmp.path().toStdString() + "/w.safetensors";
+    auto with_header = [&](const std::string& header) {
+      std::string bytes(8, '\0');
+      for (int i = 0; i < 8; ++i) bytes[static_cast<size_t>(i)] = static_cast<char>((header.size() >> (8 * i)) & 0xff);
+      std::ofstream(path, std::ios::binary) << bytes << header << std::string(16, '\0');
+    };
+    const std::pair<std::string, std::string> cases[] = {
+        {R"({"w":{"dtype":"F32","shape":[1e30],"data_offsets":[0,4]}})", "tensor 'w': shape is not a list of whole numbers"},
+        {R"({"w":{"dtype":"F32","shape":[-1e30],"data_offsets":[0,4]}})", "tensor 'w': shape is not a list of whole numbers"},
+        {R"({"w":{"dtype":"F32","shape":[1.5],"data_offsets":[0,4]}})", "tensor 'w': shape is not a list of whole numbers"},
+        {R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,1e30]}})",
+         "tensor 'w': data_offsets is not a list of whole numbers"},
+        {R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[-4,4]}})",
+         "tensor 'w': data_offsets is not a list of whole numbers"},
+        {R"({"w":{"dtype":"F32","shape":1,"data_offsets":[0,4]}})", "tensor 'w': shape is not a list of whole numbers"},
+    };
+    for (const auto& [header, message] : cases) {
+      with_header(header);
+      try {
+        read_safetensors(path);
+        QFAIL(("no error for " + header).c_str());
+      } catch (const Error& e) {
+        QCOMPARE(e.kind(), ErrorKind::BadInput);
+        QVERIFY2(std::string(e.what()).find(message) != std::string::npos, e.what());
+      }
+    }
+    with_header(R"({"w":{"dtype":"F32","shape":[2,2],"data_offsets":[0,16]}})");  // the same file, well formed
+    QCOMPARE(read_safetensors(path).find("w")->numel(), int64_t{4});
+  }
+
   void independent_reader_parses_strata_safetensors() {
     if (QProcess::execute("/usr/bin/python3", {"-c", "import numpy"}) != 0) QSKIP("python3 with numpy is not installed");
     QTemporaryDir tmp;

@@ -792,7 +792,7 @@ void DashboardTest::timelineReadsTracesOffTheWindowThread() {
   QTRY_VERIFY(!win.w.readingTrace());
   QCOMPARE(timeline->shownFile(), cut);
   QVERIFY2(timeline->sourceText().contains(QString("cut at its size limit: ")) &&
-               timeline->sourceText().contains(QString("from step %1 on left out").arg(first_left_out)),
+               timeline->sourceText().contains(QString("left out, from step %1 on").arg(first_left_out)),
            qPrintable(timeline->sourceText()));
 }
 
