@@ -6,6 +6,7 @@
 
 #include "backend/Backend.h"
 #include "core/Error.h"
+#include "core/JsonInteger.h"
 #include "nn/GradientTape.h"
 #include "nn/ReplicaSync.h"
 
@@ -65,11 +66,23 @@ Json DropoutLayer::extra_state() const {
 }
 
 void DropoutLayer::set_extra_state(const Json& state) {
+  // Read whole before anything changes: a damaged entry leaves the counters as they were.
+  decltype(calls_) calls;
+  if (state.is_object() && state.contains("calls")) {
+    const Json& saved = state["calls"];
+    if (!saved.is_object()) throw bad_input("dropout layer '" + name() + "': 'calls' is not an object");
+    for (auto& [replica, n] : saved.items()) {
+      const bool index = !replica.empty() && replica.size() <= 6 &&
+                         replica.find_first_not_of("0123456789") == std::string::npos;
+      if (!index || !json_integer_fits<uint64_t>(n, false))
+        throw bad_input("dropout layer '" + name() + "': calls of replica '" + replica + "' is not a count (" + n.dump() +
+                        ")");
+      calls[std::stoi(replica)] = n.get<uint64_t>();
+    }
+  }
   std::lock_guard lock(mutex_);
-  calls_.clear();
+  calls_ = std::move(calls);
   device_calls_.clear();  // rebuilt from the host counts at the next call
-  if (state.is_object() && state.contains("calls"))
-    for (auto& [replica, n] : state["calls"].items()) calls_[std::stoi(replica)] = n.get<uint64_t>();
 }
 
 LayerPtr Dropout(float rate) { return std::make_shared<DropoutLayer>(rate); }

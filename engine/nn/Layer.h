@@ -42,6 +42,8 @@ public:
   // State that is neither weights nor config but must survive a checkpoint
   // for an exact resume (dropout's per-replica call counters); null if none.
   virtual Json extra_state() const;
+  // Throws bad_input saying what is wrong (the caller names the file) and
+  // then leaves the layer as it was.
   virtual void set_extra_state(const Json& state);
   // A captured step was replayed: the device did the step's work, the host
   // code did not run, so host-side mirrors of per-step state (dropout's call

@@ -329,14 +329,28 @@ CheckpointInfo CheckpointManager::load(const std::string& dir, nn::Sequential& m
         throw bad_input(opt_path + ": slot '" + name + "' is missing or has the wrong shape");
     }
   }
+  int64_t iterations = 0;
+  if (optimizer) {
+    const std::string& saved = opt.metadata["iterations"];
+    if (saved.empty() || saved.size() > 18 || saved.find_first_not_of("0123456789") != std::string::npos)
+      throw bad_input(opt_path + ": the optimizer's iteration count is missing or not a count ('" + saved + "')");
+    iterations = std::stoll(saved);
+  }
+  // Layer state (dropout's counters) before the weights: each layer reads
+  // its state whole or throws unchanged, so a damaged state.json leaves the
+  // model's weights as they were too.
+  if (state.contains("layers") && state["layers"].is_object())
+    for (auto& l : model.layers())
+      if (state["layers"].contains(l->name())) try {
+          l->set_extra_state(state["layers"][l->name()]);
+        } catch (const Error& e) {
+          throw bad_input((fs::path(dir) / "state.json").string() + ": " + e.what());
+        }
   assign_weights(weights, model_path, model);
   if (optimizer) {
     for (auto& [name, v] : optimizer->slot_variables()) v->assign(*opt.find(name));
-    optimizer->set_iterations(std::stoll(opt.metadata["iterations"]));
+    optimizer->set_iterations(iterations);
   }
-  if (state.contains("layers"))
-    for (auto& l : model.layers())
-      if (state["layers"].contains(l->name())) l->set_extra_state(state["layers"][l->name()]);
   return info;
 }
 

@@ -289,6 +289,35 @@ private slots:
     expect("checksum mismatch");
     write(original);
 
+    // A damaged layer state (dropout's counters) or optimizer iteration count
+    // in a hand-edited checkpoint: clear errors naming the file, weights untouched.
+    const std::string state_path = ckpt + "/state.json";
+    std::string state_text;
+    {
+      std::ifstream in(state_path, std::ios::binary);
+      state_text.assign(std::istreambuf_iterator<char>(in), {});
+    }
+    nlohmann::json state = nlohmann::json::parse(state_text);
+    QVERIFY(state.contains("layers") && state["layers"].size() == 1);
+    const std::string dropout = state["layers"].begin().key();
+    for (const nlohmann::json& calls : {nlohmann::json{{"0", 1e30}}, nlohmann::json{{"x", 1}}, nlohmann::json{{"0", "7"}}}) {
+      nlohmann::json damaged = state;
+      damaged["layers"][dropout]["calls"] = calls;
+      std::ofstream(state_path, std::ios::binary | std::ios::trunc) << damaged.dump();
+      expect(QString::fromStdString(state_path + ": dropout layer '" + dropout + "': calls of replica"));
+    }
+    const std::string opt_path = ckpt + "/optimizer.safetensors";
+    const SafeTensorsFile opt_original = read_safetensors(opt_path);
+    SafeTensorsFile opt = opt_original;
+    opt.metadata["iterations"] = "many";
+    write_safetensors(opt_path, opt);
+    nlohmann::json unchecked = state;
+    unchecked.erase("files");  // an older checkpoint's state, without the files' checksums
+    std::ofstream(state_path, std::ios::binary | std::ios::trunc) << unchecked.dump();
+    expect(QString::fromStdString(opt_path + ": the optimizer's iteration count is missing or not a count ('many')"));
+    write_safetensors(opt_path, opt_original);
+    std::ofstream(state_path, std::ios::binary | std::ios::trunc) << state_text;
+
     // A model whose shapes differ from the checkpoint's.
     RunConfig other = config_for("one_device", {});
     other.layers[0]["units"] = 33;
