@@ -1,8 +1,8 @@
 #include "RunOptions.h"
 
+#include <charconv>
 #include <cmath>
 #include <limits>
-#include <stdexcept>
 #include <tuple>
 
 #include "core/Device.h"
@@ -14,22 +14,16 @@ namespace {
 // A whole number within [lo, hi]: one outside is refused, never wrapped
 // (--batch-size 4294967360 would otherwise train with batch 64).
 int64_t to_integer(const std::string& flag, const std::string& v, int64_t lo, int64_t hi) {
-  const bool negative = v.starts_with('-');
-  // Digits only, after an optional minus (stoll would also take spaces and a plus).
-  if (v.size() == (negative ? 1u : 0u) || v.find_first_not_of("0123456789", negative ? 1 : 0) != std::string::npos)
+  // from_chars takes digits after an optional minus only (stoll would also take spaces and a plus).
+  int64_t n = 0;
+  const auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+  if (v.empty() || ptr != v.data() + v.size() || ec == std::errc::invalid_argument)
     throw bad_input(flag + ": expected an integer, got '" + v + "'");
-  auto too = [&](bool large) {
-    return bad_input(flag + ": " + v +
-                     (large ? " is too large (at most " + std::to_string(hi) + ")"
-                            : " is too small (at least " + std::to_string(lo) + ")"));
-  };
-  long long n = 0;
-  try {
-    n = std::stoll(v);
-  } catch (const std::out_of_range&) {
-    throw too(!negative);
-  }
-  if (n > hi || n < lo) throw too(n > hi);
+  const bool large = ec == std::errc::result_out_of_range ? !v.starts_with('-') : n > hi;
+  if (ec == std::errc::result_out_of_range || n > hi || n < lo)
+    throw bad_input(flag + ": " + v +
+                    (large ? " is too large (at most " + std::to_string(hi) + ")"
+                           : " is too small (at least " + std::to_string(lo) + ")"));
   return n;
 }
 int to_int(const std::string& flag, const std::string& v) {

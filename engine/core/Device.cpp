@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "core/Error.h"
+#include "core/ParseInteger.h"
 
 namespace strata {
 
@@ -35,12 +36,9 @@ Device Device::parse(const std::string& text) {
     throw bad_input("device '" + text + "': unknown kind (expected cpu:N or gpu:N)");
   }
   if (colon == std::string::npos) return d;
-  std::string idx = text.substr(colon + 1);
-  int value = -1;
-  auto [ptr, ec] = std::from_chars(idx.data(), idx.data() + idx.size(), value);
-  if (idx.empty() || ec != std::errc() || ptr != idx.data() + idx.size() || value < 0)
-    throw bad_input("device '" + text + "': index must be a non-negative integer");
-  d.index = value;
+  const std::optional<int> value = parse_integer<int>(std::string_view(text).substr(colon + 1));
+  if (!value || *value < 0) throw bad_input("device '" + text + "': index must be a non-negative integer");
+  d.index = *value;
   return d;
 }
 

@@ -7,6 +7,7 @@
 #include "backend/Backend.h"
 #include "core/Error.h"
 #include "core/JsonInteger.h"
+#include "core/ParseInteger.h"
 #include "nn/GradientTape.h"
 #include "nn/ReplicaSync.h"
 
@@ -72,12 +73,11 @@ void DropoutLayer::set_extra_state(const Json& state) {
     const Json& saved = state["calls"];
     if (!saved.is_object()) throw bad_input("dropout layer '" + name() + "': 'calls' is not an object");
     for (auto& [replica, n] : saved.items()) {
-      const bool index = !replica.empty() && replica.size() <= 6 &&
-                         replica.find_first_not_of("0123456789") == std::string::npos;
-      if (!index || !json_integer_fits<uint64_t>(n, false))
+      const std::optional<int> index = parse_integer<int>(replica);
+      if (!index || *index < 0 || !json_integer_fits<uint64_t>(n, false))
         throw bad_input("dropout layer '" + name() + "': calls of replica '" + replica + "' is not a count (" + n.dump() +
                         ")");
-      calls[std::stoi(replica)] = n.get<uint64_t>();
+      calls[*index] = n.get<uint64_t>();
     }
   }
   std::lock_guard lock(mutex_);

@@ -76,6 +76,13 @@ void finish_partial(std::FILE* f, const std::string& path, const std::string& pa
 
 void put(std::FILE* f, const std::string& s) { std::fwrite(s.data(), 1, s.size(), f); }
 
+// The earlier of two steps that lost spans, -1 standing for none (or only
+// spans of no step).
+int64_t earliest_step(int64_t a, int64_t b) {
+  if (a < 0) return b;
+  return b < 0 ? a : std::min(a, b);
+}
+
 Json other_data(const TraceMetadata& meta) {
   return Json{{"strata_trace", 1},
               {"run", meta.run_name},
@@ -168,7 +175,7 @@ void ChromeTraceWriter::leave_out(const Span& s) {
   // The earliest step that lost a span: spans come by start time, and
   // another lane (a later replica, a worker a round behind) may still be in
   // an earlier step than the span that first did not fit.
-  if (s.step >= 0 && (first_step_left_out_ < 0 || s.step < first_step_left_out_)) first_step_left_out_ = s.step;
+  first_step_left_out_ = earliest_step(first_step_left_out_, s.step);
 }
 
 void ChromeTraceWriter::close() {
@@ -199,11 +206,8 @@ void merge_chrome_traces(const std::vector<std::string>& inputs, const std::stri
   int64_t left_out = 0, first_step_left_out = -1;  // of every input that reached its limit
   for (const std::string& input : inputs) {
     TraceDocument doc = read_trace_document(input);
-    if (doc.spans_left_out > 0) {
-      left_out += doc.spans_left_out;
-      if (first_step_left_out < 0 || (doc.first_step_left_out >= 0 && doc.first_step_left_out < first_step_left_out))
-        first_step_left_out = doc.first_step_left_out;
-    }
+    left_out += doc.spans_left_out;
+    first_step_left_out = earliest_step(first_step_left_out, doc.first_step_left_out);
     for (size_t i = 0; i < doc.ranks.size(); ++i) {
       auto [it, inserted] = rank_files.emplace(doc.ranks[i], RankSource{input, doc.hosts[i]});
       if (!inserted)

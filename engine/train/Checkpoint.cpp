@@ -7,13 +7,15 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
-#include <type_traits>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
+#include <type_traits>
 
 #include "core/AtomicFile.h"
 #include "core/Error.h"
 #include "core/JsonInteger.h"
+#include "core/ParseInteger.h"
 #include "train/SafeTensors.h"
 
 namespace strata {
@@ -329,12 +331,12 @@ CheckpointInfo CheckpointManager::load(const std::string& dir, nn::Sequential& m
         throw bad_input(opt_path + ": slot '" + name + "' is missing or has the wrong shape");
     }
   }
-  int64_t iterations = 0;
+  std::optional<int64_t> iterations;
   if (optimizer) {
     const std::string& saved = opt.metadata["iterations"];
-    if (saved.empty() || saved.size() > 18 || saved.find_first_not_of("0123456789") != std::string::npos)
+    iterations = parse_integer<int64_t>(saved);
+    if (!iterations || *iterations < 0)
       throw bad_input(opt_path + ": the optimizer's iteration count is missing or not a count ('" + saved + "')");
-    iterations = std::stoll(saved);
   }
   // Layer state (dropout's counters) before the weights: each layer reads
   // its state whole or throws unchanged, so a damaged state.json leaves the
@@ -349,7 +351,7 @@ CheckpointInfo CheckpointManager::load(const std::string& dir, nn::Sequential& m
   assign_weights(weights, model_path, model);
   if (optimizer) {
     for (auto& [name, v] : optimizer->slot_variables()) v->assign(*opt.find(name));
-    optimizer->set_iterations(iterations);
+    optimizer->set_iterations(*iterations);
   }
   return info;
 }
