@@ -11,26 +11,31 @@
 namespace strata {
 
 namespace {
-// A whole number within [lo, hi]: one outside is refused, never wrapped
-// (--batch-size 4294967360 would otherwise train with batch 64).
-int64_t to_integer(const std::string& flag, const std::string& v, int64_t lo, int64_t hi) {
+// A whole number from lo up to the type's largest: one outside is refused,
+// never wrapped (--batch-size 4294967360 would otherwise train with batch 64).
+// `below` says what the flag takes, for a number under lo ("must be positive"),
+// so -99999999999999999999 gets the flag's own words, not the type's limit.
+template <typename I>
+I to_integer(const std::string& flag, const std::string& v, I lo, const std::string& below) {
   // from_chars takes digits after an optional minus only (stoll would also take spaces and a plus).
-  int64_t n = 0;
+  I n = 0;
   const auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
   if (v.empty() || ptr != v.data() + v.size() || ec == std::errc::invalid_argument)
     throw bad_input(flag + ": expected an integer, got '" + v + "'");
-  const bool large = ec == std::errc::result_out_of_range ? !v.starts_with('-') : n > hi;
-  if (ec == std::errc::result_out_of_range || n > hi || n < lo)
-    throw bad_input(flag + ": " + v +
-                    (large ? " is too large (at most " + std::to_string(hi) + ")"
-                           : " is too small (at least " + std::to_string(lo) + ")"));
+  if (ec == std::errc::result_out_of_range && !v.starts_with('-'))
+    throw bad_input(flag + ": " + v + " is too large (at most " + std::to_string(std::numeric_limits<I>::max()) + ")");
+  if (ec == std::errc::result_out_of_range || n < lo) throw bad_input(flag + ": " + below + ", got " + v);
   return n;
 }
-int to_int(const std::string& flag, const std::string& v) {
-  return static_cast<int>(to_integer(flag, v, std::numeric_limits<int>::min(), std::numeric_limits<int>::max()));
+int to_int(const std::string& flag, const std::string& v, int lo, const std::string& below) {
+  return to_integer<int>(flag, v, lo, below);
 }
-int64_t to_int64(const std::string& flag, const std::string& v) {
-  return to_integer(flag, v, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());
+// Any int: what it may be is checked where the setting is (a patience, by the project's rules).
+int to_int(const std::string& flag, const std::string& v) {
+  return to_integer<int>(flag, v, std::numeric_limits<int>::min(), "");
+}
+int64_t to_int64(const std::string& flag, const std::string& v, int64_t lo, const std::string& below) {
+  return to_integer<int64_t>(flag, v, lo, below);
 }
 double to_double(const std::string& flag, const std::string& v) {
   try {
@@ -56,11 +61,8 @@ std::vector<std::string> split(const std::string& v, char sep) {
 std::pair<int, int64_t> index_at(const std::string& flag, const std::string& v, const char* form) {
   const auto at = v.find('@');
   if (at == std::string::npos) throw bad_input(flag + ": expected " + form + ", got '" + v + "'");
-  const int index = to_int(flag, v.substr(0, at));
-  const int64_t n = to_int64(flag, v.substr(at + 1));
-  if (index < 0 || n < 1)
-    throw bad_input(flag + ": expected " + form + " with a first number >= 0 and a second >= 1, got '" + v + "'");
-  return {index, n};
+  const std::string numbers = std::string("expected ") + form + " with a first number >= 0 and a second >= 1";
+  return {to_int(flag, v.substr(0, at), 0, numbers), to_int64(flag, v.substr(at + 1), 1, numbers)};
 }
 }  // namespace
 
@@ -181,8 +183,7 @@ RunOptions parse_run_options(int argc, char** argv) {
         throw bad_input("--seed: expected a whole number from 0 to 10^19, got '" + v + "'");
       set([seed = std::stoull(v)](RunConfig& c) { c.training.seed = seed; });
     } else if (a == "--epochs") {
-      const int epochs = to_int(a, value());
-      if (epochs <= 0) throw bad_input("--epochs: must be positive");
+      const int epochs = to_int(a, value(), 1, "must be positive");
       set([epochs](RunConfig& c) { c.training.epochs = epochs; });
     } else if (a == "--events") {
       o.events = value();
@@ -220,36 +221,29 @@ RunOptions parse_run_options(int argc, char** argv) {
         throw bad_input("--sharded-update: must be auto, on or off, got '" + mode + "'");
       set([mode](RunConfig& c) { c.strategy.sharded_update = mode; });
     } else if (a == "--threads") {
-      const int threads = to_int(a, value());
-      if (threads < 0) throw bad_input("--threads: must be 0 (every core) or positive, got " + std::to_string(threads));
+      const int threads = to_int(a, value(), 0, "must be 0 (every core) or positive");
       set([threads](RunConfig& c) { c.training.threads = threads; });
     } else if (a == "--batch-size") {
-      const int batch = to_int(a, value());
-      if (batch <= 0) throw bad_input("--batch-size: must be positive, got " + std::to_string(batch));
+      const int batch = to_int(a, value(), 1, "must be positive");
       set([batch](RunConfig& c) { c.training.batch_size = batch; });
     } else if (a == "--collective-timeout") {
-      const int seconds = to_int(a, value());
-      if (seconds <= 0) throw bad_input("--collective-timeout: must be a positive number of seconds");
+      const int seconds = to_int(a, value(), 1, "must be a positive number of seconds");
       set([seconds](RunConfig& c) { c.strategy.collective_timeout = seconds; });
     } else if (a == "--servers") {
-      const int servers = to_int(a, value());
-      if (servers <= 0) throw bad_input("--servers: must be at least 1, got " + std::to_string(servers));
+      const int servers = to_int(a, value(), 1, "must be at least 1");
       set([servers](RunConfig& c) { c.strategy.servers = servers; });
     } else if (a == "--staleness") {
       const std::string v = value();
       const bool unbounded = v == "inf" || v == "unbounded";
-      const int staleness = unbounded ? -1 : to_int(a, v);
-      if (!unbounded && staleness < 0)
-        throw bad_input("--staleness: must be 0 (synchronous), a positive bound, or inf; got " + v);
+      const int staleness = unbounded ? -1 : to_int(a, v, 0, "must be 0 (synchronous), a positive bound, or inf");
       set([staleness](RunConfig& c) { c.strategy.staleness = staleness; });
     } else if (a == "--min-shard-bytes") {
-      const int64_t bytes = to_int64(a, value());
-      if (bytes < 0) throw bad_input("--min-shard-bytes: must be 0 (whole variables) or positive");
+      const int64_t bytes = to_int64(a, value(), 0, "must be 0 (whole variables) or positive");
       set([bytes](RunConfig& c) { c.strategy.min_shard_bytes = bytes; });
     } else if (a == "--straggler") {
       const std::string v = value();
       const auto colon = v.find(':');
-      const int replica = to_int(a, v.substr(0, colon));
+      const int replica = to_int(a, v.substr(0, colon), 0, "replica must be >= 0");
       double slowdown = 2.0;
       if (colon != std::string::npos) {
         try {
@@ -258,8 +252,7 @@ RunOptions parse_run_options(int argc, char** argv) {
           throw bad_input("--straggler: expected R or R:FACTOR, got '" + v + "'");
         }
       }
-      if (replica < 0 || !(slowdown >= 1.0))
-        throw bad_input("--straggler: replica must be >= 0 and the factor >= 1, got '" + v + "'");
+      if (!(slowdown >= 1.0)) throw bad_input("--straggler: the factor must be >= 1, got '" + v + "'");
       set([replica, slowdown](RunConfig& c) {
         c.strategy.straggler = replica;
         c.strategy.slowdown = slowdown;
@@ -283,8 +276,7 @@ RunOptions parse_run_options(int argc, char** argv) {
         c.strategy.fail_server_update = update;
       });
     } else if (a == "--max-steps") {
-      const int steps = to_int(a, value());
-      if (steps < 0) throw bad_input("--max-steps: must be 0 (whole epoch) or positive, got " + std::to_string(steps));
+      const int steps = to_int(a, value(), 0, "must be 0 (whole epoch) or positive");
       set([steps](RunConfig& c) { c.training.max_steps_per_epoch = steps; });
     } else if (a == "--trace") {
       set([file = value()](RunConfig& c) {
@@ -292,8 +284,7 @@ RunOptions parse_run_options(int argc, char** argv) {
         c.trace.file = file;
       });
     } else if (a == "--trace-max-mib") {
-      const int mib = to_int(a, value());
-      if (mib < 0) throw bad_input("--trace-max-mib: must be 0 (no limit) or positive, got " + std::to_string(mib));
+      const int mib = to_int(a, value(), 0, "must be 0 (no limit) or positive");
       set([mib](RunConfig& c) { c.trace.max_file_mib = mib; });
     } else if (a == "--merge-traces") {
       o.command = RunOptions::Command::MergeTraces;

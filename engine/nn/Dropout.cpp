@@ -74,9 +74,10 @@ void DropoutLayer::set_extra_state(const Json& state) {
     if (!saved.is_object()) throw bad_input("dropout layer '" + name() + "': 'calls' is not an object");
     for (auto& [replica, n] : saved.items()) {
       const std::optional<int> index = parse_integer<int>(replica);
-      if (!index || *index < 0 || !json_integer_fits<uint64_t>(n, false))
-        throw bad_input("dropout layer '" + name() + "': calls of replica '" + replica + "' is not a count (" + n.dump() +
-                        ")");
+      if (!index || *index < 0)
+        throw bad_input("dropout layer '" + name() + "': '" + replica + "' in 'calls' is not a replica index");
+      if (!json_integer_fits<uint64_t>(n, false))
+        throw bad_input("dropout layer '" + name() + "': calls of replica " + replica + " is not a count (" + n.dump() + ")");
       calls[*index] = n.get<uint64_t>();
     }
   }

@@ -339,15 +339,23 @@ CheckpointInfo CheckpointManager::load(const std::string& dir, nn::Sequential& m
       throw bad_input(opt_path + ": the optimizer's iteration count is missing or not a count ('" + saved + "')");
   }
   // Layer state (dropout's counters) before the weights: each layer reads
-  // its state whole or throws unchanged, so a damaged state.json leaves the
-  // model's weights as they were too.
-  if (state.contains("layers") && state["layers"].is_object())
-    for (auto& l : model.layers())
-      if (state["layers"].contains(l->name())) try {
-          l->set_extra_state(state["layers"][l->name()]);
-        } catch (const Error& e) {
-          throw bad_input((fs::path(dir) / "state.json").string() + ": " + e.what());
-        }
+  // its state whole or throws unchanged, and the layers already given theirs
+  // get their own back, so a damaged state.json leaves the whole model (its
+  // weights too) as it was.
+  if (state.contains("layers") && state["layers"].is_object()) {
+    std::vector<std::pair<nn::Layer*, Json>> before;
+    for (auto& l : model.layers()) {
+      if (!state["layers"].contains(l->name())) continue;
+      before.emplace_back(l.get(), l->extra_state());
+      try {
+        l->set_extra_state(state["layers"][l->name()]);
+      } catch (const Error& e) {
+        before.pop_back();
+        for (auto& [layer, own] : before) layer->set_extra_state(own);
+        throw bad_input((fs::path(dir) / "state.json").string() + ": " + e.what());
+      }
+    }
+  }
   assign_weights(weights, model_path, model);
   if (optimizer) {
     for (auto& [name, v] : optimizer->slot_variables()) v->assign(*opt.find(name));

@@ -414,16 +414,26 @@ private slots:
   }
 
   void bad_numeric_options() {
-    // Zero or negative sizes given on the command line are bad input too, not ignored.
-    for (const QStringList& opt :
-         {QStringList{"--batch-size", "-5"}, QStringList{"--batch-size", "0"}, QStringList{"--max-steps", "-3"},
-          QStringList{"--threads", "-2"}, QStringList{"--trace-max-mib", "-1"},
-          // Too large for the field: refused, never wrapped (this one to batch 64).
-          QStringList{"--batch-size", "4294967360"}, QStringList{"--epochs", "99999999999999999999"},
-          QStringList{"--min-shard-bytes", "99999999999999999999"}, QStringList{"--batch-size", " 64"},
-          QStringList{"--batch-size", "+64"}}) {
+    // Zero or negative sizes given on the command line are bad input too, not
+    // ignored, and the message says what the flag takes (not the type's limit).
+    const std::pair<QStringList, QString> cases[] = {
+        {{"--batch-size", "-5"}, "--batch-size: must be positive, got -5"},
+        {{"--batch-size", "0"}, "--batch-size: must be positive, got 0"},
+        {{"--batch-size", "-99999999999999999999"}, "--batch-size: must be positive, got -99999999999999999999"},
+        {{"--max-steps", "-3"}, "--max-steps: must be 0 (whole epoch) or positive, got -3"},
+        {{"--threads", "-2"}, "--threads: must be 0 (every core) or positive, got -2"},
+        {{"--trace-max-mib", "-1"}, "--trace-max-mib: must be 0 (no limit) or positive, got -1"},
+        {{"--fail-worker", "0@0"}, "--fail-worker: expected W@STEP with a first number >= 0 and a second >= 1, got 0"},
+        {{"--straggler", "-1:3"}, "--straggler: replica must be >= 0, got -1"},
+        // Too large for the field: refused, never wrapped (this one to batch 64).
+        {{"--batch-size", "4294967360"}, "--batch-size: 4294967360 is too large (at most 2147483647)"},
+        {{"--epochs", "99999999999999999999"}, "--epochs: 99999999999999999999 is too large"},
+        {{"--min-shard-bytes", "99999999999999999999"}, "--min-shard-bytes: 99999999999999999999 is too large"},
+        {{"--batch-size", " 64"}, "--batch-size: expected an integer, got ' 64'"},
+        {{"--batch-size", "+64"}, "--batch-size: expected an integer, got '+64'"}};
+    for (const auto& [opt, message] : cases) {
       Result r = run(QStringList{kTiny, "--no-run-dir", "--events", "jsonl", "--epochs", "1"} + opt);
-      QVERIFY2(r.exit_code == 2 && r.err.contains(opt.first()), qPrintable(describe(r)));
+      QVERIFY2(r.exit_code == 2 && r.err.contains(message), qPrintable(message + "\n" + describe(r)));
     }
   }
 

@@ -300,11 +300,16 @@ private slots:
     nlohmann::json state = nlohmann::json::parse(state_text);
     QVERIFY(state.contains("layers") && state["layers"].size() == 1);
     const std::string dropout = state["layers"].begin().key();
-    for (const nlohmann::json& calls : {nlohmann::json{{"0", 1e30}}, nlohmann::json{{"x", 1}}, nlohmann::json{{"0", "7"}}}) {
+    const std::pair<nlohmann::json, std::string> damages[] = {
+        {nlohmann::json{{"0", 1e30}}, "calls of replica 0 is not a count (1e+30)"},
+        {nlohmann::json{{"x", 1}}, "'x' in 'calls' is not a replica index"},
+        {nlohmann::json{{"-1", 1}}, "'-1' in 'calls' is not a replica index"},
+        {nlohmann::json{{"0", "7"}}, "calls of replica 0 is not a count (\"7\")"}};
+    for (const auto& [calls, message] : damages) {
       nlohmann::json damaged = state;
       damaged["layers"][dropout]["calls"] = calls;
       std::ofstream(state_path, std::ios::binary | std::ios::trunc) << damaged.dump();
-      expect(QString::fromStdString(state_path + ": dropout layer '" + dropout + "': calls of replica"));
+      expect(QString::fromStdString(state_path + ": dropout layer '" + dropout + "': " + message));
     }
     const std::string opt_path = ckpt + "/optimizer.safetensors";
     const SafeTensorsFile opt_original = read_safetensors(opt_path);
@@ -333,6 +338,39 @@ private slots:
     // Nothing of the checkpoint was touched by the failed loads.
     std::ifstream in(model, std::ios::binary);
     QVERIFY(std::string(std::istreambuf_iterator<char>(in), {}) == original);
+  }
+
+  void a_damaged_layer_state_changes_no_layer() {
+    // Two dropout layers, the second's saved counters damaged: the first,
+    // already given its saved counters when the second fails, gets its own
+    // back, so the failed restore leaves the whole model as it was.
+    QTemporaryDir tmp;
+    RunConfig c = config_for("one_device", {});
+    c.layers.insert(c.layers.begin() + 3, nlohmann::json{{"type", "dropout"}, {"rate", 0.1}});
+    c.training.epochs = 1;
+    const std::string ckpt = train(c, tmp.path().toStdString() + "/c");
+    const std::string state_path = ckpt + "/state.json";
+    nlohmann::json state = nlohmann::json::parse(std::ifstream(state_path));
+
+    NullSink sink;
+    Trainer t(c, sink);
+    t.prepare();
+    std::vector<nn::Layer*> dropouts;
+    for (auto& l : t.model().layers())
+      if (!l->extra_state().is_null()) dropouts.push_back(l.get());
+    QCOMPARE(dropouts.size(), size_t(2));
+    QVERIFY(state["layers"].contains(dropouts[0]->name()) && state["layers"].contains(dropouts[1]->name()));
+    QVERIFY(state["layers"][dropouts[0]->name()] != dropouts[0]->extra_state());  // the restore would change it
+    const nlohmann::json first_before = dropouts[0]->extra_state();
+    state["layers"][dropouts[1]->name()]["calls"] = nlohmann::json{{"0", -3}};
+    std::ofstream(state_path, std::ios::binary | std::ios::trunc) << state.dump();
+    try {
+      t.restore(ckpt);
+      QFAIL("no error");
+    } catch (const Error& e) {
+      QVERIFY2(QString(e.what()).contains(QString::fromStdString(dropouts[1]->name())), e.what());
+    }
+    QVERIFY2(dropouts[0]->extra_state() == first_before, dropouts[0]->extra_state().dump().c_str());
   }
 
   void incomplete_checkpoint_is_skipped() {
