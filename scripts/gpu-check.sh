@@ -93,6 +93,11 @@ for lib in nccl cudnn; do
     fi
   done <<< "$nvidia_dirs"
 done
+# Their versions, for reading the figures later: the wheels' names carry them
+# (nvidia_cudnn_cu13-9.x.y.dist-info), cheaper than importing PyTorch.
+while IFS= read -r dir; do
+  [ -n "$dir" ] && ls -d "$dir"/../nvidia_cudnn*.dist-info "$dir"/../nvidia_nccl*.dist-info 2>/dev/null | xargs -r -n1 basename
+done <<< "$nvidia_dirs"
 
 echo "== build"
 cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DSTRATA_WITH_UI=OFF -DSTRATA_BUILD_TESTS=OFF \

@@ -287,7 +287,7 @@ template <typename Chosen>
 bool CudnnConvolution::ran(cudnnStatus_t status, Plan& p, std::optional<Chosen>& choice, const Window2D& w, int64_t filters,
                            const char* call) {
   if (status == CUDNN_STATUS_SUCCESS) return true;
-  if (!CudnnLibrary::refusal(status)) lib().check(status, device_ + ": " + call);
+  if (!CudnnLibrary::refusal(status)) lib().check(status, device_ + ": " + call, device_);
   // The algorithm was chosen blind to the pointers (the _v7 heuristics see
   // none): a replica's slice of a batch may start less aligned than the
   // engine wants. That refuses this call, not the shape.

@@ -331,9 +331,13 @@ CudnnDescriptor CudnnGraphConvolution::choose(Plans& p, const CudnnDescriptor& o
         continue;
       }
       int64_t bytes = 0;
-      if (api.cudnnBackendGetAttribute(plan.get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &n,
-                                       &bytes) != CUDNN_STATUS_SUCCESS ||
-          bytes < 0 || bytes > kWorkspaceBudget) {
+      if (const cudnnStatus_t st = api.cudnnBackendGetAttribute(plan.get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
+                                                                CUDNN_TYPE_INT64, 1, &n, &bytes);
+          st != CUDNN_STATUS_SUCCESS) {
+        pass_over(unfinalized, index, std::string("workspace size not given, ") + api.cudnnGetErrorString(st));
+        continue;
+      }
+      if (bytes < 0 || bytes > kWorkspaceBudget) {
         pass_over(oversized, index, "workspace " + std::to_string(bytes >> 20) + " MiB");
         continue;
       }
@@ -349,8 +353,8 @@ CudnnDescriptor CudnnGraphConvolution::choose(Plans& p, const CudnnDescriptor& o
                         "float32 engine within a " + std::to_string(kWorkspaceBudget >> 20) +
                         " MiB workspace for this convolution (" + std::to_string(listed) +
                         " listed: " + std::to_string(disallowed) + " passed over for their numerical or behaviour notes, " +
-                        std::to_string(unfinalized) + " whose plan cuDNN did not finalize, " + std::to_string(oversized) +
-                        " over the workspace; STRATA_CUDNN_LOG=1 names them)");
+                        std::to_string(unfinalized) + " whose plan cuDNN did not finalize or size, " +
+                        std::to_string(oversized) + " over the workspace; STRATA_CUDNN_LOG=1 names them)");
 
   // Timed on this GPU unless autotuning is off or the stream is being
   // captured (timing would break the capture): each candidate once to warm
@@ -372,7 +376,12 @@ CudnnDescriptor CudnnGraphConvolution::choose(Plans& p, const CudnnDescriptor& o
       size_t bytes;
       void* p;
       Scratch(DeviceMemory& m, size_t b, cudaStream_t s) : memory(m), bytes(std::max<size_t>(b, 4)), p(m.allocate(bytes)) {
-        STRATA_CUDA(cudaMemsetAsync(p, 0, bytes, s));
+        try {
+          STRATA_CUDA(cudaMemsetAsync(p, 0, bytes, s));
+        } catch (...) {
+          memory.deallocate(p, bytes);  // no destructor for a constructor that throws
+          throw;
+        }
       }
       ~Scratch() { memory.deallocate(p, bytes); }
       Scratch(const Scratch&) = delete;
@@ -480,7 +489,7 @@ bool CudnnGraphConvolution::run(const Window2D& w, int64_t filters, Direction d,
   // fallback to the other ways would hide from the GPU check.
   if (CUDNN_STATUS_CATEGORY(static_cast<int>(status)) != CUDNN_STATUS_NOT_SUPPORTED &&
       status != CUDNN_STATUS_BAD_PARAM_MISALIGNED_POINTER)
-    lib().check(status, device_ + ": " + call + " (cuDNN's graph API; STRATA_CUDNN_GRAPH=0 leaves it out)");
+    lib().check(status, device_ + ": " + call + " (cuDNN's graph API; STRATA_CUDNN_GRAPH=0 leaves it out)", device_);
   if (status == CUDNN_STATUS_BAD_PARAM_MISALIGNED_POINTER) return false;  // this call's pointers, not the shape
   // This direction takes the other ways from here on; the shape's others
   // keep their plans. Its own stays alive with the descriptors (a graph

@@ -63,7 +63,7 @@ const CudnnLibrary& CudnnLibrary::get() {
 
 std::string CudnnLibrary::unavailable() { return load_error<CudnnLibrary>(); }
 
-void CudnnLibrary::check(cudnnStatus_t s, const std::string& what) const {
+void CudnnLibrary::check(cudnnStatus_t s, const std::string& what, const std::string& device) const {
   if (s == CUDNN_STATUS_SUCCESS) return;
   // The status names a category ("CUDNN_STATUS_BAD_PARAM"); cuDNN 9 keeps
   // the failed check's own words for the calling thread (which dimension,
@@ -72,6 +72,8 @@ void CudnnLibrary::check(cudnnStatus_t s, const std::string& what) const {
   cudnnGetLastErrorString(detail, sizeof detail);
   std::string message = what + ": " + cudnnGetErrorString(s);
   if (detail[0]) message += std::string(" (") + detail + ")";
+  if (s == CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED && !device.empty())
+    throw device_memory_exhausted(message, device);
   throw runtime_error(message);
 }
 

@@ -61,8 +61,11 @@ struct CudnnLibrary {
     return category == CUDNN_STATUS_NOT_SUPPORTED || category == CUDNN_STATUS_BAD_PARAM;
   }
   // Throws runtime_error "<what>: <status> (<cuDNN's last error message>)"
-  // unless `s` is success.
-  void check(cudnnStatus_t s, const std::string& what) const;
+  // unless `s` is success; the typed device-memory error when cuDNN could
+  // not allocate on `device` (callers pass it where a call runs on the
+  // device: the race of ways passes such a way over, a step's failure names
+  // the remedy).
+  void check(cudnnStatus_t s, const std::string& what, const std::string& device = {}) const;
 };
 
 }  // namespace strata::cuda
