@@ -24,7 +24,9 @@ I to_integer(const std::string& flag, const std::string& v, I lo, const std::str
     throw bad_input(flag + ": expected an integer, got '" + v + "'");
   if (ec == std::errc::result_out_of_range && !v.starts_with('-'))
     throw bad_input(flag + ": " + v + " is too large (at most " + std::to_string(std::numeric_limits<I>::max()) + ")");
-  if (ec == std::errc::result_out_of_range || n < lo) throw bad_input(flag + ": " + below + ", got " + v);
+  if (ec == std::errc::result_out_of_range || n < lo)
+    throw bad_input(flag + ": " +
+                    (below.empty() ? v + " is too small (at least " + std::to_string(lo) + ")" : below + ", got " + v));
   return n;
 }
 int to_int(const std::string& flag, const std::string& v, int lo, const std::string& below) {
@@ -61,8 +63,12 @@ std::vector<std::string> split(const std::string& v, char sep) {
 std::pair<int, int64_t> index_at(const std::string& flag, const std::string& v, const char* form) {
   const auto at = v.find('@');
   if (at == std::string::npos) throw bad_input(flag + ": expected " + form + ", got '" + v + "'");
-  const std::string numbers = std::string("expected ") + form + " with a first number >= 0 and a second >= 1";
-  return {to_int(flag, v.substr(0, at), 0, numbers), to_int64(flag, v.substr(at + 1), 1, numbers)};
+  const Error bad = bad_input(flag + ": expected " + form + " with a first number >= 0 and a second >= 1, got '" + v + "'");
+  try {
+    return {to_int(flag, v.substr(0, at), 0, ""), to_int64(flag, v.substr(at + 1), 1, "")};
+  } catch (const Error&) {
+    throw bad;  // the whole value, not the half that failed
+  }
 }
 }  // namespace
 

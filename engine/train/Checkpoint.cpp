@@ -349,10 +349,17 @@ CheckpointInfo CheckpointManager::load(const std::string& dir, nn::Sequential& m
       before.emplace_back(l.get(), l->extra_state());
       try {
         l->set_extra_state(state["layers"][l->name()]);
-      } catch (const Error& e) {
+      } catch (...) {
         before.pop_back();
-        for (auto& [layer, own] : before) layer->set_extra_state(own);
-        throw bad_input((fs::path(dir) / "state.json").string() + ": " + e.what());
+        for (auto& [layer, own] : before) try {
+            layer->set_extra_state(own);  // what it wrote itself, read back
+          } catch (...) {
+          }
+        try {
+          throw;
+        } catch (const Error& e) {
+          throw bad_input((fs::path(dir) / "state.json").string() + ": " + e.what());
+        }
       }
     }
   }

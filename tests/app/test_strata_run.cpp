@@ -423,7 +423,10 @@ private slots:
         {{"--max-steps", "-3"}, "--max-steps: must be 0 (whole epoch) or positive, got -3"},
         {{"--threads", "-2"}, "--threads: must be 0 (every core) or positive, got -2"},
         {{"--trace-max-mib", "-1"}, "--trace-max-mib: must be 0 (no limit) or positive, got -1"},
-        {{"--fail-worker", "0@0"}, "--fail-worker: expected W@STEP with a first number >= 0 and a second >= 1, got 0"},
+        {{"--fail-worker", "0@0"}, "--fail-worker: expected W@STEP with a first number >= 0 and a second >= 1, got '0@0'"},
+        {{"--fail-replica", "x@3"}, "--fail-replica: expected R@STEP with a first number >= 0 and a second >= 1, got 'x@3'"},
+        {{"--early-stopping", "loss:-99999999999999999999"},
+         "--early-stopping: -99999999999999999999 is too small (at least -2147483648)"},
         {{"--straggler", "-1:3"}, "--straggler: replica must be >= 0, got -1"},
         // Too large for the field: refused, never wrapped (this one to batch 64).
         {{"--batch-size", "4294967360"}, "--batch-size: 4294967360 is too large (at most 2147483647)"},

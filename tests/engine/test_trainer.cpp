@@ -414,7 +414,7 @@ private slots:
   // a device never branch. A captured step holds its branches (the side
   // stream joins the capture) and every replay forks and joins them again;
   // they are counted when captured, not when replayed. The MLP and the
-  // TF-tutorial CNN (convolutions: im2col on the branch, patches freed in
+  // TF-tutorial CNN's layers, narrowed (convolutions: im2col on the branch, patches freed in
   // its order).
   void weight_gradients_on_a_side_branch_data() {
     QTest::addColumn<QString>("model");
@@ -434,14 +434,14 @@ private slots:
       // oneDNN) each image's convolutions take milliseconds.
       config = load_project(STRATA_SOURCE_DIR "/resources/examples/fashion-cnn.strata");
       write_image_set(dir.path(), 80, config.dataset);
-      // Its layers, narrower (the same ways through the device, an eighth of the work).
+      // Its layers, narrower (the same ways through the device, a small part of the work).
       for (auto& layer : config.layers) {
         if (layer.contains("filters")) layer["filters"] = layer["filters"].get<int>() / 8;
         if (layer.contains("units") && layer["units"].get<int>() > 10) layer["units"] = 64;
       }
       config.dataset.validation_split = 0.25;  // 20 images to evaluate
       config.training.epochs = 1;
-      // Four steps: the first op by op, two captured (one per graph), one replayed.
+      // Four steps: the first op by op, the second captured, the rest replayed.
       config.training.max_steps_per_epoch = 4;
       config.training.batch_size = 4;
     }

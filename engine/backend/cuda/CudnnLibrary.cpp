@@ -1,5 +1,7 @@
 #include "backend/cuda/CudnnLibrary.h"
 
+#include <cuda_runtime_api.h>
+
 #include "core/DynamicLibrary.h"
 #include "core/Error.h"
 
@@ -72,8 +74,12 @@ void CudnnLibrary::check(cudnnStatus_t s, const std::string& what, const std::st
   cudnnGetLastErrorString(detail, sizeof detail);
   std::string message = what + ": " + cudnnGetErrorString(s);
   if (detail[0]) message += std::string(" (") + detail + ")";
-  if (s == CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED && !device.empty())
+  if (s == CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED && !device.empty()) {
+    // The caller goes on (another way), whose next launch check must not
+    // report the failed allocation cuDNN left behind as its own.
+    cudaGetLastError();
     throw device_memory_exhausted(message, device);
+  }
   throw runtime_error(message);
 }
 
