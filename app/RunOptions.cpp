@@ -63,11 +63,11 @@ std::vector<std::string> split(const std::string& v, char sep) {
 std::pair<int, int64_t> index_at(const std::string& flag, const std::string& v, const char* form) {
   const auto at = v.find('@');
   if (at == std::string::npos) throw bad_input(flag + ": expected " + form + ", got '" + v + "'");
-  const Error bad = bad_input(flag + ": expected " + form + " with a first number >= 0 and a second >= 1, got '" + v + "'");
   try {
     return {to_int(flag, v.substr(0, at), 0, ""), to_int64(flag, v.substr(at + 1), 1, "")};
   } catch (const Error&) {
-    throw bad;  // the whole value, not the half that failed
+    // The whole value, not the half that failed.
+    throw bad_input(flag + ": expected " + form + " with a first number >= 0 and a second >= 1, got '" + v + "'");
   }
 }
 }  // namespace

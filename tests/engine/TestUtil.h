@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <limits>
 #include <random>
 #include <sstream>
@@ -72,6 +73,23 @@ std::string identical(const A& got, const B& want, const std::string& what = {})
       return s.str();
     }
   return {};
+}
+
+// An IDX file's bytes (big-endian dimensions after the magic number, then
+// the data): images of unsigned bytes by default; `type` and `magic0` make
+// damaged or other-typed ones.
+inline std::vector<uint8_t> idx_bytes(std::vector<uint32_t> dims, const std::vector<uint8_t>& data, uint8_t type = 0x08,
+                                      uint8_t magic0 = 0) {
+  std::vector<uint8_t> b{magic0, 0, type, static_cast<uint8_t>(dims.size())};
+  for (uint32_t d : dims)
+    for (int shift : {24, 16, 8, 0}) b.push_back(static_cast<uint8_t>(d >> shift));
+  b.insert(b.end(), data.begin(), data.end());
+  return b;
+}
+
+inline void write_file(const std::string& path, const std::vector<uint8_t>& bytes) {
+  std::ofstream out(path, std::ios::binary);
+  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
 }
 
 }  // namespace testutil

@@ -23,19 +23,8 @@ using namespace strata;
 
 namespace {
 
-std::vector<uint8_t> idx_bytes(std::vector<uint32_t> dims, const std::vector<uint8_t>& data, uint8_t type = 0x08,
-                               uint8_t magic0 = 0) {
-  std::vector<uint8_t> b{magic0, 0, type, static_cast<uint8_t>(dims.size())};
-  for (uint32_t d : dims)
-    for (int shift : {24, 16, 8, 0}) b.push_back(static_cast<uint8_t>(d >> shift));
-  b.insert(b.end(), data.begin(), data.end());
-  return b;
-}
-
-void write_file(const std::string& path, const std::vector<uint8_t>& bytes) {
-  std::ofstream out(path, std::ios::binary);
-  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-}
+using testutil::idx_bytes;
+using testutil::write_file;
 
 void write_text(const std::string& path, const std::string& text) {
   std::ofstream out(path);

@@ -42,17 +42,14 @@ RunConfig synthetic_config(int epochs = 4) {
 // runs with each other, where loading the real files' 60,000 images would
 // take most of their time under ThreadSanitizer.
 void write_image_set(const QString& dir, int n, DatasetConfig& dataset) {
-  auto header = [](std::ofstream& out, std::initializer_list<uint32_t> words) {
-    for (uint32_t w : words)
-      for (int shift = 24; shift >= 0; shift -= 8) out.put(static_cast<char>((w >> shift) & 0xff));
-  };
   std::mt19937 random(11);
+  std::vector<uint8_t> pixels(static_cast<size_t>(n) * 28 * 28), classes(static_cast<size_t>(n));
+  for (uint8_t& p : pixels) p = static_cast<uint8_t>(random() & 0xff);
+  for (uint8_t& c : classes) c = static_cast<uint8_t>(random() % 10);
   const std::string images = (dir + "/images-idx3-ubyte").toStdString(), labels = (dir + "/labels-idx1-ubyte").toStdString();
-  std::ofstream pixels(images, std::ios::binary), classes(labels, std::ios::binary);
-  header(pixels, {0x803, static_cast<uint32_t>(n), 28, 28});
-  header(classes, {0x801, static_cast<uint32_t>(n)});
-  for (int i = 0; i < n * 28 * 28; ++i) pixels.put(static_cast<char>(random() & 0xff));
-  for (int i = 0; i < n; ++i) classes.put(static_cast<char>(random() % 10));
+  const auto count = static_cast<uint32_t>(n);
+  testutil::write_file(images, testutil::idx_bytes({count, 28, 28}, pixels));
+  testutil::write_file(labels, testutil::idx_bytes({count}, classes));
   dataset.kind = "idx";
   dataset.path.clear();
   dataset.train_images = images;
