@@ -25,17 +25,29 @@ status=0
 # and in the corpus) must not count again.
 stamp=$(mktemp)
 trap 'rm -f "$stamp"' EXIT
+# Each target runs in its own process and writes only its own folders, so
+# they run JOBS at a time (two cores fuzz two targets in the time of one).
+fuzz_one() {
+  local t="$1"
+  mkdir -p "build-fuzz/corpus/$t" "build-fuzz/findings/$t"
+  "build-fuzz/tools/fuzz/fuzz_$t" "build-fuzz/corpus/$t" "tools/fuzz/corpus/$t" -max_total_time="$seconds" \
+    -max_len=65536 -timeout=10 -rss_limit_mb=2048 -artifact_prefix="build-fuzz/findings/$t/" -print_final_stats=1 \
+    >"build-fuzz/fuzz_$t.log" 2>&1
+  echo $? >"build-fuzz/fuzz_$t.rc"
+}
+jobs_max="${JOBS:-2}"
 for t in "${targets[@]}"; do
-  work="build-fuzz/corpus/$t" findings="build-fuzz/findings/$t"
-  mkdir -p "$work" "$findings"
+  while [ "$(jobs -rp | wc -l)" -ge "$jobs_max" ]; do wait -n; done
+  fuzz_one "$t" &
+done
+wait
+for t in "${targets[@]}"; do
   log="build-fuzz/fuzz_$t.log"
-  "build-fuzz/tools/fuzz/fuzz_$t" "$work" "tools/fuzz/corpus/$t" -max_total_time="$seconds" -max_len=65536 \
-    -timeout=10 -rss_limit_mb=2048 -artifact_prefix="$findings/" -print_final_stats=1 >"$log" 2>&1
-  rc=$?
+  rc=$(cat "build-fuzz/fuzz_$t.rc")
   execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$')
   rate=$(grep -o 'stat::average_exec_per_sec: *[0-9]*' "$log" | grep -o '[0-9]*$')
   cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | grep -o '[0-9]*')
-  found=$(find "$findings" -type f -newer "$stamp" | wc -l)
+  found=$(find "build-fuzz/findings/$t" -type f -newer "$stamp" | wc -l)
   printf '%-18s %8s s  %10s execs  %7s exec/s  %6s edges  %s findings (exit %s)\n' "$t" "$seconds" "${execs:-?}" \
     "${rate:-?}" "${cov:-?}" "$found" "$rc"
   [ "$rc" -ne 0 ] || [ "$found" -ne 0 ] && status=1
