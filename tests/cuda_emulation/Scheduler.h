@@ -1,6 +1,7 @@
 #pragma once
 // Runs a CUDA grid on the calling thread: blocks one after another, and a
-// block's threads as fibers (ucontext) that switch only at their barriers
+// block's threads as fibers (entered through ucontext, then switched by the
+// compiler's setjmp/longjmp builtins; see Scheduler.cpp) that switch only at their barriers
 // (__syncthreads, the two halves of a warp shuffle). One OS thread keeps
 // the emulation deterministic and cheap (a barrier is a few context
 // switches, not a wake-up of 256 OS threads), and lets `__shared__` be a
