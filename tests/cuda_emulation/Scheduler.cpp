@@ -93,14 +93,19 @@ Machine& machine() {
 
 Fiber& fiber(int i) { return *machine().fibers[static_cast<size_t>(i)]; }
 
+// Back to the scheduler until it resumes this fiber.
+void wait(State s) {
+  Machine& m = machine();
+  Fiber& f = fiber(m.current);
+  f.state = s;
+  switch_context(f.context, m.scheduler);
+}
+
 // A fiber's whole life: the body once per block it runs in.
 void fiber_main() {
-  Machine& m = machine();
   for (;;) {
-    (*m.body)();
-    Fiber& f = fiber(m.current);
-    f.state = State::Done;
-    switch_context(f.context, m.scheduler);
+    (*machine().body)();
+    wait(State::Done);
   }
 }
 
@@ -132,13 +137,6 @@ void resume(int i) {
   Fiber& f = fiber(i);
   if (f.started) switch_context(m.scheduler, f.context);
   else start(f);
-}
-
-void wait(State s) {
-  Machine& m = machine();
-  Fiber& f = fiber(m.current);
-  f.state = s;
-  switch_context(f.context, m.scheduler);
 }
 
 // Opens the barriers every live thread of a warp waits at; true if any.
