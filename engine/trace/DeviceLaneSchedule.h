@@ -28,17 +28,35 @@ public:
   static constexpr double kPeriodSeconds = 0.25;
 
   explicit DeviceLaneSchedule(DeviceLanes mode, int burst_steps = kBurstSteps, double period_seconds = kPeriodSeconds);
-  // Whether the step starting at `now` (seconds, any monotonic clock) is
-  // marked; called once per step, in step order.
-  bool mark_step(double now);
+
+  // Bursts are runs of step numbers, not of calls, so that a pass finding
+  // no batch at an epoch's end spends none of a burst, and so that the
+  // ranks of a multi-worker run, given the same first step, mark the same
+  // steps: one of them decides when (due, from its clock), all begin it.
+  //
+  // The first step of a new burst when one is due at `now` (seconds, any
+  // monotonic clock): `earliest`, the first step not yet started, once the
+  // current burst has no step from `earliest` on and the period since it
+  // began has passed (at once before the first burst); none otherwise, and
+  // never unless sampled.
+  std::optional<int64_t> due(double now, int64_t earliest) const;
+  // Begins a burst with step `first`; `now` is when it was decided.
+  void begin(int64_t first, double now);
+  bool started() const { return started_; }
+  // Whether step `step` is marked.
+  bool marks(int64_t step) const;
+
+  // One process deciding alone, at each step's start in step order: begins
+  // a burst with `step` when one is due, then says whether it is marked.
+  bool mark_step(int64_t step, double now);
 
 private:
   DeviceLanes mode_;
   int burst_steps_;
   double period_;
-  int left_ = 0;            // marked steps left in the current burst
-  double burst_start_ = 0;  // when the current (or last) burst began
-  bool started_ = false;    // a burst has begun
+  int64_t first_ = 0;      // the current (or last) burst's first step
+  double decided_at_ = 0;  // when it was decided
+  bool started_ = false;   // a burst has begun
 };
 
 }  // namespace strata::trace

@@ -581,7 +581,14 @@ void Trainer::run_epoch_sync(TrainingPosition& pos, int64_t steps_per_epoch, Dis
       return;
     }
     const int64_t step = pos.step + (queued_ ? 2 : 1);
-    device_marks_ = tracer_ && device_schedule_.mark_step(monotonic_seconds());
+    // Alone, the schedule decides at each step's start. Across workers every
+    // rank begins the first burst with its first step (the same on all), and
+    // the later ones where rank 0's step exchange says (finish_step): so all
+    // ranks' device lanes cover the same steps, and a merged trace lines
+    // them up.
+    device_marks_ = tracer_ && (cluster.size() == 1 || !device_schedule_.started()
+                                    ? device_schedule_.mark_step(step, monotonic_seconds())
+                                    : device_schedule_.marks(step));
     std::optional<PerReplica<Batch>> inputs;
     {
       const trace::ScopedSpan wait(recorder(), trace::SpanKind::DataWait, trace::Lane{trace::LaneKind::Run, 0}, step);
@@ -643,9 +650,17 @@ bool Trainer::finish_step(const PerReplica<StepResult>& results, double compute_
   }
   mine.worker.compute_seconds = compute_seconds;
   mine.worker.stop = stop_ ? 1.0 : 0.0;
+  // Rank 0 decides when the workers' next device-lane burst begins
+  // (run_epoch_sync): with a step none has started. This exchange is for
+  // step pos.step + 1, and one step may be in flight beyond it.
+  if (cluster.size() > 1 && cluster.rank() == 0 && tracer_)
+    if (const auto first = device_schedule_.due(monotonic_seconds(), pos.step + 3))
+      mine.worker.device_burst = static_cast<double>(*first);
   const std::vector<StepFigures> all = cluster.size() > 1
                                            ? StepFigures::unpack_all(cluster.all_gather(mine.pack()), results.num_replicas())
                                            : std::vector<StepFigures>{mine};
+  if (cluster.size() > 1 && all[0].worker.device_burst >= 0)
+    device_schedule_.begin(static_cast<int64_t>(all[0].worker.device_burst), monotonic_seconds());
   StepEvent ev;
   int64_t batch = 0, correct = 0;
   ep.stopping = false;

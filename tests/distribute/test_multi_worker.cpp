@@ -170,6 +170,58 @@ private slots:
     QCOMPARE(pids, (std::set<int>{0, 1}));
   }
 
+  // Sampled device lanes (docs/timeline.md) across ranks: rank 0 decides when
+  // a burst begins and every rank marks the same steps, so the merged
+  // trace's device lanes line up. (Each rank once decided on its own clock:
+  // bursts at steps 762-781 on one rank and 764-783 on the other.) A
+  // simulated accelerator on each rank; its steps take well under a
+  // millisecond, so a second's run has several bursts.
+  void ranks_mark_the_same_device_lane_steps() {
+    QTemporaryDir tmp;
+    const QString trace = tmp.path() + "/trace.json";
+    const Result r = run("mpirun", mpirun_args(2) + QStringList{bin("app/strata-run"), tiny(), "--strategy",
+                                                                "multi_worker_mirrored", "--devices", "sim:0", "--no-run-dir",
+                                                                "--events", "jsonl", "--epochs", "200", "--trace", trace});
+    QVERIFY2(r.code == 0, qPrintable(story(r)));
+    // The steps of each rank's device lanes.
+    std::vector<std::set<int64_t>> marked(2);
+    for (int rank = 0; rank < 2; ++rank) {
+      std::ifstream in((tmp.path() + QString("/trace.rank%1.json").arg(rank)).toStdString());
+      const nlohmann::json doc = nlohmann::json::parse(in);
+      std::map<int, QString> lanes;  // tid: name
+      for (const auto& e : doc["traceEvents"])
+        if (e["ph"] == "M" && e["name"] == "thread_name")
+          lanes[e["tid"].get<int>()] = QString::fromStdString(e["args"]["name"].get<std::string>());
+      for (const auto& e : doc["traceEvents"])
+        if (e["ph"] == "X" && lanes[e["tid"].get<int>()].endsWith(" device") && e["args"].contains("step"))
+          marked[rank].insert(e["args"]["step"].get<int64_t>());
+    }
+    // Bursts: runs of consecutive steps.
+    auto bursts_of = [](const std::set<int64_t>& steps) {
+      std::vector<std::pair<int64_t, int64_t>> out;
+      for (int64_t s : steps)
+        if (!out.empty() && out.back().second == s - 1) out.back().second = s;
+        else out.emplace_back(s, s);
+      return out;
+    };
+    auto text = [](const std::vector<std::pair<int64_t, int64_t>>& bursts) {
+      QString t;
+      for (auto [a, b] : bursts) t += QString(" %1-%2").arg(a).arg(b);
+      return t;
+    };
+    const auto bursts = bursts_of(marked[0]);
+    const QString seen = text(bursts);
+    qInfo("device lanes of rank 0 at steps%s", qPrintable(seen));
+    QVERIFY(!marked[0].empty());
+    QVERIFY2(marked[0] == marked[1], qPrintable("rank 0:" + seen + ", rank 1:" + text(bursts_of(marked[1]))));
+    // The first burst begins with the first step, each is 20 steps (a slow
+    // step's bursts follow each other), and a second is enough for more.
+    QCOMPARE(bursts.front().first, int64_t{1});
+    const int64_t steps = events(r.out, "step").size();
+    for (auto [a, b] : bursts) QVERIFY2((b - a + 1) % 20 == 0 || b == steps, qPrintable(seen));
+    QVERIFY2(bursts.size() >= 2 || marked[0].size() > 20, qPrintable(seen));
+  }
+
   void killed_rank_ends_the_run() {
     QTemporaryDir tmp;
     QProcess p;

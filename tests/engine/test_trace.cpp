@@ -288,12 +288,41 @@ private slots:
     trace::DeviceLaneSchedule sampled(DeviceLanes::Sampled, 3, 1.0);
     QString marks;
     // Steps every 0.1 s: 3 marked, the rest of the second not, and again.
-    for (int i = 0; i < 25; ++i) marks += sampled.mark_step(0.1 * i) ? 'x' : '.';
+    for (int i = 0; i < 25; ++i) marks += sampled.mark_step(i + 1, 0.1 * i) ? 'x' : '.';
     QCOMPARE(marks, QString("xxx.......xxx.......xxx.."));
     trace::DeviceLaneSchedule slow(DeviceLanes::Sampled, 3, 1.0);
     marks.clear();
-    for (int i = 0; i < 8; ++i) marks += slow.mark_step(0.5 * i) ? 'x' : '.';  // a burst outlasts the period
+    for (int i = 0; i < 8; ++i) marks += slow.mark_step(i + 1, 0.5 * i) ? 'x' : '.';  // a burst outlasts the period
     QCOMPARE(marks, QString("xxxxxxxx"));
+    // A pass that finds no batch at an epoch's end asks about the step the
+    // next epoch begins with: the burst still has that step (bursts are
+    // steps, not calls).
+    trace::DeviceLaneSchedule repeated(DeviceLanes::Sampled, 3, 1.0);
+    marks.clear();
+    for (int64_t step : {1, 2, 2, 3, 4}) marks += repeated.mark_step(step, 0.0) ? 'x' : '.';
+    QCOMPARE(marks, QString("xxxx."));
+    // Across workers: one decides from its clock, two steps ahead, and all
+    // begin the burst it names; their steps are marked alike.
+    trace::DeviceLaneSchedule leader(DeviceLanes::Sampled, 3, 1.0), follower(DeviceLanes::Sampled, 3, 1.0);
+    QString led, followed;
+    for (int64_t step = 1; step <= 25; ++step) {
+      const double now = 0.1 * static_cast<double>(step);
+      if (step == 1) {  // the first burst: the first step, on every worker
+        leader.mark_step(step, now);
+        follower.mark_step(step, 1000.0);
+      }
+      led += leader.marks(step) ? 'x' : '.';
+      followed += follower.marks(step) ? 'x' : '.';
+      if (const auto first = leader.due(now, step + 2)) {
+        QCOMPARE(*first, step + 2);
+        leader.begin(*first, now);
+        follower.begin(*first, 1000.0);  // its own clock plays no part
+      }
+    }
+    QCOMPARE(led, QString("xxx.........xxx.......xxx"));
+    QCOMPARE(followed, led);
+    QVERIFY(!leader.due(100.0, 25));  // the burst begun with step 23 still has step 25
+    QCOMPARE(leader.due(100.0, 26), std::optional<int64_t>(26));
     // strata-run's --device-lanes names.
     for (DeviceLanes l : {DeviceLanes::Off, DeviceLanes::Sampled, DeviceLanes::EveryStep})
       QCOMPARE(int(*trace::device_lanes_from_name(trace::device_lanes_name(l))), int(l));
@@ -301,8 +330,8 @@ private slots:
     QVERIFY(!trace::device_lanes_from_name("always"));
     trace::DeviceLaneSchedule every(DeviceLanes::EveryStep), off(DeviceLanes::Off);
     for (int i = 0; i < 100; ++i) {
-      QVERIFY(every.mark_step(1e-6 * i));
-      QVERIFY(!off.mark_step(1e-6 * i));
+      QVERIFY(every.mark_step(i + 1, 1e-6 * i));
+      QVERIFY(!off.mark_step(i + 1, 1e-6 * i));
     }
   }
 
