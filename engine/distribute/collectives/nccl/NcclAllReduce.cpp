@@ -3,9 +3,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <map>
 #include <set>
+#include <string_view>
 
 #include "backend/Backend.h"
 #include "backend/cuda/CudaBackend.h"
@@ -329,6 +332,13 @@ void NcclAllReduce::create_communicators() {
       gpus_[static_cast<size_t>(i)].comm = comms[static_cast<size_t>(i)];
       gpus_[static_cast<size_t>(i)].rank = i;
     }
+    // Blocking communicators, unless NCCL_COMM_BLOCKING=0 (which NCCL applies
+    // over any config): then they are still being made on return, and a
+    // collective before they are ready fails.
+    for (Gpu& g : gpus_) {
+      auto held = use(g);
+      settle(g, held, "creating the NCCL communicator");
+    }
     return;
   }
   // Across workers: every worker's GPUs, in worker rank order, form one
@@ -344,7 +354,12 @@ void NcclAllReduce::create_communicators() {
   if (cluster_->rank() == 0) api.check(api.ncclGetUniqueId(&id), "ncclGetUniqueId");
   cluster_->broadcast(std::as_writable_bytes(std::span<ncclUniqueId>(&id, 1)), 0);
   // Non-blocking, so that joining can give up after the collective timeout
-  // when a worker never arrives.
+  // when a worker never arrives. NCCL_COMM_BLOCKING=1 overrides the config.
+  if (const char* blocking = std::getenv("NCCL_COMM_BLOCKING"); blocking && std::string_view(blocking) == "1")
+    std::fprintf(stderr,
+                 "warning: NCCL_COMM_BLOCKING=1: joining the NCCL communicator on worker %d waits for every worker with no "
+                 "timeout (the collective timeout, %d s, applies without it)\n",
+                 cluster_->rank(), static_cast<int>(timeout_));
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.blocking = 0;
   api.check(api.ncclGroupStart(), "ncclGroupStart");
