@@ -2,8 +2,9 @@
 // What one worker contributes to a synchronous step's event: each local
 // replica's losses and time, and the worker's totals and stop request (and
 // rank 0's device-lane burst). One exchange per step (Cluster::all_gather of
-// doubles) gives every worker every worker's figures, so all decide alike. pack and unpack are the only
-// code that knows the layout, which is checked at compile time.
+// doubles) gives every worker every worker's figures, so all decide alike.
+// pack and unpack are the only code that knows the layout, which is checked
+// at compile time.
 #include <cstdint>
 #include <limits>
 #include <type_traits>
