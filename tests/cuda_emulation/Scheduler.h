@@ -1,11 +1,12 @@
 #pragma once
 // Runs a CUDA grid on the calling thread: blocks one after another, and a
 // block's threads as fibers (entered through ucontext, then switched by the
-// compiler's setjmp/longjmp builtins; see Scheduler.cpp) that switch only at their barriers
-// (__syncthreads, the two halves of a warp shuffle). One OS thread keeps
-// the emulation deterministic and cheap (a barrier is a few context
-// switches, not a wake-up of 256 OS threads), and lets `__shared__` be a
-// function-local `static`: only one block is ever live.
+// compiler's setjmp/longjmp builtins, or by swapcontext under ASan; see
+// Scheduler.cpp) that switch only at their barriers (__syncthreads, the two
+// halves of a warp shuffle). One OS thread keeps the emulation deterministic
+// and cheap (a barrier is a few context switches, not a wake-up of 256 OS
+// threads), and lets `__shared__` be a function-local `static`: only one
+// block is ever live.
 //
 // What real hardware would hang on or leave undefined is reported as a
 // violation instead (take_violations): a thread that exits while the others

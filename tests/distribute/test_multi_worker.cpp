@@ -14,6 +14,7 @@
 
 #include "distribute/MpiTestUtil.h"
 #include "project/ProjectFile.h"
+#include "trace/ChromeTraceReader.h"
 #include "train/SafeTensors.h"
 
 using namespace strata;
@@ -185,17 +186,10 @@ private slots:
     QVERIFY2(r.code == 0, qPrintable(story(r)));
     // The steps of each rank's device lanes.
     std::vector<std::set<int64_t>> marked(2);
-    for (int rank = 0; rank < 2; ++rank) {
-      std::ifstream in((tmp.path() + QString("/trace.rank%1.json").arg(rank)).toStdString());
-      const nlohmann::json doc = nlohmann::json::parse(in);
-      std::map<int, QString> lanes;  // tid: name
-      for (const auto& e : doc["traceEvents"])
-        if (e["ph"] == "M" && e["name"] == "thread_name")
-          lanes[e["tid"].get<int>()] = QString::fromStdString(e["args"]["name"].get<std::string>());
-      for (const auto& e : doc["traceEvents"])
-        if (e["ph"] == "X" && lanes[e["tid"].get<int>()].endsWith(" device") && e["args"].contains("step"))
-          marked[rank].insert(e["args"]["step"].get<int64_t>());
-    }
+    for (int rank = 0; rank < 2; ++rank)
+      for (const trace::Span& s :
+           trace::read_chrome_trace((tmp.path() + QString("/trace.rank%1.json").arg(rank)).toStdString()).spans)
+        if (s.lane.kind == trace::LaneKind::Device && s.step >= 0) marked[static_cast<size_t>(rank)].insert(s.step);
     // Bursts: runs of consecutive steps.
     auto bursts_of = [](const std::set<int64_t>& steps) {
       std::vector<std::pair<int64_t, int64_t>> out;

@@ -315,34 +315,43 @@ void NcclAllReduce::make_gpus(const ReplicaGroup& group) {
 }
 
 void NcclAllReduce::create_communicators() {
+  ranks_ = 0;  // a setup that failed before (a worker lost) may have counted
+  const bool alone = !cluster_ || cluster_->size() == 1;
+  if (alone) create_local_communicators();
+  else join_workers_communicator();
+  // One process's communicators are blocking: made on return, unless
+  // NCCL_COMM_BLOCKING=0 (which NCCL applies over any config), and a
+  // collective before they are ready fails. Across workers they are joined
+  // once every worker has arrived, within the collective timeout.
+  const char* what = alone ? "creating the NCCL communicator" : "joining the NCCL communicator";
+  for (Gpu& g : gpus_) {
+    auto held = use(g);
+    settle(g, held, what);
+  }
+}
+
+void NcclAllReduce::create_local_communicators() {
+  const auto local = static_cast<int>(gpus_.size());
+  std::vector<ncclComm_t> comms(gpus_.size());
+  std::vector<int> devs;
+  std::string names;
+  for (const Gpu& g : gpus_) {
+    devs.push_back(g.index);
+    names += (names.empty() ? "gpu:" : ", gpu:") + std::to_string(g.index);
+  }
+  lib().check(lib().ncclCommInitAll(comms.data(), local, devs.data()), "creating the NCCL communicator over " + names);
+  ranks_ = local;
+  for (int i = 0; i < local; ++i) {
+    gpus_[static_cast<size_t>(i)].comm = comms[static_cast<size_t>(i)];
+    gpus_[static_cast<size_t>(i)].rank = i;
+  }
+}
+
+// Across workers: every worker's GPUs, in worker rank order, form one
+// communicator.
+void NcclAllReduce::join_workers_communicator() {
   const auto& api = lib();
   const auto local = static_cast<int>(gpus_.size());
-  ranks_ = 0;  // a setup that failed before (a worker lost) may have counted
-  if (!cluster_ || cluster_->size() == 1) {
-    std::vector<ncclComm_t> comms(gpus_.size());
-    std::vector<int> devs;
-    std::string names;
-    for (const Gpu& g : gpus_) {
-      devs.push_back(g.index);
-      names += (names.empty() ? "gpu:" : ", gpu:") + std::to_string(g.index);
-    }
-    api.check(api.ncclCommInitAll(comms.data(), local, devs.data()), "creating the NCCL communicator over " + names);
-    ranks_ = local;
-    for (int i = 0; i < local; ++i) {
-      gpus_[static_cast<size_t>(i)].comm = comms[static_cast<size_t>(i)];
-      gpus_[static_cast<size_t>(i)].rank = i;
-    }
-    // Blocking communicators, unless NCCL_COMM_BLOCKING=0 (which NCCL applies
-    // over any config): then they are still being made on return, and a
-    // collective before they are ready fails.
-    for (Gpu& g : gpus_) {
-      auto held = use(g);
-      settle(g, held, "creating the NCCL communicator");
-    }
-    return;
-  }
-  // Across workers: every worker's GPUs, in worker rank order, form one
-  // communicator.
   const std::vector<double> counts = cluster_->all_gather({static_cast<double>(local)});
   int offset = 0;
   for (int r = 0; r < static_cast<int>(counts.size()); ++r) {
@@ -374,10 +383,6 @@ void NcclAllReduce::create_communicators() {
     }
   }
   api.check(api.ncclGroupEnd(), "joining the NCCL communicator");
-  for (Gpu& g : gpus_) {
-    auto held = use(g);
-    settle(g, held, "joining the NCCL communicator");
-  }
 }
 
 void NcclAllReduce::refuse_shared_gpus(int most) {

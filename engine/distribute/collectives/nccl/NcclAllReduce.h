@@ -121,6 +121,8 @@ private:
   void grouped_pieces(int replica, const std::vector<DeviceSpan>& tensors, const UpdateShards& shards, const char* what,
                       Call&& call);
   void create_communicators();
+  void create_local_communicators();  // ncclCommInitAll: one process's GPUs
+  void join_workers_communicator();   // every worker's GPUs, the id broadcast over MPI
   // Records g.done on g's communication stream after its collectives just
   // queued, and times them unless the compute stream is being captured.
   // Under mutex_.
