@@ -168,7 +168,7 @@ std::vector<CheckRecord> check_mixed_placement(const std::vector<Device>& device
 
 std::vector<CheckRecord> check_synchronized_batch_norm(const std::vector<Device>& devices, int steps) {
   return guarded("synchronized_batch_norm", [&] {
-    RunConfig c = example("fashion-cnn-bn", devices.front(), steps);
+    RunConfig c = example_compared("fashion-cnn-bn", devices.front(), steps);
     // Dropout draws per replica: left out, so both runs see the same model.
     // ReLU and max pooling make the trajectory chaotic (the CPU's own runs
     // with the sums in another order part by 1e-4 within three steps at this

@@ -142,7 +142,7 @@ std::vector<CheckRecord> check_shared_device(const Device& device, int steps) {
 
 std::vector<CheckRecord> check_graph_replay(const Device& device, int steps) {
   return guarded("graph_replay", [&] {
-    RunConfig c = example("fashion-cnn-bn", device, steps);
+    RunConfig c = example_compared("fashion-cnn-bn", device, steps);
     c.training.batch_size = 32;
     c.training.step_graphs = false;
     const Run eager = train(c);
@@ -190,7 +190,7 @@ std::vector<CheckRecord> check_gradient_branches(const Device& device, int steps
       Forced& operator=(const Forced&) = delete;
     } forced(backend);
     for (const bool graphs : {false, true}) {
-      RunConfig c = example("fashion-cnn", device, steps);
+      RunConfig c = example_compared("fashion-cnn", device, steps);
       c.training.batch_size = 32;
       c.training.step_graphs = graphs;
       c.training.gradient_branches = false;

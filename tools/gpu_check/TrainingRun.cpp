@@ -19,6 +19,12 @@ RunConfig example(const std::string& name, const Device& device, int64_t steps) 
   return c;
 }
 
+RunConfig example_compared(const std::string& name, const Device& device, int64_t steps) {
+  RunConfig c = example(name, device, steps);
+  c.dataset.validation_split = 0.01;
+  return c;
+}
+
 RunConfig example_mlp(const Device& device, int64_t steps, const std::string& optimizer) {
   RunConfig c = example("fashion-mlp", device, steps);
   c.training.optimizer.type = optimizer;

@@ -20,6 +20,10 @@ namespace strata::gpu_check {
 // resources/examples/<name>.strata on `device` alone (one_device), one epoch
 // of at most `steps` steps (0: the whole epoch).
 RunConfig example(const std::string& name, const Device& device, int64_t steps);
+// The example `name` as above for a comparison of two runs' losses and
+// weights: validating on the 10,000 test images would measure nothing there
+// (and cost 6 s a CNN run on sim), so 1% of the training images do.
+RunConfig example_compared(const std::string& name, const Device& device, int64_t steps);
 // The example MLP with `optimizer` ("sgd" gets a larger learning rate, see
 // the definition).
 RunConfig example_mlp(const Device& device, int64_t steps, const std::string& optimizer);
