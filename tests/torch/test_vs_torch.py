@@ -154,7 +154,8 @@ def run_case(binary, name, layers, example, batch=4, training=True, objective=No
     for n, v in model.new_state.items():
         worst[n] = rel(got["state"][n], v.detach().numpy())
     if optimizer:
-        worst.update(optimizer_check(got, layers, weights, x, xt.shape, obj, optimizer, training, batches, trainable))
+        reference = trajectory(layers, weights, x, xt.shape, obj, optimizer, training, batches, trainable)
+        worst.update(trajectory_error(got, reference, trainable))
     if tol is None:
         # A trajectory: float32 rounding grows over the steps (and flips
         # ReLU and max-pool decisions at kinks), so the bound is what it does
@@ -168,11 +169,9 @@ def run_case(binary, name, layers, example, batch=4, training=True, objective=No
         drift = 0.0
         for order in (batches, [{"x": np.asarray(b["x"]).reshape(xt.shape)[::-1].ravel().tolist(),
                                  "labels": b["labels"][::-1]} for b in batches]):
-            f32 = optimizer_check(got, layers, weights, x, xt.shape, obj, optimizer, training, order, trainable,
-                                  dtype=torch.float32)
-            f64 = optimizer_check({"losses": f32["losses"], "after": f32["after"]}, layers, weights, x, xt.shape, obj,
-                                  optimizer, training, batches, trainable)
-            drift = max(drift, max(v for k, v in f64.items()))
+            f32 = trajectory(layers, weights, x, xt.shape, obj, optimizer, training, order, trainable,
+                             dtype=torch.float32)
+            drift = max(drift, max(trajectory_error(f32, reference, trainable).values()))
         tol = max(1e-6, 4 * drift)
         name += f" (PyTorch float32 drifts {drift:.1e})"
         worst = {k: v for k, v in worst.items() if k.startswith("after") or k == "losses"}
@@ -180,10 +179,9 @@ def run_case(binary, name, layers, example, batch=4, training=True, objective=No
     return name, worst[key], key, tol
 
 
-def optimizer_check(got, layers, weights, x, shape, obj, opt, training, batches, trainable, dtype=ref.DT):
-    """Strata's losses and variables after the steps against the reference's
-    in `dtype`; with dtype float32, the reference's own losses and variables
-    (what float32 rounding alone does to the trajectory)."""
+def trajectory(layers, weights, x, shape, obj, opt, training, batches, trainable, dtype=ref.DT):
+    """The reference's losses and trainable variables after the optimizer's
+    steps, in `dtype` (float32: what float32 rounding alone does to them)."""
     w = {k: torch.tensor(v, dtype=dtype, requires_grad=k in trainable) for k, v in weights.items()}
     model = ref.Model(layers, w)
     params = [w[n] for n in trainable]
@@ -212,11 +210,15 @@ def optimizer_check(got, layers, weights, x, shape, obj, opt, training, batches,
             else:
                 ref.keras_adam(params, g, state, opt["learning_rate"], opt.get("beta_1", 0.9), opt.get("beta_2", 0.999),
                                opt.get("epsilon", 1e-7))
-    if dtype != ref.DT:
-        return {"losses": losses, "after": {n: w[n].detach().numpy() for n in trainable}}
-    out = {"losses": rel(got["losses"], losses)}
+    return {"losses": losses, "after": {n: w[n].detach().numpy() for n in trainable}}
+
+
+def trajectory_error(got, reference, trainable):
+    """The worst relative errors of a trajectory (Strata's, or the reference's
+    in float32) against the reference's."""
+    out = {"losses": rel(got["losses"], reference["losses"])}
     for n in trainable:
-        out["after " + n] = rel(got["after"][n], w[n].detach().numpy())
+        out["after " + n] = rel(got["after"][n], reference["after"][n])
     return out
 
 
