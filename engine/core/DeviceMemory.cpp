@@ -8,7 +8,7 @@ namespace {
 std::atomic<DeviceMemoryProvider> g_provider{nullptr};
 }  // namespace
 
-void set_device_memory_provider(DeviceMemoryProvider provider) { g_provider = provider; }
+DeviceMemoryProvider set_device_memory_provider(DeviceMemoryProvider provider) { return g_provider.exchange(provider); }
 
 DeviceMemory& device_memory(const Device& device) {
   if (device.is_host()) throw runtime_error("device_memory: " + device.str() + " is host memory");

@@ -106,6 +106,8 @@ private:
 // machine has no such device.
 DeviceMemory& device_memory(const Device& device);
 using DeviceMemoryProvider = DeviceMemory& (*)(const Device&);
-void set_device_memory_provider(DeviceMemoryProvider provider);
+// Installs `provider` and returns the one it replaces (tests stand in a
+// device of their own, then put the backends' back).
+DeviceMemoryProvider set_device_memory_provider(DeviceMemoryProvider provider);
 
 }  // namespace strata

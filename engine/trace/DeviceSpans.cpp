@@ -27,6 +27,7 @@ DeviceSpans::Scoped::~Scoped() {
   }
   std::lock_guard lock(spans_->mutex_);
   pending_->end = std::move(end);
+  pending_->closed = true;
 }
 
 namespace {
@@ -72,15 +73,25 @@ bool DeviceSpans::resolve(const Pending& p, Span& out) {
 void DeviceSpans::drain(TraceRecorder& recorder, int64_t replayed_step, int graph) {
   std::lock_guard lock(mutex_);
   Span s;
+  int64_t lost = 0;
   std::erase_if(pending_, [&](const std::shared_ptr<Pending>& p) {
-    if (!resolve(*p, s)) return false;
-    recorder.record(s);
-    return true;
+    if (resolve(*p, s)) {
+      recorder.record(s);
+      return true;
+    }
+    // Closed without an end mark: it would wait here for ever.
+    if (p->closed && !p->end) {
+      ++lost;
+      return true;
+    }
+    return false;
   });
-  if (replayed_step < 0) return;
+  if (replayed_step < 0) {
+    if (lost > 0) recorder.count_lost(lost);
+    return;
+  }
   // Read once, after the replay: one that cannot be read now never will be
   // for this step (the next replay records over it), so it is counted lost.
-  int64_t lost = 0;
   for (const auto& p : graphs_[graph & 1])
     if (resolve(*p, s)) {
       s.step = replayed_step;

@@ -66,16 +66,17 @@ public:
   size_t mark() const;
   void keep_for_replays(size_t since_mark, int graph = 0);
   // Records every span whose two marks the devices have passed (the rest
-  // stay until a later call). Graph `graph`'s spans are recorded for
-  // `replayed_step` when it is >= 0 (that graph ran the step, and the step
-  // has completed).
+  // stay until a later call) and counts the spans whose end mark failed as
+  // lost. Graph `graph`'s spans are recorded for `replayed_step` when it is
+  // >= 0 (that graph ran the step, and the step has completed).
   void drain(TraceRecorder& recorder, int64_t replayed_step = -1, int graph = 0);
   bool empty() const;
 
   struct Pending {
     Device device;
     Span span;
-    EventPtr begin, end;  // end is null while the span is open
+    EventPtr begin, end;  // end is null while the span is open, and after its mark failed
+    bool closed = false;  // the span's scope has ended
   };
 
 private:

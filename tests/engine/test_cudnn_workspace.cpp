@@ -3,8 +3,8 @@
 #include <QTest>
 #include <cstdlib>
 
+#include "InertDeviceMemory.h"
 #include "backend/cuda/CudnnWorkspace.h"
-#include "core/DeviceMemory.h"
 #include "core/Error.h"
 
 using namespace strata;
@@ -12,7 +12,7 @@ using namespace strata;
 namespace {
 // Device memory with a fixed capacity, counting what is held and how often
 // an allocation was tried.
-class LimitedMemory final : public DeviceMemory {
+class LimitedMemory final : public InertDeviceMemory {
 public:
   explicit LimitedMemory(size_t limit) : limit_(limit) {}
   size_t held = 0;
@@ -27,13 +27,6 @@ public:
     held -= bytes;
     std::free(p);
   }
-  void copy_from_host(void*, const void*, size_t) override {}
-  void copy_to_host(void*, const void*, size_t) override {}
-  void copy(void*, const void*, size_t) override {}
-  void fill32(void*, int64_t, uint32_t) override {}
-  void synchronize() override {}
-  EventPtr record_event() override { return nullptr; }
-  void wait_event(const EventPtr&) override {}
 
 private:
   size_t limit_;

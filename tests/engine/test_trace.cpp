@@ -1,8 +1,8 @@
 // The step timeline's trace core: TraceRecorder from many threads (every span
 // arrives once, full buffers drop and count, recorders coming and going on a
 // thread), the Chrome trace files (their events, the .partial rename, errors
-// naming the path), merging rank files, reading them back, and the per-step
-// breakdown.
+// naming the path), merging rank files, reading them back, the per-step
+// breakdown, and device spans read from a device's timing marks.
 #include <QtTest/QtTest>
 
 #include <atomic>
@@ -15,10 +15,12 @@
 #include <optional>
 #include <thread>
 
+#include "InertDeviceMemory.h"
 #include "TestUtil.h"
 #include "trace/ChromeTrace.h"
 #include "trace/ChromeTraceReader.h"
 #include "trace/DeviceLaneSchedule.h"
+#include "trace/DeviceSpans.h"
 #include "trace/StepBreakdown.h"
 #include "trace/TraceRecorder.h"
 #include "train/StepTracer.h"
@@ -88,6 +90,27 @@ Span on_rank(Span s, int rank, double offset) {
   s.start_us += offset;
   return s;
 }
+
+// A device whose timing marks are reached as they are queued, each at the
+// next microsecond; the one numbered `fail_mark` (from 0) fails to be queued.
+class MarkingDevice final : public InertDeviceMemory {
+public:
+  struct Mark final : DeviceEvent {
+    explicit Mark(double t) : time_us(t) {}
+    double time_us;
+  };
+  int marks = 0, fail_mark = -1;
+  EventPtr record_timing_mark() override {
+    if (marks++ == fail_mark) throw std::runtime_error("the stream is gone");
+    return std::make_shared<Mark>(marks);
+  }
+  std::optional<MarkedSpan> span_time_us(const EventPtr& begin, const EventPtr& end) override {
+    const double t0 = static_cast<const Mark&>(*begin).time_us, t1 = static_cast<const Mark&>(*end).time_us;
+    return MarkedSpan{t0, t1 - t0};
+  }
+};
+MarkingDevice* g_marking = nullptr;
+DeviceMemory& marking_device(const Device&) { return *g_marking; }
 
 }  // namespace
 
@@ -279,6 +302,37 @@ private slots:
     QVERIFY(spans[0].start_us >= before);
     QVERIFY(spans[0].duration_us >= 0);
     QVERIFY(spans[0].start_us + spans[0].duration_us <= after);
+  }
+
+  // Device spans: each recorded once both marks are reached; one whose end
+  // mark failed is counted lost at the next drain, not kept waiting for ever.
+  void device_spans_resolve_and_count_a_failed_end_as_lost() {
+    MarkingDevice dev;
+    dev.fail_mark = 3;  // the second span's end
+    g_marking = &dev;
+    const DeviceMemoryProvider backends = set_device_memory_provider(&marking_device);
+    const Device sim{DeviceKind::Sim, 0};
+    TraceRecorder rec;
+    DeviceSpans spans;
+    { DeviceSpans::Scoped s(&spans, sim, SpanKind::Forward, device_lane(0), 1, 64); }
+    { DeviceSpans::Scoped s(&spans, sim, SpanKind::Backward, device_lane(0), 1); }
+    { DeviceSpans::Scoped s(&spans, sim, SpanKind::Optimizer, device_lane(0), 1); }
+    {
+      // Open while drained: it stays for a later drain.
+      DeviceSpans::Scoped open(&spans, sim, SpanKind::Step, device_lane(0), 2);
+      spans.drain(rec);
+      QVERIFY(!spans.empty());
+    }
+    spans.drain(rec);
+    set_device_memory_provider(backends);
+    QVERIFY(spans.empty());
+    const std::vector<Span> got = rec.drain();
+    compare_spans(got, {span(SpanKind::Forward, device_lane(0), 1, 1, 1, 64),
+                        span(SpanKind::Optimizer, device_lane(0), 1, 5, 1), span(SpanKind::Step, device_lane(0), 2, 7, 1)});
+    QCOMPARE(rec.dropped(), int64_t{1});
+    // Devices without marks (the host) record nothing.
+    { DeviceSpans::Scoped host(&spans, Device{}, SpanKind::Forward, device_lane(0), 3); }
+    QVERIFY(spans.empty());
   }
 
   // Sampled device lanes: a burst of consecutive steps, the next no sooner
