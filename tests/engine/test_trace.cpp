@@ -111,6 +111,21 @@ public:
 };
 MarkingDevice* g_marking = nullptr;
 DeviceMemory& marking_device(const Device&) { return *g_marking; }
+// Every device is `device` while this lives (the backends' again after, also
+// when a check fails half-way).
+class StandIn {
+public:
+  explicit StandIn(MarkingDevice& device) {
+    g_marking = &device;
+    backends_ = set_device_memory_provider(&marking_device);
+  }
+  ~StandIn() { set_device_memory_provider(backends_); }
+  StandIn(const StandIn&) = delete;
+  StandIn& operator=(const StandIn&) = delete;
+
+private:
+  DeviceMemoryProvider backends_ = nullptr;
+};
 
 }  // namespace
 
@@ -309,8 +324,7 @@ private slots:
   void device_spans_resolve_and_count_a_failed_end_as_lost() {
     MarkingDevice dev;
     dev.fail_mark = 3;  // the second span's end
-    g_marking = &dev;
-    const DeviceMemoryProvider backends = set_device_memory_provider(&marking_device);
+    const StandIn stand_in(dev);
     const Device sim{DeviceKind::Sim, 0};
     TraceRecorder rec;
     DeviceSpans spans;
@@ -324,7 +338,6 @@ private slots:
       QVERIFY(!spans.empty());
     }
     spans.drain(rec);
-    set_device_memory_provider(backends);
     QVERIFY(spans.empty());
     const std::vector<Span> got = rec.drain();
     compare_spans(got, {span(SpanKind::Forward, device_lane(0), 1, 1, 1, 64),
