@@ -86,19 +86,18 @@ void DeviceSpans::drain(TraceRecorder& recorder, int64_t replayed_step, int grap
     }
     return false;
   });
-  if (replayed_step < 0) {
-    if (lost > 0) recorder.count_lost(lost);
-    return;
-  }
   // Read once, after the replay: one that cannot be read now never will be
   // for this step (the next replay records over it), so it is counted lost.
-  for (const auto& p : graphs_[graph & 1])
-    if (resolve(*p, s)) {
-      s.step = replayed_step;
-      recorder.record(s);
-    } else {
-      ++lost;
+  if (replayed_step >= 0) {
+    for (const auto& p : graphs_[graph & 1]) {
+      if (resolve(*p, s)) {
+        s.step = replayed_step;
+        recorder.record(s);
+      } else {
+        ++lost;
+      }
     }
+  }
   if (lost > 0) recorder.count_lost(lost);
 }
 
