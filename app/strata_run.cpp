@@ -88,6 +88,8 @@ void print_devices() {
 int train(const RunOptions& o, const RunConfig& config, StopSignals& signals) {
   if (o.run_notes && o.no_run_dir)
     throw bad_input("--run-name/--tags: name a run folder; they cannot be combined with --no-run-dir");
+  if (!o.run_dir.empty() && o.no_run_dir)
+    throw bad_input("--run-dir: names the run folder to write; it cannot be combined with --no-run-dir");
   std::string run_dir = o.run_dir, checkpoint;
   if (o.resume) {
     if (o.no_run_dir) throw bad_input("--resume: continues a run folder; it cannot be combined with --no-run-dir");

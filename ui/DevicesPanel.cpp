@@ -12,7 +12,7 @@
 namespace strata::ui {
 
 DevicesPanel::DevicesPanel(QWidget* parent)
-    : QWidget(parent), list_(new QListWidget(this)), gpu_label_(new QLabel(this)), summary_(new QLabel(this)) {
+    : QWidget(parent), list_(new QListWidget(this)), notes_(new QLabel(this)), summary_(new QLabel(this)) {
   auto* layout = new QVBoxLayout(this);
   layout->addWidget(new QLabel(tr("<b>Replica devices</b>"), this));
   list_->setObjectName("deviceList");
@@ -23,7 +23,8 @@ DevicesPanel::DevicesPanel(QWidget* parent)
   list_->setTextElideMode(Qt::ElideMiddle);
   layout->addWidget(list_, 1);
   const GpuInventory gpus = gpu_inventory();
-  const auto devices = list_devices(gpus);
+  std::string sim_problem;  // a bad STRATA_SIM_DEVICES: said below the list, not thrown from the window
+  const auto devices = list_devices(gpus, &sim_problem);
   int cpus = 0;
   for (const auto& d : devices) {
     auto* item = new QListWidgetItem(list_);
@@ -50,14 +51,17 @@ DevicesPanel::DevicesPanel(QWidget* parent)
     item->setCheckState(Qt::Unchecked);
     item->setForeground(QColor(110, 110, 110));
   }
-  const bool gpu = !gpus.gpus.empty();
-  gpu_label_->setText(gpu ? QString() : tr("No GPU: %1.").arg(QString::fromStdString(gpus.unavailable)));
-  gpu_label_->setVisible(!gpu);
+  QStringList notes;
+  if (gpus.gpus.empty()) notes << tr("No GPU: %1.").arg(QString::fromStdString(gpus.unavailable));
+  if (!sim_problem.empty()) notes << QString::fromStdString(sim_problem) + ".";
+  notes_->setObjectName("deviceNotes");
+  notes_->setText(notes.join('\n'));
+  notes_->setVisible(!notes.isEmpty());
   // The reason can be a sentence ("this build has no CUDA backend (rebuild
   // ...)"): unwrapped, it widened the whole Strategy page past the window.
-  gpu_label_->setWordWrap(true);
-  gpu_label_->setStyleSheet("color: palette(mid);");
-  layout->addWidget(gpu_label_);
+  notes_->setWordWrap(true);
+  notes_->setStyleSheet("color: palette(mid);");
+  layout->addWidget(notes_);
   summary_->setObjectName("replicaSummary");
   summary_->setWordWrap(true);
   layout->addWidget(summary_);

@@ -44,7 +44,7 @@ private:
   bool singleDevice() const;
 
   QListWidget* list_;
-  QLabel* gpu_label_;
+  QLabel* notes_;  // why there is no GPU; a bad simulated-device setting
   QLabel* summary_;
   QString strategy_ = "one_device";
   qint64 global_batch_ = 0;

@@ -1,9 +1,6 @@
 #include "core/Device.h"
 
-#include <algorithm>
-#include <charconv>
 #include <cstdlib>
-#include <cstring>
 #include <fstream>
 #include <thread>
 #include <utility>
@@ -90,7 +87,7 @@ int64_t total_memory_bytes() {
 
 std::vector<DeviceInfo> list_devices() { return list_devices(gpu_inventory()); }
 
-std::vector<DeviceInfo> list_devices(GpuInventory gpus) {
+std::vector<DeviceInfo> list_devices(GpuInventory gpus, std::string* sim_problem) {
   // One logical CPU device per hardware thread: that is the most CPU replicas
   // that can each own a core.
   std::vector<DeviceInfo> out;
@@ -99,9 +96,19 @@ std::vector<DeviceInfo> list_devices(GpuInventory gpus) {
   const int64_t mem = total_memory_bytes();
   for (int i = 0; i < n; ++i) out.push_back({Device{DeviceKind::Cpu, i}, name, mem, 1, {}});
   for (auto& gpu : gpus.gpus) out.push_back(std::move(gpu));
-  for (int i = 0; i < listed_sim_devices(); ++i)
-    out.push_back({Device{DeviceKind::Sim, i}, "Simulated accelerator (testing)",
-                   static_cast<int64_t>(sim_device_memory_bytes()), 1, "strict stream and memory checks"});
+  int sims = 0;
+  size_t sim_memory = 0;
+  try {
+    sims = listed_sim_devices();
+    if (sims > 0) sim_memory = sim_device_memory_bytes();
+  } catch (const Error& e) {
+    if (!sim_problem) throw;
+    *sim_problem = std::string(e.what()) + "; no simulated devices are listed";
+    sims = 0;
+  }
+  for (int i = 0; i < sims; ++i)
+    out.push_back({Device{DeviceKind::Sim, i}, "Simulated accelerator (testing)", static_cast<int64_t>(sim_memory), 1,
+                   "strict stream and memory checks"});
   return out;
 }
 
@@ -126,22 +133,29 @@ bool direct_access(const Device& reader, const Device& owner) {
   return g_gpu_provider.peer_access && g_gpu_provider.peer_access(reader.index, owner.index);
 }
 
+namespace {
+// The whole number from lo to hi that the environment variable `name` holds,
+// or nullopt where it is unset or empty. Anything else is refused, naming the
+// variable: a typo must not quietly give another number of devices or GiB.
+std::optional<int> environment_integer(const char* name, int lo, int hi, const std::string& what) {
+  const char* env = std::getenv(name);
+  if (!env || !*env) return std::nullopt;
+  const std::optional<int> value = parse_integer<int>(env);
+  if (!value || *value < lo || *value > hi)
+    throw bad_input(std::string(name) + ": expected " + what + " from " + std::to_string(lo) + " to " + std::to_string(hi) +
+                    ", got '" + env + "'");
+  return value;
+}
+}  // namespace
+
 size_t sim_device_memory_bytes() {
   // Virtual space only: pages are backed as they are first written.
-  if (const char* env = std::getenv("STRATA_SIM_MEMORY_GB")) {
-    const long gb = std::strtol(env, nullptr, 10);
-    if (gb > 0) return static_cast<size_t>(gb) << 30;
-  }
-  return size_t{16} << 30;
+  const int gib = environment_integer("STRATA_SIM_MEMORY_GB", 1, 4096, "a whole number of GiB").value_or(16);
+  return static_cast<size_t>(gib) << 30;
 }
 
 int listed_sim_devices() {
-  const char* env = std::getenv("STRATA_SIM_DEVICES");
-  if (!env || !*env) return 0;
-  int n = 0;
-  auto [ptr, ec] = std::from_chars(env, env + std::strlen(env), n);
-  if (ec != std::errc() || n < 0) return 0;
-  return std::min(n, kSimDeviceCount);
+  return environment_integer("STRATA_SIM_DEVICES", 0, kSimDeviceCount, "a number of simulated devices").value_or(0);
 }
 
 }  // namespace strata

@@ -78,12 +78,16 @@ int hardware_threads();
 // when the environment variable STRATA_SIM_DEVICES=N asks for N of them.
 std::vector<DeviceInfo> list_devices();
 // The same with the GPUs of an inventory already taken (one that also
-// wants its `unavailable` reason asks once).
-std::vector<DeviceInfo> list_devices(GpuInventory gpus);
+// wants its `unavailable` reason asks once). A bad STRATA_SIM_DEVICES or
+// STRATA_SIM_MEMORY_GB throws bad_input, or, given `sim_problem`, lists no
+// sim devices and says why there (the dashboard's device panel shows it).
+std::vector<DeviceInfo> list_devices(GpuInventory gpus, std::string* sim_problem = nullptr);
 // How many sim devices exist (they can always be named explicitly).
 constexpr int kSimDeviceCount = 8;
+// STRATA_SIM_DEVICES (0 to kSimDeviceCount; unset: 0); bad_input otherwise.
 int listed_sim_devices();
-// Each sim device's memory: 16 GiB of address space, or STRATA_SIM_MEMORY_GB.
+// Each sim device's memory: 16 GiB of address space, or STRATA_SIM_MEMORY_GB
+// (1 to 4096); bad_input otherwise.
 size_t sim_device_memory_bytes();
 
 }  // namespace strata

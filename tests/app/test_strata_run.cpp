@@ -393,12 +393,45 @@ private slots:
     expect_bad_input(base + QStringList{"--warmup-epochs", "x"}, {"--warmup-epochs", "'x'"});
   }
 
+  // --list-devices: the CPU devices, the sim devices the environment asks
+  // for with their memory, and the GPUs or why there are none; a bad setting
+  // of the simulated devices is bad input naming the variable.
+  void list_devices_names_each_device() {
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.insert("STRATA_SIM_DEVICES", "2");
+    env.insert("STRATA_SIM_MEMORY_GB", "3");
+    const Result r = run({"--list-devices"}, env);
+    QVERIFY2(r.status == QProcess::NormalExit && r.exit_code == 0, qPrintable(describe(r)));
+    const QStringList lines = r.out_lines();
+    QVERIFY2(lines.value(0).startsWith("cpu:0 "), qPrintable(describe(r)));
+    QVERIFY2(lines.filter(QRegularExpression("^sim:[0-9] ")).size() == 2, qPrintable(describe(r)));
+    QVERIFY2(lines.contains("sim:1   Simulated accelerator (testing), 3.0 GiB host memory, strict stream and memory checks"),
+             qPrintable(describe(r)));
+    QVERIFY2(!lines.filter(QRegularExpression("^gpu:[0-9] ")).isEmpty() ||
+                 !lines.filter(QRegularExpression("^no GPU: .+")).isEmpty(),
+             qPrintable(describe(r)));
+    for (const auto& [name, value] : {std::pair{"STRATA_SIM_DEVICES", "lots"}, std::pair{"STRATA_SIM_MEMORY_GB", "0"}}) {
+      QProcessEnvironment bad = env;
+      bad.insert(name, value);
+      const Result b = run({"--list-devices"}, bad);
+      QVERIFY2(b.status == QProcess::NormalExit && b.exit_code == 2, qPrintable(describe(b)));
+      QVERIFY2(b.err.startsWith(QString("strata-run: %1: expected ").arg(name)), qPrintable(describe(b)));
+      QVERIFY2(b.err.contains(QString("got '%1'").arg(value)), qPrintable(describe(b)));
+    }
+  }
+
   void bad_options() {
     expect_bad_input({kTiny, "--no-run-dir", "--epochs", "abc"}, {"--epochs", "abc"});
     expect_bad_input({kTiny, "--no-run-dir", "--epochs", "0"}, {"--epochs"});
     expect_bad_input({kTiny, "--no-run-dir", "--events", "xml"}, {"--events"});
     expect_bad_input({kTiny, "--no-run-dir", "--frobnicate"}, {"--frobnicate"});
     expect_bad_input({kTiny, "--no-run-dir", "--run-dir"}, {"--run-dir", "needs a value"});
+    // Contradicting flags are refused, not settled silently by one of them.
+    const QString dir = tmp_.filePath("not-written");
+    expect_bad_input({kTiny, "--run-dir", dir, "--no-run-dir"}, {"--run-dir", "--no-run-dir"});
+    QVERIFY(!QFileInfo::exists(dir));
+    expect_bad_input({kTiny, "--no-run-dir", "--run-name", "a"}, {"--run-name", "--no-run-dir"});
+    expect_bad_input({kTiny, "--no-run-dir", "--resume"}, {"--resume", "--no-run-dir"});
   }
 
   void bad_parameter_server_options() {

@@ -76,6 +76,43 @@ private slots:
     STRATA_EXPECT_ERROR(t.span(), ErrorKind::Runtime, "sim:0");
   }
 
+  // The simulated devices' environment settings: a bad value is refused naming
+  // the variable (it once gave no devices, or 16 GiB, without a word), or,
+  // where the caller asks, lists no sim devices and says why.
+  void bad_simulated_device_settings_name_the_variable() {
+    const QByteArray devices = qgetenv("STRATA_SIM_DEVICES"), memory = qgetenv("STRATA_SIM_MEMORY_GB");
+    const auto restore = qScopeGuard([&] {
+      for (auto [name, value] : {std::pair{"STRATA_SIM_DEVICES", devices}, std::pair{"STRATA_SIM_MEMORY_GB", memory}})
+        value.isNull() ? qunsetenv(name) : qputenv(name, value);
+    });
+    auto sims = [](const std::vector<DeviceInfo>& list) {
+      return static_cast<int>(
+          std::count_if(list.begin(), list.end(), [](const DeviceInfo& d) { return d.device.kind == DeviceKind::Sim; }));
+    };
+    qputenv("STRATA_SIM_DEVICES", "2");
+    qputenv("STRATA_SIM_MEMORY_GB", "3");
+    QCOMPARE(sims(list_devices({})), 2);
+    QCOMPARE(sim_device_memory_bytes(), size_t{3} << 30);
+    qunsetenv("STRATA_SIM_MEMORY_GB");
+    QCOMPARE(sim_device_memory_bytes(), size_t{16} << 30);
+    for (const char* bad : {"two", "-1", "9", "2 ", "+2"}) {
+      qputenv("STRATA_SIM_DEVICES", bad);
+      STRATA_EXPECT_ERROR(list_devices({}), ErrorKind::BadInput, "STRATA_SIM_DEVICES");
+      STRATA_EXPECT_ERROR(listed_sim_devices(), ErrorKind::BadInput, std::string("got '") + bad + "'");
+      std::string problem;
+      const auto listed = list_devices({}, &problem);
+      QCOMPARE(sims(listed), 0);
+      QVERIFY(!listed.empty());  // the CPU devices are still there
+      QVERIFY2(problem.find("STRATA_SIM_DEVICES: expected a number of simulated devices from 0 to 8") == 0, problem.c_str());
+    }
+    qputenv("STRATA_SIM_DEVICES", "1");
+    for (const char* bad : {"0", "lots", "99999999999"}) {
+      qputenv("STRATA_SIM_MEMORY_GB", bad);
+      STRATA_EXPECT_ERROR(sim_device_memory_bytes(), ErrorKind::BadInput, "STRATA_SIM_MEMORY_GB");
+      STRATA_EXPECT_ERROR(list_devices({}), ErrorKind::BadInput, "from 1 to 4096");
+    }
+  }
+
   void round_trip_and_copies_between_devices() {
     const auto v = random_vector(1000);
     Tensor a = Tensor::from(Shape{10, 100}, v, kSim);

@@ -191,6 +191,7 @@ private Q_SLOTS:
   void strategyPageNeverClips();
   void settingsPagesFitTheirWidth();
   void deviceListFitsANarrowPanel();
+  void deviceNotesSayWhySimDevicesAreMissing();
   void modelEditorChecksShapes();
   void mirroredRunFillsCharts();
   void timelineTabFillsDuringRun();
@@ -457,6 +458,38 @@ void DashboardTest::deviceListFitsANarrowPanel() {
   QVERIFY2(gpu->toolTip().contains("compute capability 8.9"), qPrintable(gpu->toolTip()));
   // A GPU is there: no "No GPU" line.
   for (auto* label : panel.findChildren<QLabel*>()) QVERIFY2(!label->text().startsWith("No GPU"), qPrintable(label->text()));
+}
+
+// A bad STRATA_SIM_DEVICES does not stop the window from opening: the panel
+// lists the other devices and says below them why there are no sim devices.
+void DashboardTest::deviceNotesSayWhySimDevicesAreMissing() {
+  const QByteArray saved = qgetenv("STRATA_SIM_DEVICES");
+  const auto restore = qScopeGuard(
+      [&] { saved.isNull() ? qunsetenv("STRATA_SIM_DEVICES") : qputenv("STRATA_SIM_DEVICES", saved); });
+  auto listed = [](const DevicesPanel& panel) {
+    QStringList out;
+    auto* list = panel.findChild<QListWidget*>("deviceList");
+    for (int i = 0; list && i < list->count(); ++i) out << list->item(i)->data(Qt::UserRole).toString();
+    return out;
+  };
+  qputenv("STRATA_SIM_DEVICES", "lots");
+  DevicesPanel bad;
+  bad.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&bad));
+  auto* notes = bad.findChild<QLabel*>("deviceNotes");
+  QVERIFY(notes);
+  QVERIFY(notes->isVisible());
+  QVERIFY2(notes->text().contains("STRATA_SIM_DEVICES: expected a number of simulated devices from 0 to 8, got 'lots'; "
+                                  "no simulated devices are listed."),
+           qPrintable(notes->text()));
+  QVERIFY(listed(bad).contains("cpu:0"));
+  QVERIFY(listed(bad).filter("sim:").isEmpty());
+
+  qputenv("STRATA_SIM_DEVICES", "1");
+  DevicesPanel good;
+  QVERIFY(listed(good).contains("sim:0"));
+  QVERIFY2(!good.findChild<QLabel*>("deviceNotes")->text().contains("STRATA_SIM_DEVICES"),
+           qPrintable(good.findChild<QLabel*>("deviceNotes")->text()));
 }
 
 void DashboardTest::modelEditorChecksShapes() {
