@@ -192,14 +192,19 @@ void CheckpointManager::prune() {
 }
 
 std::optional<std::string> CheckpointManager::latest(const std::string& root) {
-  if (!fs::exists(root)) return std::nullopt;
+  // A file (a project named where a run folder belongs) holds no checkpoints
+  // either: listing it would throw the library's "Not a directory".
+  if (!fs::is_directory(root)) return std::nullopt;
   std::ifstream in(fs::path(root) / "latest");
   std::string name;
   if (in >> name && valid(fs::path(root) / name)) return (fs::path(root) / name).string();
   // No pointer (or it names a removed folder): the newest valid folder.
   int64_t best = -1;
   std::string found;
-  for (auto& e : fs::directory_iterator(root))
+  std::error_code unreadable;
+  fs::directory_iterator entries(root, unreadable);
+  if (unreadable) throw bad_input(root + ": cannot list its checkpoints (" + unreadable.message() + ")");
+  for (auto& e : entries)
     if (e.is_directory() && valid(e.path()) && step_of(e.path()) > best) {
       best = step_of(e.path());
       found = e.path().string();

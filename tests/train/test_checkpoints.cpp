@@ -559,11 +559,17 @@ private slots:
     ev2.start(bin("app/strata-run"), {QString::fromStdString(project), "--evaluate", out, "--events", "jsonl"});
     QVERIFY(ev2.waitForFinished(60000));
     QCOMPARE(nlohmann::json::parse(ev2.readAllStandardOutput().toStdString())["accuracy"], j["accuracy"]);
-    // A checkpoint that does not exist is exit code 2.
-    QProcess bad;
-    bad.start(bin("app/strata-run"), {QString::fromStdString(project), "--evaluate", tmp.path() + "/nothing"});
-    QVERIFY(bad.waitForFinished(60000));
-    QCOMPARE(bad.exitCode(), 2);
+    // A checkpoint that does not exist, or a file that is no checkpoint (the
+    // project itself: it was an internal error, exit 1), is exit code 2
+    // naming the path.
+    for (const QString& path : {tmp.path() + "/nothing", QString::fromStdString(project)}) {
+      QProcess bad;
+      bad.start(bin("app/strata-run"), {QString::fromStdString(project), "--evaluate", path});
+      QVERIFY(bad.waitForFinished(60000));
+      const QString err = bad.readAllStandardError();
+      QVERIFY2(bad.exitCode() == 2, qPrintable(err));
+      QVERIFY2(err.startsWith("strata-run: " + path + ": no checkpoint found"), qPrintable(err));
+    }
   }
 };
 
