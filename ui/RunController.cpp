@@ -196,12 +196,14 @@ void RunController::onEvents(const std::vector<Event>& batch) {
   }
   if (last_step) status_->onStep(*last_step);
   // The UI thread shares the cores with training (in this process or in the
-  // ranks beside it): the next delivery waits 33 times what this one cost
+  // ranks beside it): the next delivery waits 66 times what this one cost
   // (event handling + the replots, whose previous times stand in for these
-  // queued ones), keeping the refresh near 3% of one core - 30 Hz while the
-  // charts are small, down to 2 Hz when they hold millions of points.
+  // queued ones), keeping the refresh near 1.5% of one core - at most 30 Hz
+  // while the charts are small, down to 2 Hz when they hold millions of
+  // points. At 33 times (3% of a core) a fast run whose threads fill every
+  // core lost up to 3% of its throughput (strata_ui_bench, 2026-12-07).
   const double ms = static_cast<double>(cost.nsecsElapsed()) / 1e6 + charts_->lastReplotMs();
-  const int interval = std::clamp(static_cast<int>(ms * 33.0), 33, 500);
+  const int interval = std::clamp(static_cast<int>(ms * 66.0), 33, 500);
   bridge_->setInterval(interval);
   process_->setInterval(interval);
 }
