@@ -127,7 +127,11 @@ CudnnGraphConvolution::CudnnGraphConvolution(DeviceMemory& memory, std::string d
       nhwc_(layout == CUDNN_TENSOR_NHWC),
       workspace_(memory, device_, stream) {
   lib().check(lib().cudnnCreate(&handle_), device_ + ": cudnnCreate");
-  lib().check(lib().cudnnSetStream(handle_, stream), device_ + ": cudnnSetStream");
+  if (const cudnnStatus_t st = lib().cudnnSetStream(handle_, stream); st != CUDNN_STATUS_SUCCESS) {
+    // No destructor runs for a constructor that throws: the handle goes here.
+    lib().cudnnDestroy(std::exchange(handle_, nullptr));
+    lib().check(st, device_ + ": cudnnSetStream");
+  }
 }
 
 CudnnGraphConvolution::~CudnnGraphConvolution() {
@@ -280,22 +284,36 @@ CudnnDescriptor CudnnGraphConvolution::choose(Plans& p, const CudnnDescriptor& o
   // Why the listed configurations were passed over: the message when none
   // qualifies, and STRATA_CUDNN_LOG's line.
   int listed = 0, disallowed = 0, unfinalized = 0, oversized = 0;
-  std::set<int64_t> seen;  // engines listed already
+  // Engines made candidates or passed over for their notes (an engine's
+  // notes are its own, whatever the configuration), which fallback mode's
+  // list repeats; one whose configuration did not finalize or fit is tried
+  // again in another.
+  std::set<int64_t> seen;
   std::string passed_over;
+  std::string heuristics_failed;  // a mode that listed nothing, with cuDNN's status: the message when none qualifies
   auto pass_over = [&](int& count, int64_t engine, const std::string& why) {
     ++count;
     if (convolution_log()) passed_over += "\n  engine " + std::to_string(engine) + ": " + why;
   };
   for (cudnnBackendHeurMode_t mode : {CUDNN_HEUR_MODE_INSTANT, CUDNN_HEUR_MODE_FALLBACK}) {
+    if (candidates.size() >= kMostCandidates) break;
+    const char* mode_name = mode == CUDNN_HEUR_MODE_INSTANT ? "instant" : "fallback";
+    auto failed = [&](const std::string& why) { heuristics_failed += std::string("; ") + mode_name + " heuristics: " + why; };
     CudnnDescriptor heuristics(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, what);
     heuristics.set(CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, graph);
     heuristics.set(CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode);
-    if (heuristics.finalize() != CUDNN_STATUS_SUCCESS) continue;
-    int64_t count = 0;
-    if (api.cudnnBackendGetAttribute(heuristics.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0,
-                                     &count, nullptr) != CUDNN_STATUS_SUCCESS ||
-        count <= 0)
+    if (const cudnnStatus_t st = heuristics.finalize(); st != CUDNN_STATUS_SUCCESS) {
+      failed(std::string("not finalized, ") + api.cudnnGetErrorString(st));
       continue;
+    }
+    int64_t count = 0;
+    if (const cudnnStatus_t st = api.cudnnBackendGetAttribute(heuristics.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS,
+                                                              CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count, nullptr);
+        st != CUDNN_STATUS_SUCCESS || count <= 0) {
+      failed(st != CUDNN_STATUS_SUCCESS ? std::string("results not given, ") + api.cudnnGetErrorString(st)
+                                        : std::string("no configuration listed"));
+      continue;
+    }
     const size_t first = configs.size();
     std::vector<cudnnBackendDescriptor_t> raw;
     for (int64_t i = 0; i < count; ++i) {
@@ -303,9 +321,12 @@ CudnnDescriptor CudnnGraphConvolution::choose(Plans& p, const CudnnDescriptor& o
       raw.push_back(configs.back().get());
     }
     int64_t got = 0;
-    if (api.cudnnBackendGetAttribute(heuristics.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, count,
-                                     &got, raw.data()) != CUDNN_STATUS_SUCCESS)
+    if (const cudnnStatus_t st = api.cudnnBackendGetAttribute(heuristics.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS,
+                                                              CUDNN_TYPE_BACKEND_DESCRIPTOR, count, &got, raw.data());
+        st != CUDNN_STATUS_SUCCESS) {
+      failed(std::string("results not given, ") + api.cudnnGetErrorString(st));
       continue;
+    }
     for (size_t i = first; i < first + static_cast<size_t>(std::min(got, count)); ++i) {
       if (candidates.size() >= kMostCandidates) break;
       CudnnDescriptor engine(CUDNN_BACKEND_ENGINE_DESCRIPTOR, what);
@@ -317,9 +338,10 @@ CudnnDescriptor CudnnGraphConvolution::choose(Plans& p, const CudnnDescriptor& o
       // Fallback mode repeats engines instant mode listed: each would be
       // planned and timed again, and count toward kMostCandidates.
       const int64_t index = engine_index(engine);
-      if (index >= 0 && !seen.insert(index).second) continue;
+      if (index >= 0 && seen.contains(index)) continue;
       ++listed;
       if (!allowed(engine, tf32_, transforms)) {
+        seen.insert(index);
         pass_over(disallowed, index, "its numerical or behaviour notes");
         continue;
       }
@@ -341,6 +363,7 @@ CudnnDescriptor CudnnGraphConvolution::choose(Plans& p, const CudnnDescriptor& o
         pass_over(oversized, index, "workspace " + std::to_string(bytes >> 20) + " MiB");
         continue;
       }
+      seen.insert(index);
       candidates.push_back(Candidate{std::move(plan), bytes, index, i});
     }
   }
@@ -354,7 +377,8 @@ CudnnDescriptor CudnnGraphConvolution::choose(Plans& p, const CudnnDescriptor& o
                         " MiB workspace for this convolution (" + std::to_string(listed) +
                         " listed: " + std::to_string(disallowed) + " passed over for their numerical or behaviour notes, " +
                         std::to_string(unfinalized) + " whose plan cuDNN did not finalize or size, " +
-                        std::to_string(oversized) + " over the workspace; STRATA_CUDNN_LOG=1 names them)");
+                        std::to_string(oversized) + " over the workspace" + heuristics_failed +
+                        "; STRATA_CUDNN_LOG=1 names them)");
 
   // Timed on this GPU unless autotuning is off or the stream is being
   // captured (timing would break the capture): each candidate once to warm
@@ -407,8 +431,11 @@ CudnnDescriptor CudnnGraphConvolution::choose(Plans& p, const CudnnDescriptor& o
         unfit = std::min(unfit, i);
         continue;  // no memory for this one's workspace beside the pool's: the others are timed
       }
-      if (execute(candidates[i].plan, x->p, k->p, y->p, workspace->p) != CUDNN_STATUS_SUCCESS) {
-        cudaGetLastError();  // or the next launch's check reports cuDNN's failure as its own
+      if (const cudnnStatus_t st = execute(candidates[i].plan, x->p, k->p, y->p, workspace->p); st != CUDNN_STATUS_SUCCESS) {
+        if (clean) cudaGetLastError();  // or the next launch's check reports cuDNN's failure as its own
+        // cuDNN found no device memory of its own inside the call: like a
+        // workspace without room, not a candidate that does not run.
+        if (st == CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED) unfit = std::min(unfit, i);
         continue;
       }
       for (int round = 0; round < 2; ++round) {
@@ -418,7 +445,8 @@ CudnnDescriptor CudnnGraphConvolution::choose(Plans& p, const CudnnDescriptor& o
         const cudnnStatus_t ran = execute(candidates[i].plan, x->p, k->p, y->p, workspace->p);
         STRATA_CUDA(cudaEventRecord(marks[1], stream_));
         if (ran != CUDNN_STATUS_SUCCESS) {
-          cudaGetLastError();
+          if (clean) cudaGetLastError();
+          if (ran == CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED) unfit = std::min(unfit, i);
           ms[i] = std::numeric_limits<float>::infinity();
           break;
         }
@@ -480,9 +508,11 @@ bool CudnnGraphConvolution::run(const Window2D& w, int64_t filters, Direction d,
   auto& plan = p.plan[static_cast<size_t>(d)];
   if (!plan) return false;  // no engine qualified for this direction (make_plans), or it was refused
   workspace_.reserve(p.workspace);
+  // An error already pending is an earlier call's, left for its check.
+  const bool clean = cudaPeekAtLastError() == cudaSuccess;
   const cudnnStatus_t status = execute(*plan, x, kernel, y, workspace_.get());
   if (status == CUDNN_STATUS_SUCCESS) return true;
-  cudaGetLastError();  // or the next launch's check reports cuDNN's failure as its own
+  if (clean) cudaGetLastError();  // or the next launch's check reports cuDNN's failure as its own
   // A plan cuDNN made and finalized for this shape refuses only when it
   // does not support a call (or its pointers' alignment); any other bad
   // parameter is a mistake in the descriptors made here, which a silent
