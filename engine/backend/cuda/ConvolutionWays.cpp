@@ -114,10 +114,14 @@ void ConvolutionWays::run(const Window2D& w, int64_t filters, Direction d, bool 
                 w.out_h,    w.out_w};
   std::string forced;
   const Way* kept = nullptr;
+  bool chosen = false;  // a way is kept for the shape, offered now or not
   {
     std::lock_guard lock(mutex_);
     forced = forced_;
-    if (auto it = kept_.find(key); forced.empty() && it != kept_.end()) kept = named(ways, it->second);
+    if (auto it = kept_.find(key); forced.empty() && it != kept_.end()) {
+      chosen = true;
+      kept = named(ways, it->second);
+    }
   }
   if (!forced.empty()) {
     // A way the shape does not offer, or that refuses: the last runs, and
@@ -133,6 +137,19 @@ void ConvolutionWays::run(const Window2D& w, int64_t filters, Direction d, bool 
       ways.back().run();
     }
     return;
+  }
+  if (!kept && chosen) {
+    // The kept way is not offered inside a capture (its workspace cannot
+    // grow in one): the first offered way is captured, untimed, and the
+    // timed choice stays for the calls that offer it; it was overwritten.
+    // Outside a capture a kept way not offered (a way file's name this
+    // shape no longer offers) is raced again, below.
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    STRATA_CUDA(cudaStreamIsCapturing(stream, &capture));
+    if (capture != cudaStreamCaptureStatusNone) {
+      if (!ways.front().run()) ways.back().run();
+      return;
+    }
   }
   if (!kept) {
     // One race at a time: replicas sharing the GPU meet a new shape together
@@ -165,7 +182,21 @@ void ConvolutionWays::run(const Window2D& w, int64_t filters, Direction d, bool 
       kept = &ways.front();
     }
   }
-  if (!kept->run()) ways.back().run();
+  try {
+    if (kept->run()) return;
+  } catch (const std::exception& e) {
+    // Memory there when the shape was raced may be gone (an evaluation or a
+    // partial batch beside the step's buffers): outside a capture the last
+    // way runs this call, as the race passes over a way that does not fit.
+    // Inside one the failure is the capture's (its memory is the graph's).
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    if (!is_device_memory_exhausted(e) || kept == &ways.back() || cudaStreamIsCapturing(stream, &capture) != cudaSuccess ||
+        capture != cudaStreamCaptureStatusNone)
+      throw;
+    if (convolution_log())
+      std::fprintf(stderr, "%s: convolution way %s not taken this call: %s\n", device.str().c_str(), kept->name, e.what());
+  }
+  ways.back().run();
 }
 
 std::vector<ConvolutionChoice> ConvolutionWays::choices() const {

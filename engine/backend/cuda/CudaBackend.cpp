@@ -696,8 +696,10 @@ void* CudaBackend::scratch(void*& buffer, size_t& capacity, size_t bytes) {
   // The old buffer is kept, not freed: a step graph captured earlier may
   // still name it, and replaying that graph must not touch freed memory.
   // It grows a few times in a run at most.
+  // Allocated before the old one is retired: out of memory, it stays in use.
+  void* grown = allocate(bytes);
   if (buffer) retired_scratch_.push_back(buffer);
-  buffer = allocate(bytes);
+  buffer = grown;
   capacity = bytes;
   return buffer;
 }
