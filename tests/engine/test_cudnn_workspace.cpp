@@ -2,6 +2,7 @@
 // logic; runs without a GPU: no stream is being captured here).
 #include <QTest>
 #include <cstdlib>
+#include <vector>
 
 #include "InertDeviceMemory.h"
 #include "backend/cuda/CudnnWorkspace.h"
@@ -53,6 +54,27 @@ private slots:
     // A smaller size that fits is still given.
     QVERIFY(workspace.try_reserve(60));
     QCOMPARE(workspace.bytes(), size_t(60));
+  }
+
+  // A size that never fits is tried again after 64 calls, then after twice as
+  // many each time (a fixed 64 kept a device short of memory synchronising a
+  // few times a step for the whole run); once it fits, the period starts over.
+  void retriesOfASizeThatNeverFitsThinOut() {
+    LimitedMemory memory(100);
+    cuda::CudnnWorkspace workspace(memory, "gpu:0", nullptr);
+    std::vector<int> tried_at;
+    for (int call = 1; call <= 1000; ++call) {
+      const int before = memory.tries;
+      QVERIFY(!workspace.try_reserve(120));
+      if (memory.tries > before) tried_at.push_back(call);
+    }
+    QCOMPARE(tried_at, (std::vector<int>{1, 65, 193, 449, 961}));  // was every 64th: 16 tries
+    QCOMPARE(memory.held, size_t(0));
+    // A size that fits resets the period: the next refusal is tried again after 64 calls.
+    QVERIFY(workspace.try_reserve(40));
+    const int before = memory.tries;
+    for (int call = 1; call <= 65; ++call) QVERIFY(!workspace.try_reserve(80));
+    QCOMPARE(memory.tries - before, 2);
   }
 };
 

@@ -1,5 +1,6 @@
 #include "backend/cuda/CudnnWorkspace.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "backend/cuda/ConvolutionWays.h"
@@ -37,17 +38,22 @@ bool CudnnWorkspace::try_reserve(size_t bytes) {
   // Inside a capture it cannot grow: the call takes the other ways, as the
   // op-by-op step's did (that step found no room for it either).
   if (capturing(stream_)) return false;
-  // A size the device had no room for is tried again only every
-  // kRetryEvery calls: each failed try synchronises the device and trims
-  // its pools (CudaBackend::allocate), every step, for every layer.
-  if (refused_bytes_ > 0 && bytes >= refused_bytes_ && ++calls_since_refusal_ % kRetryEvery != 0) return false;
+  // A size the device had no room for is tried again only after
+  // retry_every_ calls, twice as many after each try that still finds no
+  // room: each failed try synchronises the device and trims its pools
+  // (CudaBackend::allocate), and every convolution asks several times (each
+  // way it might offer), so a fixed period kept a device short of memory
+  // synchronising a few times a step for the rest of the run.
+  if (refused_bytes_ > 0 && bytes >= refused_bytes_ && ++calls_since_refusal_ < retry_every_) return false;
   try {
     reserve(bytes);
     refused_bytes_ = 0;
+    retry_every_ = kRetryEvery;
     return true;
   } catch (const Error& e) {
     if (!is_device_memory_exhausted(e)) throw;
     if (convolution_log()) std::fprintf(stderr, "%s; cuDNN is not offered for this call\n", e.what());
+    if (refused_bytes_ > 0) retry_every_ = std::min(retry_every_ * 2, kMostRetryEvery);
     if (refused_bytes_ == 0 || bytes < refused_bytes_) refused_bytes_ = bytes;
     calls_since_refusal_ = 0;
     return false;

@@ -34,7 +34,11 @@ public:
   size_t bytes() const { return bytes_; }
 
 private:
+  // A size the device had no room for is tried again after kRetryEvery
+  // calls, then after twice as many each time it still does not fit, up to
+  // kMostRetryEvery.
   static constexpr unsigned kRetryEvery = 64;
+  static constexpr unsigned kMostRetryEvery = 1u << 14;
   DeviceMemory& memory_;
   std::string device_;
   cudaStream_t stream_;
@@ -43,6 +47,7 @@ private:
   std::vector<std::pair<void*, size_t>> retired_;  // outgrown buffers
   size_t refused_bytes_ = 0;                       // the smallest size the device last had no room for
   unsigned calls_since_refusal_ = 0;
+  unsigned retry_every_ = kRetryEvery;
 };
 
 }  // namespace strata::cuda
