@@ -200,8 +200,9 @@ void RunController::onEvents(const std::vector<Event>& batch) {
   // (event handling + the replots, whose previous times stand in for these
   // queued ones), keeping the refresh near 1.5% of one core - at most 30 Hz
   // while the charts are small, down to 2 Hz when they hold millions of
-  // points. At 33 times (3% of a core) a fast run whose threads fill every
-  // core lost up to 3% of its throughput (strata_ui_bench, 2026-12-07).
+  // points. At 33 times (3% of a core) a fast run whose threads filled both
+  // cores of a 2-core machine lost about 3% of its throughput
+  // (strata_ui_bench, 2026-12-07; docs/dashboard.md).
   const double ms = static_cast<double>(cost.nsecsElapsed()) / 1e6 + charts_->lastReplotMs();
   const int interval = std::clamp(static_cast<int>(ms * 66.0), 33, 500);
   bridge_->setInterval(interval);

@@ -141,9 +141,10 @@ void ConvolutionWays::run(const Window2D& w, int64_t filters, Direction d, bool 
   if (!kept && chosen) {
     // The kept way is not offered inside a capture (its workspace cannot
     // grow in one): the first offered way is captured, untimed, and the
-    // timed choice stays for the calls that offer it; it was overwritten.
-    // Outside a capture a kept way not offered (a way file's name this
-    // shape no longer offers) is raced again, below.
+    // timed choice stays for the calls that offer it (until 2026-12-08 the
+    // untimed one replaced it for good). Outside a capture a kept way not
+    // offered (a way file's name this shape no longer offers) is raced
+    // again, below.
     cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
     STRATA_CUDA(cudaStreamIsCapturing(stream, &capture));
     if (capture != cudaStreamCaptureStatusNone) {
