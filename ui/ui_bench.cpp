@@ -27,6 +27,7 @@
 #include <ctime>
 
 #include "AppPaths.h"
+#include "BenchUtil.h"
 #include "ChartView.h"
 #include "ChartsPanel.h"
 #include "ConfigEditor.h"
@@ -270,10 +271,7 @@ int main(int argc, char** argv) {
       wall_ms += a.wall_ms;
       attached_steps += a.steps;
     }
-    std::sort(ratios.begin(), ratios.end());
-    const double median = ratios.empty()      ? 0
-                          : ratios.size() % 2 ? ratios[ratios.size() / 2]
-                                              : (ratios[ratios.size() / 2 - 1] + ratios[ratios.size() / 2]) / 2;
+    const double median = ratios.empty() ? 0 : bench::median(ratios);
     const double handling_1 = handling_us_per_step(1, 50, 20000), handling_4 = handling_us_per_step(4, 50, 20000);
     const ReplotFigures rp = replot_benchmark(points);
     std::printf("{\n  \"project\": \"%s\",\n  \"steps\": %d,\n  \"epochs\": %d,\n  \"rounds\": %d,\n  \"timeline\": %s,\n",

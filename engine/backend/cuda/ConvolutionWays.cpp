@@ -145,9 +145,7 @@ void ConvolutionWays::run(const Window2D& w, int64_t filters, Direction d, bool 
     // untimed one replaced it for good). Outside a capture a kept way not
     // offered (a way file's name this shape no longer offers) is raced
     // again, below.
-    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-    STRATA_CUDA(cudaStreamIsCapturing(stream, &capture));
-    if (capture != cudaStreamCaptureStatusNone) {
+    if (capturing(stream)) {
       if (!ways.front().run()) ways.back().run();
       return;
     }
@@ -190,10 +188,7 @@ void ConvolutionWays::run(const Window2D& w, int64_t filters, Direction d, bool 
     // partial batch beside the step's buffers): outside a capture the last
     // way runs this call, as the race passes over a way that does not fit.
     // Inside one the failure is the capture's (its memory is the graph's).
-    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-    if (!is_device_memory_exhausted(e) || kept == &ways.back() || cudaStreamIsCapturing(stream, &capture) != cudaSuccess ||
-        capture != cudaStreamCaptureStatusNone)
-      throw;
+    if (!is_device_memory_exhausted(e) || kept == &ways.back() || capturing(stream)) throw;
     if (convolution_log())
       std::fprintf(stderr, "%s: convolution way %s not taken this call: %s\n", device.str().c_str(), kept->name, e.what());
   }
